@@ -1,0 +1,153 @@
+#include "chief/plan_command.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "common/cluster_spec.h"
+#include "common/command_line.h"
+#include "common/exit_codes.h"
+#include "common/job_spec.h"
+#include "common/json_util.h"
+#include "common/model_variables.h"
+#include "common/plan_format.h"
+#include "common/status_macros.h"
+#include "common/variable_planner.h"
+
+namespace pstrain {
+namespace {
+
+const std::vector<FlagDef>& PlanFlags() {
+  static const auto* flags = new std::vector<FlagDef>{
+      {"job", "", "job spec: a preset (linear, mlp, cnn) or a JSON file"},
+      {"num_ps", "", "number of ps tasks (default: the ps count in TF_CONFIG)"},
+      {"tf_config", "", "read TF_CONFIG from this file instead of the environment"},
+      {"format", "table", "table or json"},
+      {"partitioner", "", "none, fixed_shards, min_size or max_size (overrides the job's)"},
+      {"num_shards", "", "fixed_shards: number of shards"},
+      {"min_shard_bytes", "262144", "min_size: minimum bytes per shard"},
+      {"max_shard_bytes", "", "max_size: maximum bytes per shard"},
+      {"max_shards", "", "min_size (default 1) / max_size (default 0 = unlimited): most shards"},
+      {"bytes_per_string", "16", "estimated bytes per string element"},
+      {"shape", "", "single variable: comma-separated shape, e.g. 10,30"},
+      {"dtype", "float32", "single variable: element type"},
+      {"name", "v", "single variable: its name"},
+  };
+  return *flags;
+}
+
+absl::StatusOr<PartitionerSpec> PartitionerFromFlags(const CommandLine& cl, PartitionerSpec spec) {
+  if (cl.Given("partitioner")) {
+    ASSIGN_OR_RETURN(spec.kind, ParsePartitionerKind(cl.Get("partitioner")));
+  }
+  if (cl.Given("num_shards")) {
+    ASSIGN_OR_RETURN(spec.num_shards, cl.GetInt("num_shards"));
+  }
+  if (cl.Given("min_shard_bytes")) {
+    ASSIGN_OR_RETURN(spec.min_shard_bytes, cl.GetInt("min_shard_bytes"));
+  }
+  if (cl.Given("max_shard_bytes")) {
+    ASSIGN_OR_RETURN(spec.max_shard_bytes, cl.GetInt("max_shard_bytes"));
+  }
+  if (cl.Given("max_shards")) {
+    ASSIGN_OR_RETURN(spec.max_shards, cl.GetInt("max_shards"));
+  }
+  if (cl.Given("bytes_per_string")) {
+    ASSIGN_OR_RETURN(spec.bytes_per_string, cl.GetInt("bytes_per_string"));
+  }
+  if (spec.kind == PartitionerSpec::Kind::kFixedShards && spec.num_shards == 0) {
+    return absl::InvalidArgumentError("--partitioner=fixed_shards needs --num_shards=N");
+  }
+  if (spec.kind == PartitionerSpec::Kind::kMaxSize && spec.max_shard_bytes == 0) {
+    return absl::InvalidArgumentError("--partitioner=max_size needs --max_shard_bytes=N");
+  }
+  RETURN_IF_ERROR(ValidatePartitioner(spec));
+  return spec;
+}
+
+absl::StatusOr<int> NumPs(const CommandLine& cl) {
+  if (cl.Given("num_ps")) {
+    ASSIGN_OR_RETURN(int64_t n, cl.GetInt("num_ps"));
+    if (n < 1) return absl::InvalidArgumentError(absl::StrCat("--num_ps must be at least 1, got ", n));
+    return static_cast<int>(n);
+  }
+  auto config = LoadTfConfig(cl.Get("tf_config"));
+  if (!config.ok()) {
+    if (config.status().code() == absl::StatusCode::kFailedPrecondition) {
+      return absl::InvalidArgumentError("give --num_ps=N (or set TF_CONFIG with a cluster.ps list)");
+    }
+    return config.status();
+  }
+  const int n = config->cluster.NumTasks(kPs);
+  if (n == 0) return absl::InvalidArgumentError("TF_CONFIG has no cluster.ps entries; give --num_ps=N");
+  return n;
+}
+
+absl::StatusOr<std::vector<VariableSpec>> SingleVariable(const CommandLine& cl) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> shape, cl.GetIntList("shape"));
+  for (int64_t d : shape) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("--shape=", cl.Get("shape"), " has a negative dimension"));
+  }
+  VariableSpec var;
+  var.name = cl.Get("name");
+  var.shape = shape;
+  ASSIGN_OR_RETURN(var.dtype, ParseDType(cl.Get("dtype")));
+  return std::vector<VariableSpec>{var};
+}
+
+absl::Status RunPlan(const CommandLine& cl) {
+  const bool has_job = cl.Given("job");
+  if (has_job == cl.Given("shape")) {
+    return absl::InvalidArgumentError("give either --job=FILE|preset or --shape=D0,D1,... (a single variable)");
+  }
+  const std::string format = cl.Get("format");
+  if (format != "table" && format != "json") {
+    return absl::InvalidArgumentError(absl::StrCat("--format=", format, " is not table or json"));
+  }
+  ASSIGN_OR_RETURN(int num_ps, NumPs(cl));
+  std::vector<VariableSpec> variables;
+  PartitionerSpec partitioner;
+  if (has_job) {
+    ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(cl.Get("job")));
+    ASSIGN_OR_RETURN(variables, ModelVariables(job.model));
+    partitioner = job.partitioner;
+  } else {
+    ASSIGN_OR_RETURN(variables, SingleVariable(cl));
+  }
+  ASSIGN_OR_RETURN(partitioner, PartitionerFromFlags(cl, partitioner));
+  ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, partitioner, num_ps));
+  if (format == "json") {
+    std::cout << DumpJson(PlanToJson(plan), 2) << "\n";
+  } else {
+    std::cout << PlanToTable(plan, partitioner.KindName());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int PlanMain(int argc, char** argv) {
+  const std::string summary =
+      "Shows how variables are split into shards and placed on ps tasks (TensorFlow's partitioner arithmetic,\n"
+      "round-robin placement). Examples:\n"
+      "  pstrain plan --job=cnn --num_ps=2\n"
+      "  pstrain plan --partitioner=max_size --max_shard_bytes=1000 --shape=10,30 --dtype=float64 --num_ps=3";
+  auto cl = CommandLine::Parse("pstrain plan", argc, argv, 2, PlanFlags());
+  if (!cl.ok()) {
+    std::cerr << "pstrain plan: " << cl.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
+  if (cl->help()) {
+    std::cout << FlagUsage("pstrain plan", summary, PlanFlags());
+    return kExitOk;
+  }
+  absl::Status s = RunPlan(*cl);
+  if (!s.ok()) {
+    std::cerr << "pstrain plan: " << s.message() << "\n";
+    return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound
+               ? kExitBadConfiguration
+               : ExitCodeFor(s);
+  }
+  return kExitOk;
+}
+
+}  // namespace pstrain

@@ -1,0 +1,38 @@
+// `pstrain`: the user's tool. Each subcommand has its own entry point and flag set.
+#include <cstring>
+#include <iostream>
+
+#include "chief/plan_command.h"
+#include "common/exit_codes.h"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*main)(int, char**);
+  const char* summary;
+};
+
+const Subcommand kSubcommands[] = {
+    {"plan", pstrain::PlanMain, "show how a job's variables are partitioned and placed on the ps tasks"},
+};
+
+void PrintUsage(std::ostream& out) {
+  out << "usage: pstrain COMMAND [flags]   (pstrain COMMAND --help for its flags)\n\ncommands:\n";
+  for (const Subcommand& c : kSubcommands) out << "  " << c.name << "\t" << c.summary << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
+    PrintUsage(argc < 2 ? std::cerr : std::cout);
+    return argc < 2 ? pstrain::kExitBadConfiguration : pstrain::kExitOk;
+  }
+  for (const Subcommand& c : kSubcommands) {
+    if (std::strcmp(argv[1], c.name) == 0) return c.main(argc, argv);
+  }
+  std::cerr << "pstrain: unknown command \"" << argv[1] << "\"\n";
+  PrintUsage(std::cerr);
+  return pstrain::kExitBadConfiguration;
+}

@@ -1,0 +1,296 @@
+#include "common/cluster_spec.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/json_util.h"
+#include "common/status_macros.h"
+
+namespace pstrain {
+namespace {
+
+constexpr const char* kKnownJobs[] = {kChief, kWorker, kPs, kEvaluator};
+
+bool IsKnownJob(absl::string_view job) {
+  for (const char* known : kKnownJobs) {
+    if (job == known) return true;
+  }
+  return false;
+}
+
+bool IsDigits(absl::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!absl::ascii_isdigit(c)) return false;
+  }
+  return true;
+}
+
+absl::Status ParseAddressEntry(const nlohmann::json& value, const std::string& field, std::string* out) {
+  if (!value.is_string()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " must be a \"host:port\" string, got ", DumpJson(value)));
+  }
+  *out = value.get<std::string>();
+  return ValidateAddress(*out, field);
+}
+
+absl::StatusOr<std::map<int, std::string>> ParseJob(const std::string& job, const nlohmann::json& value) {
+  std::map<int, std::string> tasks;
+  if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i) {
+      RETURN_IF_ERROR(ParseAddressEntry(value[i], absl::StrCat("cluster.", job, "[", i, "]"), &tasks[i]));
+    }
+    return tasks;
+  }
+  if (value.is_object()) {
+    for (const auto& [key, entry] : value.items()) {
+      int index = 0;
+      if (!IsDigits(key) || !absl::SimpleAtoi(key, &index)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "cluster.", job, " key \"", key, "\" is not a task index; a sparse job maps indices to addresses, ",
+            "e.g. {\"1\": \"host:2222\"}"));
+      }
+      RETURN_IF_ERROR(ParseAddressEntry(entry, absl::StrCat("cluster.", job, "[\"", key, "\"]"), &tasks[index]));
+    }
+    return tasks;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("cluster.", job,
+                                                 " must be a list of \"host:port\" strings or a map "
+                                                 "{\"index\": \"host:port\"}, got ",
+                                                 DumpJson(value)));
+}
+
+absl::StatusOr<int> ParseTaskIndex(const nlohmann::json& task) {
+  auto it = task.find("index");
+  if (it == task.end() || it->is_null()) return 0;  // TensorFlow defaults the index to 0
+  if (it->is_number_integer()) {
+    const int64_t v = it->get<int64_t>();
+    if (v < 0) return absl::InvalidArgumentError(absl::StrCat("task.index ", v, " is negative; task indices start at 0"));
+    if (v > 1000000) return absl::InvalidArgumentError(absl::StrCat("task.index ", v, " is out of range"));
+    return static_cast<int>(v);
+  }
+  if (it->is_string()) {
+    const std::string s = it->get<std::string>();
+    int v = 0;
+    if (IsDigits(s) && absl::SimpleAtoi(s, &v)) return v;
+    if (!s.empty() && s[0] == '-') {
+      return absl::InvalidArgumentError(absl::StrCat("task.index \"", s, "\" is negative; task indices start at 0"));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("task.index \"", s, "\" is not a number; give an integer such as 0 or \"0\""));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("task.index must be an integer or a string of digits, got ", DumpJson(*it)));
+}
+
+absl::StatusOr<TaskId> ParseTask(const nlohmann::json& task) {
+  if (!task.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task must be an object like {\"type\": \"worker\", \"index\": 0}, got ", DumpJson(task)));
+  }
+  auto type_it = task.find("type");
+  if (type_it == task.end() || !type_it->is_string()) {
+    return absl::InvalidArgumentError(
+        "task.type is missing or not a string; set it to one of chief, worker, ps, evaluator");
+  }
+  TaskId id;
+  id.type = type_it->get<std::string>();
+  if (!IsKnownJob(id.type)) {
+    return absl::InvalidArgumentError(absl::StrCat("task.type \"", id.type,
+                                                   "\" is not a task type pstrain knows; use one of chief, worker, ps, "
+                                                   "evaluator"));
+  }
+  ASSIGN_OR_RETURN(id.index, ParseTaskIndex(task));
+  return id;
+}
+
+absl::Status ValidateTaskInCluster(const ClusterSpec& cluster, const TaskId& task) {
+  if (!cluster.HasJob(task.type)) {
+    // The evaluator runs outside the training cluster, as in TensorFlow.
+    if (task.type == kEvaluator) {
+      if (task.index != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("task.index ", task.index, " is out of range: there is only one evaluator (index 0)"));
+      }
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat("task.type \"", task.type, "\" has no entries in cluster; add cluster.",
+                                                   task.type, " with this task's address"));
+  }
+  const std::vector<int> indices = cluster.TaskIndices(task.type);
+  for (int i : indices) {
+    if (i == task.index) return absl::OkStatus();
+  }
+  const int n = cluster.NumTasks(task.type);
+  const bool dense = indices.back() == n - 1;
+  if (dense) {
+    return absl::InvalidArgumentError(absl::StrCat("task.index ", task.index, " is out of range: cluster.", task.type,
+                                                   " has ", n, n == 1 ? " entry" : " entries", " (0..", n - 1, ")"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("task.index ", task.index, " is not in cluster.", task.type,
+                                                 ": it has indices ", absl::StrJoin(indices, ", ")));
+}
+
+}  // namespace
+
+absl::Status ValidateAddress(absl::string_view address, absl::string_view field) {
+  const std::string hint = absl::StrCat(" (expected \"host:port\", e.g. \"localhost:2222\")");
+  if (address.empty()) return absl::InvalidArgumentError(absl::StrCat(field, " is an empty address", hint));
+  const size_t colon = address.rfind(':');
+  if (colon == absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " \"", address, "\" has no port", hint));
+  }
+  absl::string_view host = address.substr(0, colon);
+  absl::string_view port = address.substr(colon + 1);
+  if (host.empty()) return absl::InvalidArgumentError(absl::StrCat(field, " \"", address, "\" has no host", hint));
+  if (host.front() == '[' ? host.back() != ']' : host.find(':') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " \"", address, "\" is malformed; write IPv6 hosts in brackets, e.g. \"[::1]:2222\""));
+  }
+  for (char c : host) {
+    if (absl::ascii_isspace(c) || c == '/') {
+      return absl::InvalidArgumentError(absl::StrCat(field, " \"", address, "\" has an invalid host", hint));
+    }
+  }
+  int port_num = 0;
+  if (!IsDigits(port) || !absl::SimpleAtoi(port, &port_num) || port_num < 1 || port_num > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " \"", address, "\" has an invalid port \"", port, "\"; ports are 1..65535"));
+  }
+  return absl::OkStatus();
+}
+
+int ClusterSpec::NumTasks(absl::string_view job) const {
+  auto it = jobs_.find(std::string(job));
+  return it == jobs_.end() ? 0 : static_cast<int>(it->second.size());
+}
+
+std::vector<int> ClusterSpec::TaskIndices(absl::string_view job) const {
+  std::vector<int> out;
+  auto it = jobs_.find(std::string(job));
+  if (it == jobs_.end()) return out;
+  for (const auto& [index, address] : it->second) out.push_back(index);
+  return out;
+}
+
+absl::StatusOr<std::string> ClusterSpec::Address(absl::string_view job, int index) const {
+  auto it = jobs_.find(std::string(job));
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("cluster has no job \"", job, "\""));
+  auto task = it->second.find(index);
+  if (task == it->second.end()) {
+    return absl::NotFoundError(absl::StrCat("cluster.", job, " has no task ", index, " (indices ",
+                                            absl::StrJoin(TaskIndices(job), ", "), ")"));
+  }
+  return task->second;
+}
+
+std::vector<std::string> ClusterSpec::Addresses(absl::string_view job) const {
+  std::vector<std::string> out;
+  auto it = jobs_.find(std::string(job));
+  if (it == jobs_.end()) return out;
+  for (const auto& [index, address] : it->second) out.push_back(address);
+  return out;
+}
+
+absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(const nlohmann::json& cluster) {
+  if (!cluster.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster must be an object mapping job names to address lists, got ", DumpJson(cluster)));
+  }
+  ClusterSpec spec;
+  for (const auto& [job, value] : cluster.items()) {
+    if (!IsKnownJob(job)) {
+      return absl::InvalidArgumentError(absl::StrCat("cluster.\"", job,
+                                                     "\" is not a job pstrain knows; use chief, worker, ps or "
+                                                     "evaluator"));
+    }
+    ASSIGN_OR_RETURN(auto tasks, ParseJob(job, value));
+    if (tasks.empty()) continue;  // an empty job is the same as an absent one
+    spec.jobs_[job] = std::move(tasks);
+  }
+  for (const char* single : {kChief, kEvaluator}) {
+    const int n = spec.NumTasks(single);
+    if (n > 1) {
+      return absl::InvalidArgumentError(absl::StrCat("cluster.", single, " has ", n, " entries; there must be at most one ",
+                                                     single));
+    }
+  }
+  return spec;
+}
+
+absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text) {
+  ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json_text, "TF_CONFIG"));
+  if (!doc.is_object()) {
+    return absl::InvalidArgumentError("TF_CONFIG must be a JSON object with \"cluster\" and \"task\"");
+  }
+  TfConfig config;
+  auto cluster_it = doc.find("cluster");
+  if (cluster_it == doc.end()) {
+    return absl::InvalidArgumentError(
+        "TF_CONFIG has no \"cluster\"; add {\"cluster\": {\"worker\": [...], \"ps\": [...]}}");
+  }
+  ASSIGN_OR_RETURN(config.cluster, ClusterSpec::FromJson(*cluster_it));
+  auto task_it = doc.find("task");
+  if (task_it != doc.end() && !task_it->is_null()) {
+    ASSIGN_OR_RETURN(TaskId task, ParseTask(*task_it));
+    RETURN_IF_ERROR(ValidateTaskInCluster(config.cluster, task));
+    config.task = task;
+  }
+  auto rpc_it = doc.find("rpc_layer");
+  if (rpc_it != doc.end() && !rpc_it->is_null()) {
+    if (!rpc_it->is_string()) return absl::InvalidArgumentError("rpc_layer must be a string such as \"grpc\"");
+    config.rpc_layer = rpc_it->get<std::string>();
+    if (config.rpc_layer.empty()) config.rpc_layer = "grpc";
+    if (config.rpc_layer != "grpc") {
+      return absl::InvalidArgumentError(absl::StrCat("rpc_layer \"", config.rpc_layer,
+                                                     "\" is not served; pstrain speaks only \"grpc\" (remove "
+                                                     "rpc_layer or set it to \"grpc\")"));
+    }
+  }
+  return config;
+}
+
+absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path) {
+  if (!path.empty()) {
+    std::ifstream in(path);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read the TF_CONFIG file ", path));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ParseTfConfig(ss.str());
+  }
+  const char* env = std::getenv("TF_CONFIG");
+  if (env == nullptr || *env == '\0') {
+    return absl::FailedPreconditionError(
+        "TF_CONFIG is not set; export TF_CONFIG='{\"cluster\": {...}, \"task\": {\"type\": ..., \"index\": ...}}' "
+        "or pass --tf_config=FILE");
+  }
+  return ParseTfConfig(env);
+}
+
+absl::Status ValidateTaskForRole(const TfConfig& config, absl::string_view expected_type) {
+  if (!config.task.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("TF_CONFIG has no \"task\"; this binary needs {\"type\": \"",
+                                                   expected_type, "\", \"index\": N}"));
+  }
+  if (config.task->type != expected_type) {
+    return absl::InvalidArgumentError(absl::StrCat("task.type is \"", config.task->type, "\" but this is the ",
+                                                   expected_type, " binary; run pstrain-", config.task->type,
+                                                   " for that task or set task.type to \"", expected_type, "\""));
+  }
+  if (config.cluster.NumTasks(kPs) == 0) {
+    return absl::InvalidArgumentError("cluster has no ps tasks; a training cluster needs cluster.ps with at least one address");
+  }
+  if (config.cluster.NumTasks(kWorker) == 0) {
+    return absl::InvalidArgumentError(
+        "cluster has no worker tasks; a training cluster needs cluster.worker with at least one address");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain

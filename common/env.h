@@ -1,0 +1,47 @@
+// The process environment behind a small interface (leveldb's Env): clock, sleeping and the
+// filesystem operations checkpoints need, so tests can fake time and inject faults.
+// Thread-safety: implementations must be safe for concurrent use; Env::Default() is.
+#ifndef PSTRAIN_COMMON_ENV_H_
+#define PSTRAIN_COMMON_ENV_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace pstrain {
+
+class Env {
+ public:
+  virtual ~Env() = default;
+
+  // The real process environment. Never null; not owned by the caller.
+  static Env* Default();
+
+  virtual int64_t NowMicros() = 0;
+  virtual void SleepForMicros(int64_t micros) = 0;
+
+  // Writes `data` to `path` durably: a temporary file in the same directory, fsync, rename, fsync
+  // of the directory. A crash leaves either the old file or the new one, never a torn one.
+  virtual absl::Status WriteFileAtomic(const std::string& path, absl::string_view data) = 0;
+  // NotFound when missing; Internal on read errors.
+  virtual absl::StatusOr<std::string> ReadFile(const std::string& path) = 0;
+  virtual bool FileExists(const std::string& path) = 0;
+  // Creates `path` and missing parents; OK when it exists.
+  virtual absl::Status CreateDirs(const std::string& path) = 0;
+  // Names (not paths) of the entries of a directory, sorted.
+  virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) = 0;
+  // rename(2) followed by an fsync of the parent directory.
+  virtual absl::Status Rename(const std::string& from, const std::string& to) = 0;
+  // Removes a file or a directory tree; OK when missing.
+  virtual absl::Status RemoveAll(const std::string& path) = 0;
+  // fsync of a directory, so renames inside it are durable.
+  virtual absl::Status SyncDir(const std::string& path) = 0;
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_COMMON_ENV_H_

@@ -1,0 +1,130 @@
+// Env::Default(): the POSIX implementation.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/env.h"
+
+namespace pstrain {
+namespace {
+
+absl::Status ErrnoError(const std::string& what, const std::string& path) {
+  return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+absl::Status FsyncPath(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0) return ErrnoError("cannot open for fsync", path);
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return ErrnoError("fsync failed on", path);
+  return absl::OkStatus();
+}
+
+std::string ParentDir(const std::string& path) {
+  std::filesystem::path p(path);
+  std::string parent = p.parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+class PosixEnv : public Env {
+ public:
+  int64_t NowMicros() override {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  void SleepForMicros(int64_t micros) override { std::this_thread::sleep_for(std::chrono::microseconds(micros)); }
+
+  absl::Status WriteFileAtomic(const std::string& path, absl::string_view data) override {
+    const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoError("cannot create", tmp);
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        absl::Status s = ErrnoError("write failed on", tmp);
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return s;
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (::fsync(fd) != 0) {
+      absl::Status s = ErrnoError("fsync failed on", tmp);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    ::close(fd);
+    return Rename(tmp, path);
+  }
+
+  absl::StatusOr<std::string> ReadFile(const std::string& path) override {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": no such file or not readable"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) return absl::InternalError(absl::StrCat("read error on ", path));
+    return ss.str();
+  }
+
+  bool FileExists(const std::string& path) override {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+  }
+
+  absl::Status CreateDirs(const std::string& path) override {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) return absl::InternalError(absl::StrCat("cannot create directory ", path, ": ", ec.message()));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override {
+    std::error_code ec;
+    std::vector<std::string> names;
+    for (std::filesystem::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+      names.push_back(it->path().filename().string());
+    }
+    if (ec) return absl::NotFoundError(absl::StrCat("cannot list directory ", path, ": ", ec.message()));
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  absl::Status Rename(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoError(absl::StrCat("cannot rename ", from, " to"), to);
+    return SyncDir(ParentDir(to));
+  }
+
+  absl::Status RemoveAll(const std::string& path) override {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    if (ec) return absl::InternalError(absl::StrCat("cannot remove ", path, ": ", ec.message()));
+    return absl::OkStatus();
+  }
+
+  absl::Status SyncDir(const std::string& path) override { return FsyncPath(path, O_RDONLY | O_DIRECTORY); }
+};
+
+}  // namespace
+
+Env* Env::Default() {
+  static Env* env = new PosixEnv;  // never destroyed: used until exit by every thread
+  return env;
+}
+
+}  // namespace pstrain

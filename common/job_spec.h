@@ -1,0 +1,117 @@
+// The job spec: what to train (a Keras-Sequential-like model), with which optimizer, on which
+// data, for how long, partitioned how, in which mode. Parsed from JSON (a file or a preset), with
+// every field validated and named in errors ("model.layers[2].units must be positive").
+// Thread-safety: plain values.
+#ifndef PSTRAIN_COMMON_JOB_SPEC_H_
+#define PSTRAIN_COMMON_JOB_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/partitioner.h"
+#include "nlohmann/json.hpp"
+
+namespace pstrain {
+
+// Keras initializer and its arguments (Keras defaults).
+struct InitializerSpec {
+  std::string type = "zeros";  // zeros, ones, constant, random_normal, random_uniform,
+                               // truncated_normal, glorot_uniform, he_normal
+  double value = 0.0;          // constant
+  double mean = 0.0;           // random_normal, truncated_normal
+  double stddev = 0.05;        // random_normal, truncated_normal
+  double minval = -0.05;       // random_uniform
+  double maxval = 0.05;        // random_uniform
+};
+
+struct LayerSpec {
+  std::string type;            // dense, conv2d, max_pool2d, flatten, relu
+  std::string name;            // Keras-style automatic name when not given: dense, dense_1, conv2d, ...
+  int64_t units = 0;           // dense
+  int64_t filters = 0;         // conv2d
+  int64_t kernel_size = 0;     // conv2d (square kernels, stride 1)
+  std::string padding = "valid";  // conv2d: valid | same
+  int64_t pool_size = 2;       // max_pool2d (stride = pool_size)
+  std::string activation;      // "" / "linear" or "relu" (dense, conv2d)
+  bool use_bias = true;
+  InitializerSpec kernel_initializer{"glorot_uniform"};
+  InitializerSpec bias_initializer{"zeros"};
+};
+
+struct ModelSpec {
+  std::vector<int64_t> input_shape;  // per example, e.g. [28,28,1] (NHWC) or [2]
+  std::vector<LayerSpec> layers;
+  std::string loss = "sparse_categorical_crossentropy";  // from logits; or "mse"
+};
+
+struct LearningRateSpec {
+  std::string schedule = "constant";  // constant | exponential_decay | piecewise_constant
+  double initial = 0.001;
+  int64_t decay_steps = 0;
+  double decay_rate = 1.0;
+  bool staircase = false;
+  std::vector<int64_t> boundaries;
+  std::vector<double> values;
+};
+
+struct OptimizerSpec {
+  std::string type = "adam";   // sgd | adagrad | adam | rmsprop
+  LearningRateSpec learning_rate;
+  double momentum = 0.0;       // sgd, rmsprop
+  bool nesterov = false;       // sgd
+  double beta_1 = 0.9;         // adam
+  double beta_2 = 0.999;       // adam
+  double epsilon = 1e-7;       // adagrad, adam, rmsprop
+  double initial_accumulator_value = 0.1;  // adagrad
+  double rho = 0.9;            // rmsprop
+  bool centered = false;       // rmsprop
+};
+
+struct DataSpec {
+  std::string dataset = "fashion_mnist";  // fashion_mnist | csv | synthetic_linear
+  std::string dir = "/usr/share/datasets/fashion-mnist";  // fashion_mnist IDX files
+  std::string train_file;      // csv
+  std::string test_file;       // csv
+  int64_t label_column = -1;   // csv: -1 = last column
+  bool header = false;         // csv: skip the first line
+  int64_t num_examples = 0;    // synthetic_linear: training examples (test: a quarter)
+  int64_t shuffle_seed = 0;    // 0: derive from the job seed
+};
+
+struct ScheduleSpec {
+  int64_t epochs = 0;          // either epochs or steps (> 0)
+  int64_t steps = 0;           // global steps of batch_size examples
+  int64_t steps_per_closure = 10;  // k steps a worker runs per scheduled closure
+  int64_t eval_every_steps = 0;    // 0: only at the end
+  int64_t checkpoint_every_steps = 0;
+  int64_t checkpoint_every_secs = 0;
+  int64_t keep_checkpoints = 5;
+};
+
+struct JobSpec {
+  std::string name;
+  ModelSpec model;
+  OptimizerSpec optimizer;
+  DataSpec data;
+  int64_t batch_size = 64;     // GLOBAL batch: losses are summed and divided by it
+  ScheduleSpec schedule;
+  PartitionerSpec partitioner;
+  std::string mode = "async";  // async | sync
+  uint64_t seed = 42;
+  int64_t sync_timeout_ms = 60000;
+};
+
+// Parses and validates a job spec document. InvalidArgument naming the field on any problem.
+absl::StatusOr<JobSpec> JobSpecFromJson(const nlohmann::json& doc);
+
+// The canonical JSON form (every field explicit); JobSpecFromJson(JobSpecToJson(s)) == s.
+nlohmann::json JobSpecToJson(const JobSpec& spec);
+
+// Loads `name_or_path`: a preset name (see job_presets.h) or a JSON file path.
+absl::StatusOr<JobSpec> LoadJobSpec(const std::string& name_or_path);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_COMMON_JOB_SPEC_H_

@@ -1,0 +1,32 @@
+// The trainable variables a model declares, in creation order, with shapes inferred layer by layer
+// from the input shape (Keras naming: "conv2d/kernel", "conv2d/bias", "dense_1/kernel", ...).
+// Thread-safety: pure functions.
+#ifndef PSTRAIN_COMMON_MODEL_VARIABLES_H_
+#define PSTRAIN_COMMON_MODEL_VARIABLES_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/dtype.h"
+#include "common/job_spec.h"
+
+namespace pstrain {
+
+struct VariableSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  InitializerSpec initializer;
+};
+
+// Shape of one example after each layer: result[i] is the output of layers[i]; InvalidArgument
+// naming the layer when a layer cannot take its input (e.g. dense on an unflattened image).
+absl::StatusOr<std::vector<std::vector<int64_t>>> LayerOutputShapes(const ModelSpec& model);
+
+// Variables in creation order: for each layer its kernel, then its bias.
+absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_COMMON_MODEL_VARIABLES_H_

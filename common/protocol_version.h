@@ -1,0 +1,20 @@
+// The wire protocol version carried by every handshake. Bump it whenever a message's meaning
+// changes incompatibly, so that mismatched binaries fail with a clear message.
+#ifndef PSTRAIN_COMMON_PROTOCOL_VERSION_H_
+#define PSTRAIN_COMMON_PROTOCOL_VERSION_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace pstrain {
+
+inline constexpr int kProtocolVersion = 1;
+
+// Returns OK when `theirs` equals kProtocolVersion; otherwise FailedPrecondition naming both
+// versions and `peer` (e.g. "ps:1 at localhost:2222").
+absl::Status CheckProtocolVersion(int theirs, const std::string& peer);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_COMMON_PROTOCOL_VERSION_H_

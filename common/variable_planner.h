@@ -1,0 +1,51 @@
+// Turns a model's variables into shards with a partitioner and places them on ps tasks
+// round-robin with ONE counter advanced in creation order over all variables (TensorFlow's
+// ParameterServerStrategy placement). Shard i of variable v is "v/part_i"; a variable split into
+// one shard keeps its own name.
+// Thread-safety: pure functions.
+#ifndef PSTRAIN_COMMON_VARIABLE_PLANNER_H_
+#define PSTRAIN_COMMON_VARIABLE_PLANNER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/model_variables.h"
+#include "common/partitioner.h"
+#include "proto/common.pb.h"
+
+namespace pstrain {
+
+struct PlannedShard {
+  std::string name;
+  int64_t row_offset = 0;
+  int64_t rows = 0;     // for rank-0 variables: 1
+  int64_t bytes = 0;
+  int ps = 0;
+};
+
+struct PlannedVariable {
+  VariableSpec variable;
+  std::vector<PlannedShard> shards;
+};
+
+struct VariablePlan {
+  std::vector<PlannedVariable> variables;
+  std::vector<int64_t> ps_bytes;  // bytes held by each ps task
+  int num_ps = 0;
+};
+
+// REQUIRES nothing; returns InvalidArgument for num_ps < 1, duplicate variable names or anything
+// NumShards rejects (naming the variable).
+absl::StatusOr<VariablePlan> PlanVariables(const std::vector<VariableSpec>& variables, const PartitionerSpec& spec,
+                                           int num_ps);
+
+// The wire form sent to workers and used to create shards; `seed` goes into every shard spec.
+VariablePlanProto VariablePlanToProto(const VariablePlan& plan, uint64_t seed);
+
+// Keras initializer spec as sent to the ps.
+InitializerProto InitializerToProto(const InitializerSpec& spec);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_COMMON_VARIABLE_PLANNER_H_
