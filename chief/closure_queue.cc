@@ -26,9 +26,11 @@ std::optional<Closure> ClosureQueue::Take(int worker, absl::Duration timeout) {
   return c;
 }
 
-bool ClosureQueue::Finish(const Closure& closure) {
+bool ClosureQueue::Finish(const Closure& closure, const std::function<void()>& record) {
   absl::MutexLock lock(&mu_);
-  if (unfinished_.erase(closure.id) == 0) return false;
+  if (unfinished_.count(closure.id) == 0) return false;
+  if (record) record();
+  unfinished_.erase(closure.id);
   // A duplicate of this closure may still wait in the queue after a false failure report.
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     it = it->id == closure.id ? waiting_.erase(it) : it + 1;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -43,7 +44,10 @@ class ClosureQueue {
 
   // The worker that took `closure` finished it. Returns true the first time a closure id is
   // finished (its result counts) and false for a duplicate execution (its result must be dropped).
-  bool Finish(const Closure& closure);
+  // `record` (may be empty) runs only the first time, before any waiter can see the closure
+  // finished, so results are recorded when WaitAllFinished returns; it must not call back into
+  // the queue.
+  bool Finish(const Closure& closure, const std::function<void()>& record = nullptr);
 
   // The worker that took `closure` failed (retryable): the closure goes back to the front.
   void Requeue(const Closure& closure);

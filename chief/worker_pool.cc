@@ -101,7 +101,7 @@ absl::Status WorkerPool::Execute(int worker, const Closure& closure) {
     RunStepsResponse response;
     absl::Status s = client->RunSteps(request, &response, options_.run_steps_timeout_ms);
     if (!s.ok()) return s;
-    if (queue_->Finish(closure)) sink_->OnTrainResult(worker, closure, response);
+    queue_->Finish(closure, [&] { sink_->OnTrainResult(worker, closure, response); });
   } else {
     EvaluateRequest request;
     request.set_shard_index(closure.shard_index);
@@ -109,7 +109,7 @@ absl::Status WorkerPool::Execute(int worker, const Closure& closure) {
     EvaluateResponse response;
     absl::Status s = client->Evaluate(request, &response, options_.evaluate_timeout_ms);
     if (!s.ok()) return s;
-    if (queue_->Finish(closure)) sink_->OnEvalResult(worker, closure, response);
+    queue_->Finish(closure, [&] { sink_->OnEvalResult(worker, closure, response); });
   }
   absl::MutexLock lock(&mu_);
   states_[worker].closures_done++;

@@ -27,7 +27,8 @@ namespace pstrain {
 class WorkerPoolSink {
  public:
   virtual ~WorkerPoolSink() = default;
-  // Counted results only (the first execution of a closure to finish).
+  // Counted results only (the first execution of a closure to finish). Called while the queue
+  // holds its lock: record the result and return; never call into the queue or the pool.
   virtual void OnTrainResult(int worker, const Closure& closure, const RunStepsResponse& response) = 0;
   virtual void OnEvalResult(int worker, const Closure& closure, const EvaluateResponse& response) = 0;
   // A retryable failure of `worker`. Returns OK to go on without it, or the error that must stop
