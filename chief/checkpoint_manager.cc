@@ -104,7 +104,8 @@ absl::Status CheckpointManager::Verify(Env* env, const std::string& dir, const C
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<FoundCheckpoint>> CheckpointManager::FindLatest(std::vector<std::string>* warnings) {
+absl::StatusOr<std::optional<FoundCheckpoint>> CheckpointManager::FindLatest(std::vector<std::string>* warnings,
+                                                                              bool remove_incomplete) {
   if (!env_->FileExists(model_dir_)) return std::optional<FoundCheckpoint>();
   ASSIGN_OR_RETURN(std::vector<std::string> names, env_->ListDir(model_dir_));
   auto warn = [warnings](const std::string& line) {
@@ -113,6 +114,7 @@ absl::StatusOr<std::optional<FoundCheckpoint>> CheckpointManager::FindLatest(std
   std::vector<std::pair<int64_t, std::string>> candidates;
   for (const std::string& name : names) {
     if (absl::StartsWith(name, "ckpt-") && absl::StrContains(name, ".tmp-")) {
+      if (!remove_incomplete) continue;
       warn(absl::StrCat("ignoring incomplete checkpoint ", model_dir_, "/", name,
                         " (an interrupted save); removing it"));
       env_->RemoveAll(absl::StrCat(model_dir_, "/", name)).IgnoreError();

@@ -35,8 +35,11 @@ class CheckpointManager {
   absl::StatusOr<std::string> Save(int64_t global_step, const std::string& job_spec_json);
 
   // The newest complete checkpoint, or nullopt when there is none. Each skipped directory adds a
-  // line to `warnings` (not owned, may be null). Removes ".tmp-" directories left by crashes.
-  absl::StatusOr<std::optional<FoundCheckpoint>> FindLatest(std::vector<std::string>* warnings);
+  // line to `warnings` (not owned, may be null). With `remove_incomplete` (the chief at start-up,
+  // when no save can be running) ".tmp-" directories left by crashes are removed; readers such as
+  // the evaluator pass false.
+  absl::StatusOr<std::optional<FoundCheckpoint>> FindLatest(std::vector<std::string>* warnings,
+                                                            bool remove_incomplete = true);
 
   // Reads every variable and slot through ReadCheckpointRows (checksums verified). DataLoss or
   // NotFound naming the file when something is missing or corrupt.

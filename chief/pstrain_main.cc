@@ -2,6 +2,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "chief/evaluate_command.h"
 #include "chief/plan_command.h"
 #include "common/exit_codes.h"
 
@@ -15,6 +16,7 @@ struct Subcommand {
 
 const Subcommand kSubcommands[] = {
     {"plan", pstrain::PlanMain, "show how a job's variables are partitioned and placed on the ps tasks"},
+    {"evaluate", pstrain::EvaluateMain, "evaluate a checkpoint on the test set in one process, with no cluster"},
 };
 
 void PrintUsage(std::ostream& out) {
