@@ -106,6 +106,7 @@ int RunChief(const ChiefConfig& config) {
   options.progress_interval_ms = config.progress_interval_secs * 1000;
   options.all_workers_lost_timeout_ms = config.all_workers_lost_timeout_secs * 1000;
   options.restore = config.restore;
+  options.init_only = config.init_only;
   options.log = [](const std::string& line) { LogLine("chief", line); };
   Coordinator coordinator(Env::Default(), config.job, ps, workers, ps_addresses, options);
 

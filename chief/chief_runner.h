@@ -22,6 +22,7 @@ struct ChiefConfig {
   int64_t poll_interval_secs = 1;
   int64_t all_workers_lost_timeout_secs = 600;
   bool restore = true;
+  bool init_only = false;             // create or restore, checkpoint, stop (see CoordinatorOptions)
 };
 
 // Exit code of a signal-terminated chief (128 + SIGTERM): orchestrators treat it as retryable.

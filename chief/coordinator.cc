@@ -62,6 +62,7 @@ void Coordinator::RequestStop() { stop_requested_ = true; }
 absl::StatusOr<JobSummary> Coordinator::Run() {
   start_micros_ = env_->NowMicros();
   absl::Status s = Prepare();
+  if (s.ok() && options_.init_only) return InitOnly();
   if (s.ok()) {
     pool_->Start();
     SetState("training");
@@ -99,6 +100,19 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   return summary;
 }
 
+absl::StatusOr<JobSummary> Coordinator::InitOnly() {
+  if (checkpoints_ == nullptr) return absl::InvalidArgumentError("initializing only needs a model dir");
+  RETURN_IF_ERROR(SaveCheckpoint());
+  SetState("initialized");
+  JobSummary summary;
+  summary.state = "initialized";
+  summary.global_step = summary.start_step = start_step_;
+  summary.total_steps = budget_.total_steps;
+  absl::MutexLock lock(&mu_);
+  summary.checkpoint = last_checkpoint_;
+  return summary;
+}
+
 absl::Status Coordinator::Prepare() {
   if (num_workers_ == 0 || ps_.empty()) {
     return absl::InvalidArgumentError("the cluster needs at least one ps and one worker task");
@@ -114,12 +128,13 @@ absl::Status Coordinator::Prepare() {
                                                        static_cast<int>(spec_.schedule.keep_checkpoints), ps_);
     ASSIGN_OR_RETURN(metrics_, MetricsWriter::Open(options_.model_dir + "/metrics.jsonl"));
   }
-  Log(absl::StrCat("waiting for ", ps_.size(), " ps and ", num_workers_, " workers"));
-  RETURN_IF_ERROR(WaitForCluster(env_, ps_, workers_, options_.wait, options_.log));
+  const std::vector<WorkerClient*> wait_workers = options_.init_only ? std::vector<WorkerClient*>() : workers_;
+  Log(absl::StrCat("waiting for ", ps_.size(), " ps and ", wait_workers.size(), " workers"));
+  RETURN_IF_ERROR(WaitForCluster(env_, ps_, wait_workers, options_.wait, options_.log));
   RETURN_IF_ERROR(CreateOrRestore());
   tracker_ = std::make_unique<ProgressTracker>(env_, num_workers_, spec_.batch_size, budget_.total_steps,
                                                budget_.steps_per_epoch, start_step_);
-  RETURN_IF_ERROR(ConfigureAll());
+  if (!options_.init_only) RETURN_IF_ERROR(ConfigureAll());
   pool_ = std::make_unique<WorkerPool>(env_, workers_, &queue_, this,
                                        [this](int worker) { return MakeConfigure(worker); }, options_.pool);
   last_report_micros_ = last_checkpoint_micros_ = env_->NowMicros();

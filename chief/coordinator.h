@@ -42,11 +42,14 @@ struct CoordinatorOptions {
   int eval_shards_per_worker = 2;
   int64_t all_workers_lost_timeout_ms = 600000;  // fail when no worker answers for this long
   bool restore = true;                   // resume from the newest checkpoint in model_dir
+  // Create (or restore) the variables on the ps, save a checkpoint and stop: no worker is needed.
+  // For inspecting initial weights and for re-partitioning a checkpoint.
+  bool init_only = false;
   std::function<void(const std::string&)> log;  // progress and events, one line each (may be empty)
 };
 
 struct JobSummary {
-  std::string state;                     // "done" or "stopped" (RequestStop)
+  std::string state;                     // "done", "stopped" (RequestStop) or "initialized"
   int64_t global_step = 0;
   int64_t total_steps = 0;
   int64_t start_step = 0;                // > 0 when resumed
@@ -88,6 +91,7 @@ class Coordinator : public WorkerPoolSink {
 
  private:
   absl::Status Prepare();
+  absl::StatusOr<JobSummary> InitOnly();
   absl::Status CreateOrRestore();
   absl::Status ConfigureAll();
   ConfigureRequest MakeConfigure(int worker) const;

@@ -30,6 +30,9 @@ ABSL_FLAG(int64_t, closure_timeout_secs, 600, "a worker that does not finish a c
 ABSL_FLAG(int64_t, poll_secs, 1, "how often a lost worker is polled");
 ABSL_FLAG(int64_t, all_workers_lost_timeout_secs, 600, "fail when no worker answers for this long");
 ABSL_FLAG(bool, restore, true, "resume from the newest checkpoint in --model_dir");
+ABSL_FLAG(bool, init_only, false,
+          "create (or restore) the variables on the ps, save a checkpoint in --model_dir and stop (no workers "
+          "needed): for inspecting initial weights or re-partitioning a checkpoint");
 ABSL_FLAG(std::string, data_dir, "", "evaluator: data directory (overrides the job's data.dir)");
 ABSL_FLAG(int64_t, eval_poll_secs, 2, "evaluator: how often to look for a new checkpoint");
 
@@ -98,6 +101,7 @@ int Main() {
   c.poll_interval_secs = absl::GetFlag(FLAGS_poll_secs);
   c.all_workers_lost_timeout_secs = absl::GetFlag(FLAGS_all_workers_lost_timeout_secs);
   c.restore = absl::GetFlag(FLAGS_restore);
+  c.init_only = absl::GetFlag(FLAGS_init_only);
   return RunChief(c);
 }
 

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "chief/evaluate_command.h"
+#include "chief/inspect_command.h"
 #include "chief/plan_command.h"
 #include "common/exit_codes.h"
 
@@ -17,6 +18,7 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"plan", pstrain::PlanMain, "show how a job's variables are partitioned and placed on the ps tasks"},
     {"evaluate", pstrain::EvaluateMain, "evaluate a checkpoint on the test set in one process, with no cluster"},
+    {"inspect", pstrain::InspectMain, "list a checkpoint's variables with digests, whatever its partitioning"},
 };
 
 void PrintUsage(std::ostream& out) {
