@@ -22,6 +22,7 @@ nlohmann::json JobSummary::ToJson() const {
   j["start_step"] = start_step;
   j["examples"] = examples;
   j["seconds"] = seconds;
+  j["train_seconds"] = train_seconds;
   j["examples_per_second"] = examples_per_second;
   j["final_test_loss"] = final_eval ? nlohmann::json(final_eval->loss) : nlohmann::json(nullptr);
   j["final_test_accuracy"] = final_eval ? nlohmann::json(final_eval->accuracy) : nlohmann::json(nullptr);
@@ -67,6 +68,7 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
     pool_->Start();
     SetState("training");
     s = TrainLoop();
+    train_seconds_ = (env_->NowMicros() - train_start_micros_) * 1e-6;
   }
   JobSummary summary;
   if (s.ok() && !stop_requested_) {
@@ -92,7 +94,8 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   summary.start_step = start_step_;
   summary.examples = tracker_->examples();
   summary.seconds = (env_->NowMicros() - start_micros_) * 1e-6;
-  summary.examples_per_second = tracker_->examples_per_second();
+  summary.train_seconds = train_seconds_;
+  summary.examples_per_second = train_seconds_ > 0 ? summary.examples / train_seconds_ : 0.0;
   summary.metrics_file = metrics_ != nullptr ? metrics_->path() : "";
   absl::MutexLock lock(&mu_);
   summary.checkpoint = last_checkpoint_;
@@ -137,7 +140,7 @@ absl::Status Coordinator::Prepare() {
   if (!options_.init_only) RETURN_IF_ERROR(ConfigureAll());
   pool_ = std::make_unique<WorkerPool>(env_, workers_, &queue_, this,
                                        [this](int worker) { return MakeConfigure(worker); }, options_.pool);
-  last_report_micros_ = last_checkpoint_micros_ = env_->NowMicros();
+  last_report_micros_ = last_checkpoint_micros_ = train_start_micros_ = env_->NowMicros();
   sync_next_step_ = start_step_;
   absl::MutexLock lock(&mu_);
   ready_ = true;

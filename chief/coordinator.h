@@ -54,8 +54,9 @@ struct JobSummary {
   int64_t total_steps = 0;
   int64_t start_step = 0;                // > 0 when resumed
   int64_t examples = 0;                  // trained in this run
-  double seconds = 0.0;
-  double examples_per_second = 0.0;
+  double seconds = 0.0;                  // the whole run, waiting and final evaluation included
+  double train_seconds = 0.0;            // the training loop (inline evaluations included)
+  double examples_per_second = 0.0;      // examples / train_seconds
   std::optional<EvalResult> final_eval;
   std::string checkpoint;                // newest checkpoint written ("" when none)
   std::string metrics_file;
@@ -127,6 +128,8 @@ class Coordinator : public WorkerPoolSink {
   int64_t next_closure_id_ = 1;
   int64_t start_micros_ = 0;
   int64_t last_report_micros_ = 0;
+  int64_t train_start_micros_ = 0;
+  double train_seconds_ = 0.0;
   int64_t last_checkpoint_micros_ = 0;
   int64_t last_checkpoint_step_ = -1;
   int64_t all_lost_since_micros_ = 0;
