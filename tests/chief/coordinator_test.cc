@@ -2,6 +2,7 @@
 #include "chief/coordinator.h"
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -248,6 +249,33 @@ TEST_F(CoordinatorTest, StopRequestCheckpointsAndReturnsStopped) {
   EXPECT_LT(summary->global_step, 100000);
   EXPECT_EQ(summary->checkpoint, absl::StrCat(options_.model_dir, "/ckpt-", summary->global_step));
   EXPECT_FALSE(summary->final_eval.has_value());
+}
+
+}  // namespace
+}  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+TEST_F(CoordinatorTest, CorruptCheckpointIsSkippedForTheOneBefore) {
+  options_.model_dir = TempDir("corrupt");
+  spec_.schedule.checkpoint_every_steps = 20;
+  ASSERT_TRUE(Make()->Run().ok());
+  // Flip bytes in every data file of the newest checkpoint: it must not verify any more.
+  for (const auto& e : std::filesystem::directory_iterator(options_.model_dir + "/ckpt-40")) {
+    if (e.path().filename() == "index.json") continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-4, std::ios::end);
+    f.write("\x7f\x7f\x7f\x7f", 4);
+  }
+  CheckpointManager manager(Env::Default(), options_.model_dir, 5, {});
+  std::vector<std::string> warnings;
+  auto found = manager.FindLatest(&warnings);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->dir, options_.model_dir + "/ckpt-20");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("ignoring checkpoint " + options_.model_dir + "/ckpt-40"));
 }
 
 }  // namespace

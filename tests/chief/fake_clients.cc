@@ -1,23 +1,8 @@
 #include "tests/chief/fake_clients.h"
 
-#include <fstream>
 #include <thread>
 
 namespace pstrain {
-
-absl::Status FakePs::Save(const SaveRequest& r, SaveResponse* out) {
-  if (down) return absl::UnavailableError("connection refused");
-  absl::MutexLock lock(&mu);
-  saved.push_back(r);
-  // One file per ps: enough for the fake checkpoint index to verify.
-  const std::string file = absl::StrCat("ps", index_, ".data");
-  std::ofstream(r.checkpoint_dir() + "/" + file) << "step " << r.global_step();
-  SavedShard* shard = out->add_shards();
-  shard->set_shard_name(absl::StrCat("v", index_));
-  shard->set_variable_name(absl::StrCat("v", index_));
-  shard->set_file(file);
-  return absl::OkStatus();
-}
 
 absl::Status FakeWorker::RunSteps(const RunStepsRequest& r, RunStepsResponse* out, int64_t) {
   if (down) return absl::UnavailableError("connection refused");

@@ -13,36 +13,49 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/protocol_version.h"
+#include "ps/local_ps_client.h"
 #include "ps/ps_client.h"
+#include "ps/ps_server.h"
 #include "worker/worker_client.h"
 
 namespace pstrain {
 
+// A ps that records the chief's calls and can be "down"; shards and checkpoints are real (an
+// in-process PsServer), so checkpoints verify as in production.
 class FakePs : public PsClient {
  public:
-  explicit FakePs(int index) : index_(index) {}
+  explicit FakePs(int index) : index_(index), server_(Options(index)), local_(&server_) {}
   std::string peer() const override { return absl::StrCat("ps:", index_, " at fake"); }
 
-  absl::Status Handshake(const HandshakeRequest&, HandshakeResponse* r) override {
+  absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* r) override {
     if (down) return absl::UnavailableError("connection refused");
-    r->set_protocol_version(kProtocolVersion);
-    r->set_task(absl::StrCat("ps:", index_));
-    return absl::OkStatus();
+    return local_.Handshake(request, r);
   }
-  absl::Status CreateShards(const CreateShardsRequest& r, CreateShardsResponse*) override {
-    absl::MutexLock lock(&mu);
-    created.push_back(r);
-    return absl::OkStatus();
+  absl::Status CreateShards(const CreateShardsRequest& r, CreateShardsResponse* out) override {
+    {
+      absl::MutexLock lock(&mu);
+      created.push_back(r);
+    }
+    return local_.CreateShards(r, out);
   }
-  absl::Status Pull(const PullRequest&, PullResponse*) override { return absl::UnimplementedError("fake"); }
-  absl::Status Push(const PushRequest&, PushResponse*) override { return absl::UnimplementedError("fake"); }
-  absl::Status Save(const SaveRequest& r, SaveResponse* out) override;  // fake_clients.cc
-  absl::Status Restore(const RestoreRequest& r, RestoreResponse*) override {
-    absl::MutexLock lock(&mu);
-    restored.push_back(r);
-    return absl::OkStatus();
+  absl::Status Pull(const PullRequest& r, PullResponse* out) override { return local_.Pull(r, out); }
+  absl::Status Push(const PushRequest& r, PushResponse* out) override { return local_.Push(r, out); }
+  absl::Status Save(const SaveRequest& r, SaveResponse* out) override {
+    if (down) return absl::UnavailableError("connection refused");
+    {
+      absl::MutexLock lock(&mu);
+      saved.push_back(r);
+    }
+    return local_.Save(r, out);
   }
-  absl::Status GetStats(const PsStatsRequest&, PsStatsResponse*) override { return absl::OkStatus(); }
+  absl::Status Restore(const RestoreRequest& r, RestoreResponse* out) override {
+    {
+      absl::MutexLock lock(&mu);
+      restored.push_back(r);
+    }
+    return local_.Restore(r, out);
+  }
+  absl::Status GetStats(const PsStatsRequest& r, PsStatsResponse* out) override { return local_.GetStats(r, out); }
 
   std::atomic<bool> down{false};
   absl::Mutex mu;
@@ -51,7 +64,14 @@ class FakePs : public PsClient {
   std::vector<SaveRequest> saved ABSL_GUARDED_BY(mu);
 
  private:
+  static PsServer::Options Options(int index) {
+    PsServer::Options o;
+    o.task = absl::StrCat("ps:", index);
+    return o;
+  }
   const int index_;
+  PsServer server_;
+  LocalPsClient local_;
 };
 
 // Each worker step trains batch_size / num_workers examples with a loss that falls with the step;
