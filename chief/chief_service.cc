@@ -26,7 +26,7 @@ grpc::ServerUnaryReactor* ChiefServiceImpl::GetStatus(grpc::CallbackServerContex
 }
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& address,
-                                                               ChiefServiceImpl* service) {
+                                                               ChiefServiceImpl* service, int* bound_port) {
   const size_t colon = address.rfind(':');
   const std::string listen = absl::StrCat("0.0.0.0:", address.substr(colon + 1));
   grpc::EnableDefaultHealthCheckService(true);
@@ -40,6 +40,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string
                                                " (is the port of ", address, " already in use?)"));
   }
   server->GetHealthCheckService()->SetServingStatus(true);
+  if (bound_port != nullptr) *bound_port = port;
   return server;
 }
 
