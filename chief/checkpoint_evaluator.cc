@@ -1,5 +1,6 @@
 #include "chief/checkpoint_evaluator.h"
 
+#include <cmath>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -56,7 +57,7 @@ absl::StatusOr<EvalResult> EvaluateCheckpoint(Env* env, const std::string& dir, 
   }
   if (r.examples == 0) return absl::FailedPreconditionError("the test set is empty");
   r.loss = loss_sum / r.examples;
-  r.accuracy = static_cast<double>(correct) / r.examples;
+  r.accuracy = job.model.loss == "mse" ? std::nan("") : static_cast<double>(correct) / r.examples;
   return r;
 }
 

@@ -136,9 +136,7 @@ int RunChief(const ChiefConfig& config) {
   }
   std::cout << json << std::endl;
   if (summary->final_eval.has_value()) {
-    LogLine("chief", absl::StrFormat("done: %d steps, final test accuracy %.2f%%, test loss %.4f",
-                                     summary->global_step, 100.0 * summary->final_eval->accuracy,
-                                     summary->final_eval->loss));
+    LogLine("chief", absl::StrCat("done: ", summary->global_step, " steps; final ", FormatEval(*summary->final_eval)));
   }
   if (!summary->checkpoint.empty()) LogLine("chief", "checkpoint: " + summary->checkpoint);
   if (!summary->metrics_file.empty()) LogLine("chief", "metrics: " + summary->metrics_file);

@@ -136,7 +136,7 @@ absl::Status Coordinator::Prepare() {
   RETURN_IF_ERROR(WaitForCluster(env_, ps_, wait_workers, options_.wait, options_.log));
   RETURN_IF_ERROR(CreateOrRestore());
   tracker_ = std::make_unique<ProgressTracker>(env_, num_workers_, spec_.batch_size, budget_.total_steps,
-                                               budget_.steps_per_epoch, start_step_);
+                                               budget_.steps_per_epoch, start_step_, spec_.model.loss != "mse");
   if (!options_.init_only) RETURN_IF_ERROR(ConfigureAll());
   pool_ = std::make_unique<WorkerPool>(env_, workers_, &queue_, this,
                                        [this](int worker) { return MakeConfigure(worker); }, options_.pool);

@@ -128,9 +128,8 @@ absl::StatusOr<EvalResult> Coordinator::Evaluate() {
     eval_ = nullptr;
   }
   RETURN_IF_ERROR(s);
-  ASSIGN_OR_RETURN(EvalResult r, acc.Combine(tracker_->global_step()));
-  Log(absl::StrFormat("evaluation at step %d: test loss %.4f, test accuracy %.2f%% (%d examples)", r.step, r.loss,
-                      100.0 * r.accuracy, r.examples));
+  ASSIGN_OR_RETURN(EvalResult r, acc.Combine(tracker_->global_step(), spec_.model.loss != "mse"));
+  Log(absl::StrCat("evaluation at step ", r.step, ": ", FormatEval(r)));
   if (metrics_ != nullptr) {
     nlohmann::json j = {{"kind", "eval"},           {"step", r.step},
                         {"wall_time", (env_->NowMicros() - start_micros_) * 1e-6},

@@ -1,6 +1,9 @@
 #include "chief/evaluation.h"
 
+#include <cmath>
 #include <string>
+
+#include "absl/strings/str_format.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -24,7 +27,14 @@ void EvalAccumulator::Add(int shard_index, const EvaluateResponse& response) {
   shards_.emplace(shard_index, response);
 }
 
-absl::StatusOr<EvalResult> EvalAccumulator::Combine(int64_t step) const {
+std::string FormatEval(const EvalResult& r) {
+  std::string out = absl::StrFormat("test loss %.4f", r.loss);
+  if (std::isfinite(r.accuracy)) absl::StrAppendFormat(&out, ", test accuracy %.2f%%", 100.0 * r.accuracy);
+  absl::StrAppendFormat(&out, " (%d examples)", r.examples);
+  return out;
+}
+
+absl::StatusOr<EvalResult> EvalAccumulator::Combine(int64_t step, bool classification) const {
   absl::MutexLock lock(&mu_);
   std::string missing;
   for (int i = 0; i < num_shards_; ++i) {
@@ -44,7 +54,7 @@ absl::StatusOr<EvalResult> EvalAccumulator::Combine(int64_t step) const {
   }
   if (r.examples == 0) return absl::FailedPreconditionError("evaluation saw no test examples");
   r.loss = loss_sum / r.examples;
-  r.accuracy = static_cast<double>(correct) / r.examples;
+  r.accuracy = classification ? static_cast<double>(correct) / r.examples : std::nan("");
   return r;
 }
 

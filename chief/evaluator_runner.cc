@@ -75,8 +75,7 @@ int RunEvaluator(const EvaluatorConfig& config) {
       const std::string dir = absl::StrCat(config.model_dir, "/ckpt-", step);
       absl::StatusOr<EvalResult> r = EvaluateCheckpoint(env, dir, options);
       if (r.ok()) {
-        LogLine("evaluator", absl::StrFormat("%s: test loss %.4f, test accuracy %.2f%% (%d examples)", dir, r->loss,
-                                             100.0 * r->accuracy, r->examples));
+        LogLine("evaluator", absl::StrCat(dir, ": ", FormatEval(*r)));
         (*metrics)->Write({{"kind", "eval"}, {"step", r->step}, {"checkpoint", dir}, {"test_loss", r->loss},
                            {"test_accuracy", r->accuracy}, {"test_examples", r->examples}}).IgnoreError();
         last = step;

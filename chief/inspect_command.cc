@@ -29,10 +29,10 @@ absl::StatusOr<nlohmann::json> Inspect(const std::string& dir) {
   out["checkpoint"] = dir;
   out["step"] = index.global_step;
   out["variables"] = nlohmann::json::array();
-  std::set<std::string> seen;
-  for (const SavedShard& shard : index.shards) {
-    if (!seen.insert(shard.variable_name()).second) continue;
-    ASSIGN_OR_RETURN(Tensor t, ReadCheckpointRows(env, dir, index, shard.variable_name(), 0, -1));
+  std::set<std::string> names;  // sorted, so any two checkpoints list variables alike
+  for (const SavedShard& shard : index.shards) names.insert(shard.variable_name());
+  for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(Tensor t, ReadCheckpointRows(env, dir, index, name, 0, -1));
     double sum = 0.0;
     float lo = 0.0f, hi = 0.0f;
     absl::Span<const float> v = t.flat();
@@ -42,7 +42,7 @@ absl::StatusOr<nlohmann::json> Inspect(const std::string& dir) {
       lo = std::min(lo, x);
       hi = std::max(hi, x);
     }
-    out["variables"].push_back({{"name", shard.variable_name()},
+    out["variables"].push_back({{"name", name},
                                 {"shape", t.shape()},
                                 {"digest", absl::StrFormat("%016x", Fnv1a64({t.raw(), t.num_bytes()}))},
                                 {"sum", sum},

@@ -21,14 +21,15 @@ std::string FormatDuration(double seconds) {
 }
 
 ProgressTracker::ProgressTracker(Env* env, int num_workers, int64_t batch_size, int64_t total_steps,
-                                 int64_t steps_per_epoch, int64_t start_step)
+                                 int64_t steps_per_epoch, int64_t start_step, bool classification)
     : env_(env),
       num_workers_(std::max(1, num_workers)),
       batch_size_(batch_size),
       total_steps_(total_steps),
       steps_per_epoch_(std::max<int64_t>(1, steps_per_epoch)),
       start_step_(start_step),
-      start_micros_(env->NowMicros()) {
+      start_micros_(env->NowMicros()),
+      classification_(classification) {
   absl::MutexLock lock(&mu_);
   window_start_micros_ = start_micros_;
   window_staleness_.assign(num_workers_, 0);
@@ -48,7 +49,7 @@ void ProgressTracker::OnTrainResult(int worker, int64_t worker_steps, const RunS
   }
   if (response.examples() > 0) {
     last_loss_ = response.loss_sum() / response.examples();
-    last_accuracy_ = static_cast<double>(response.correct()) / response.examples();
+    if (classification_) last_accuracy_ = static_cast<double>(response.correct()) / response.examples();
   }
 }
 
@@ -94,7 +95,8 @@ ProgressWindow ProgressTracker::TakeWindow() {
   const double window_secs = (now - window_start_micros_) * 1e-6;
   w.examples_per_second = window_secs > 0 ? window_examples_ / window_secs : 0.0;
   w.loss = window_examples_ > 0 ? window_loss_sum_ / window_examples_ : kNaN;
-  w.accuracy = window_examples_ > 0 ? static_cast<double>(window_correct_) / window_examples_ : kNaN;
+  w.accuracy = window_examples_ > 0 && classification_ ? static_cast<double>(window_correct_) / window_examples_
+                                                       : kNaN;
   const int64_t done = w.global_step - start_step_;
   w.eta_seconds = done > 0 ? w.wall_seconds / done * (total_steps_ - w.global_step) : kNaN;
   w.max_staleness = window_staleness_;

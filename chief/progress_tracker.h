@@ -33,8 +33,9 @@ struct ProgressWindow {
 class ProgressTracker {
  public:
   // `env` is not owned. `start_step` is where this run began (resumed jobs).
+  // `classification` false (mse models): no accuracy is reported.
   ProgressTracker(Env* env, int num_workers, int64_t batch_size, int64_t total_steps, int64_t steps_per_epoch,
-                  int64_t start_step);
+                  int64_t start_step, bool classification = true);
 
   void OnTrainResult(int worker, int64_t worker_steps, const RunStepsResponse& response);
 
@@ -61,6 +62,7 @@ class ProgressTracker {
   const int64_t steps_per_epoch_;
   const int64_t start_step_;
   const int64_t start_micros_;
+  const bool classification_;
 
   mutable absl::Mutex mu_;
   int64_t worker_steps_ ABSL_GUARDED_BY(mu_) = 0;  // in this run

@@ -2,12 +2,19 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/protocol_version.h"
 
 namespace pstrain {
 
 bool IsRetryableWorkerError(const absl::Status& status) {
+  // A worker process that restarted between two calls answers "not configured yet": it is back,
+  // and polling re-configures it.
+  if (status.code() == absl::StatusCode::kFailedPrecondition &&
+      absl::StrContains(status.message(), "not configured")) {
+    return true;
+  }
   switch (status.code()) {
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kDeadlineExceeded:
@@ -27,11 +34,12 @@ WorkerPool::WorkerPool(Env* env, std::vector<WorkerClient*> workers, ClosureQueu
       sink_(sink),
       configure_(std::move(configure)),
       options_(options) {
+  for (WorkerClient* w : workers_) peers_.push_back(w->peer());
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < workers_.size(); ++i) {
     PoolWorkerInfo s;
     s.index = static_cast<int>(i);
-    s.peer = workers_[i]->peer();
+    s.peer = peers_[i];
     states_.push_back(s);
   }
 }
@@ -117,7 +125,7 @@ absl::Status WorkerPool::Execute(int worker, const Closure& closure) {
 }
 
 void WorkerPool::HandleFailure(int worker, const Closure& closure, const absl::Status& status) {
-  const std::string& peer = states_[worker].peer;  // immutable after construction
+  const std::string& peer = peers_[worker];
   if (!IsRetryableWorkerError(status)) {
     queue_->Fail(absl::Status(status.code(), absl::StrCat(peer, " failed: ", status.message())));
     return;
@@ -138,7 +146,7 @@ bool WorkerPool::PollOnce(int worker) {
   absl::Status s = workers_[worker]->Configure(configure_(worker), &configured, options_.configure_timeout_ms);
   if (s.ok()) return true;
   if (!IsRetryableWorkerError(s)) {
-    queue_->Fail(absl::Status(s.code(), absl::StrCat(states_[worker].peer, " rejected its configuration: ", s.message())));
+    queue_->Fail(absl::Status(s.code(), absl::StrCat(peers_[worker], " rejected its configuration: ", s.message())));
   }
   return false;
 }

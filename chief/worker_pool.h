@@ -37,7 +37,8 @@ class WorkerPoolSink {
   virtual void OnWorkerBack(int worker) = 0;
 };
 
-// True for failures that mean "this worker is gone or late": the closure can run elsewhere.
+// True for failures that mean "this worker is gone, late or restarted": the closure can run
+// elsewhere and the worker is polled.
 bool IsRetryableWorkerError(const absl::Status& status);
 
 struct WorkerPoolOptions {
@@ -90,6 +91,7 @@ class WorkerPool {
 
   Env* const env_;
   const std::vector<WorkerClient*> workers_;
+  std::vector<std::string> peers_;  // set in the constructor, read-only afterwards
   ClosureQueue* const queue_;
   WorkerPoolSink* const sink_;
   const ConfigureFn configure_;

@@ -280,3 +280,17 @@ TEST_F(CoordinatorTest, CorruptCheckpointIsSkippedForTheOneBefore) {
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+TEST(WorkerPoolTest, RestartedWorkerIsRetryable) {
+  EXPECT_TRUE(IsRetryableWorkerError(absl::UnavailableError("Socket closed")));
+  EXPECT_TRUE(IsRetryableWorkerError(absl::DeadlineExceededError("late")));
+  EXPECT_TRUE(IsRetryableWorkerError(absl::FailedPreconditionError("worker:1 is not configured yet")));
+  EXPECT_FALSE(IsRetryableWorkerError(absl::FailedPreconditionError("protocol version mismatch")));
+  EXPECT_FALSE(IsRetryableWorkerError(absl::InvalidArgumentError("shape mismatch")));
+}
+
+}  // namespace
+}  // namespace pstrain
