@@ -137,7 +137,7 @@ absl::Status Worker::Evaluate(const EvaluateRequest& request, EvaluateResponse* 
   Job& job = *job_;
   RETURN_IF_ERROR(job.exchange->PullAll(0, &job.params));
   auto [begin, end] = EvalRange(job.test->size, request.shard_index(), request.num_shards());
-  constexpr int64_t kEvalBatch = 1000;
+  constexpr int64_t kEvalBatch = 256;  // keeps activations cache-sized
   BatchMetrics metrics;
   for (int64_t b = begin; b < end; b += kEvalBatch) {
     FillRange(*job.test, b, std::min(end, b + kEvalBatch), &job.batch_buffer);
