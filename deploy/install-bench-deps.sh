@@ -1,14 +1,33 @@
 #!/usr/bin/env bash
-# Installs what the benchmarks' PyTorch peers need (Debian packages only): python3-torch,
-# python3-numpy and the OpenMP OpenBLAS used by their "tuned" setup through LD_LIBRARY_PATH.
-# Keeps the reference BLAS as the system default, as on the machine the peers were measured on.
-# Idempotent.
+# Installs what the benchmarks against the PyTorch peer need (not needed to build or test pstrain):
+# Debian's PyTorch and NumPy, and the OpenMP OpenBLAS the peer's "tuned" setup loads with
+# LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp. Idempotent.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bash deploy/install-deps.sh python3-torch python3-numpy libopenblas0-openmp
+
+PACKAGES=(python3-torch python3-numpy libopenblas0-openmp dataset-fashion-mnist)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
 SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-bench-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+echo "install-bench-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q >/dev/null
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+# Installing OpenBLAS makes it the system libblas.so.3; the peer's "default" rows use the reference
+# BLAS, so put that back as the default (the tuned runs select OpenBLAS per process).
 if [ -e /usr/lib/x86_64-linux-gnu/blas/libblas.so.3 ]; then
-  $SUDO update-alternatives --set libblas.so.3-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/blas/libblas.so.3 >/dev/null 2>&1 || true
-  $SUDO update-alternatives --set liblapack.so.3-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3 >/dev/null 2>&1 || true
+  $SUDO update-alternatives --set libblas.so.3-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/blas/libblas.so.3 || true
+fi
+if [ -e /usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3 ]; then
+  $SUDO update-alternatives --set liblapack.so.3-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3 || true
 fi
