@@ -69,6 +69,7 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
     SetState("training");
     s = TrainLoop();
     train_seconds_ = (env_->NowMicros() - train_start_micros_) * 1e-6;
+    if (s.ok()) MaybeReport(true);  // the last training window, before the final evaluation
   }
   JobSummary summary;
   if (s.ok() && !stop_requested_) {
@@ -86,7 +87,6 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
     SetState("failed");
     return s;
   }
-  MaybeReport(true);
   SetState(stop_requested_ ? "stopped" : "done");
   summary.state = stop_requested_ ? "stopped" : "done";
   summary.global_step = tracker_->global_step();
