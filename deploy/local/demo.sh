@@ -77,8 +77,10 @@ echo "$CLUSTER" >"$RUN_DIR/cluster.json"
 start_task() {  # start_task TYPE INDEX BINARY ARGS...
   local type=$1 index=$2 binary=$3
   shift 3
+  # A session of its own: Ctrl-C reaches only this script and the chief, which checkpoints while
+  # the ps are still up; this script then stops the ps and workers.
   TF_CONFIG="{\"cluster\":$CLUSTER,\"task\":{\"type\":\"$type\",\"index\":$index}}" \
-    "$BIN/$binary" "$@" >"$RUN_DIR/logs/$type-$index.log" 2>&1 &
+    setsid "$BIN/$binary" "$@" >"$RUN_DIR/logs/$type-$index.log" 2>&1 &
   PIDS+=("$!")
 }
 for ((i = 0; i < PS; i++)); do start_task ps "$i" pstrain-ps; done
@@ -96,7 +98,10 @@ rc=0
 wait "$CHIEF_PID" || rc=$?
 CHIEF_PID=""
 sleep 0.2  # let tee flush the chief's last lines
-if [ "$rc" != 0 ]; then
+if [ "$rc" = 143 ]; then
+  echo "demo: stopped; the checkpoint is in $MODEL_DIR; to resume, run this again with --run_dir $RUN_DIR" >&2
+  exit 130
+elif [ "$rc" != 0 ]; then
   echo "demo: the chief exited with status $rc; see $RUN_DIR/logs/" >&2
   exit "$rc"
 fi
