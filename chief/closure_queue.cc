@@ -10,13 +10,13 @@ void ClosureQueue::Push(const Closure& closure) {
 
 std::optional<Closure> ClosureQueue::Take(int worker, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  auto find = [&]() -> std::deque<Closure>::iterator {
+  auto find = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> std::deque<Closure>::iterator {
     for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
       if (it->target_worker < 0 || it->target_worker == worker) return it;
     }
     return waiting_.end();
   };
-  auto ready = [&]() { return shutdown_ || !error_.ok() || find() != waiting_.end(); };
+  auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return shutdown_ || !error_.ok() || find() != waiting_.end(); };
   mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
   if (shutdown_ || !error_.ok()) return std::nullopt;
   auto it = find();
