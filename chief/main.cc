@@ -94,6 +94,12 @@ int Main() {
   ChiefConfig c;
   c.tf_config = *config;
   c.job = *job;
+  if (!absl::GetFlag(FLAGS_model_dir).empty() && c.job.schedule.checkpoint_every_steps == 0 &&
+      c.job.schedule.checkpoint_every_secs == 0) {
+    // As TensorFlow's Estimator: without a checkpoint schedule, a checkpoint every 10 minutes, so a
+    // restarted chief never loses more than that.
+    c.job.schedule.checkpoint_every_secs = 600;
+  }
   c.model_dir = absl::GetFlag(FLAGS_model_dir);
   c.wait_timeout_secs = absl::GetFlag(FLAGS_wait_timeout_secs);
   c.progress_interval_secs = absl::GetFlag(FLAGS_progress_secs);
