@@ -1,0 +1,182 @@
+// The public CUDA API (cuda_gradient_computer.h): device parsing, behaviour without a GPU, input
+// errors, steady-state memory (no allocation per step, no device-memory leak over 1,000 steps) and
+// concurrent replicas. GPU cases skip with "no CUDA device: ..." where no GPU is visible.
+// Tolerance for the whole-model check: 1e-4 + 1e-3 * |want| per gradient element.
+#include <random>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tests/worker/cuda/naive_model_reference.h"
+#include "worker/cuda/cuda_gradient_computer.h"
+#include "worker/cuda/device_gradient_computer.h"
+#include "worker/cuda/host_backend.h"
+#ifdef PSTRAIN_HAVE_CUDA
+#include "worker/cuda/cuda_backend.h"
+#endif
+
+namespace pstrain {
+namespace {
+
+constexpr char kSmallCnn[] = R"({"input_shape": [8, 8, 1], "layers": [
+    {"type": "conv2d", "filters": 4, "kernel_size": 3, "activation": "relu"}, {"type": "max_pool2d"},
+    {"type": "flatten"}, {"type": "dense", "units": 5, "activation": "relu"}, {"type": "dense", "units": 3}]})";
+
+#define SKIP_WITHOUT_GPU()                                                                        \
+  do {                                                                                            \
+    if (!CudaSupportBuilt()) GTEST_SKIP() << "no CUDA device: built without CUDA (nvcc not found)"; \
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device: no GPU is visible on this machine"; \
+  } while (0)
+
+TEST(ParseCudaDeviceTest, AcceptsCudaAndCudaIndex) {
+  EXPECT_EQ(*ParseCudaDevice("cuda"), 0);
+  EXPECT_EQ(*ParseCudaDevice("cuda:0"), 0);
+  EXPECT_EQ(*ParseCudaDevice("cuda:3"), 3);
+  EXPECT_EQ(*ParseCudaDevice("cuda:12"), 12);
+}
+
+TEST(ParseCudaDeviceTest, RejectsEverythingElse) {
+  for (const char* bad : {"", "cpu", "gpu", "cuda:", "cuda:-1", "cuda:x", "cuda:1x", "cuda0", "CUDA", "cuda:+1"}) {
+    absl::StatusOr<int> d = ParseCudaDevice(bad);
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_NE(ParseCudaDevice("gpu").status().message().find("cuda:N"), std::string::npos);
+}
+
+TEST(CudaDeviceTest, CountNeverFails) { EXPECT_GE(CudaDeviceCount(), 0); }
+
+TEST(CudaDeviceTest, FactoryWithoutGpuSaysWhy) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "a GPU is visible; this case is for machines without one";
+  auto c = NewCudaGradientComputer(ModelFromJson(kSmallCnn), 0);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string msg(c.status().message());
+  std::printf("without a GPU: %s\n", msg.c_str());
+  EXPECT_TRUE(msg.find("no CUDA device") != std::string::npos || msg.find("built without CUDA") != std::string::npos)
+      << msg;
+}
+
+TEST(CudaDeviceTest, OutOfRangeDeviceIsInvalidArgument) {
+  SKIP_WITHOUT_GPU();
+  auto c = NewCudaGradientComputer(ModelFromJson(kSmallCnn), CudaDeviceCount());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << c.status();
+}
+
+TEST(CudaGradientComputerTest, RejectsInputsThatDoNotFitTheModel) {
+  SKIP_WITHOUT_GPU();
+  const ModelSpec model = ModelFromJson(kSmallCnn);
+  auto c = NewCudaGradientComputer(model, 0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::mt19937 rng(3);
+  std::vector<Tensor> params = RandomParams(model, &rng);
+  Batch batch = RandomBatch(model, 4, &rng);
+  std::vector<Tensor> grads;
+  BatchMetrics m;
+  std::vector<Tensor> short_params(params.begin(), params.end() - 1);
+  EXPECT_EQ((*c)->Compute(short_params, batch, 1.0f, &grads, &m).code(), absl::StatusCode::kInvalidArgument);
+  Batch bad_label = batch;
+  bad_label.labels[1] = 3;
+  EXPECT_EQ((*c)->Compute(params, bad_label, 1.0f, &grads, &m).code(), absl::StatusCode::kInvalidArgument);
+  Batch bad_shape = RandomBatch(ModelFromJson(R"({"input_shape": [8, 7, 1], "layers": [{"type": "flatten"},
+      {"type": "dense", "units": 3}]})"), 4, &rng);
+  EXPECT_EQ((*c)->Compute(params, bad_shape, 1.0f, &grads, &m).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE((*c)->Compute(params, batch, 1.0f, &grads, &m).ok());  // still usable afterwards
+}
+
+TEST(CudaGradientComputerTest, WholeModelMatchesReference) {
+  SKIP_WITHOUT_GPU();
+  for (int device = 0; device < std::min(CudaDeviceCount(), 2); ++device) {
+    const ModelSpec model = ModelFromJson(kSmallCnn);
+    auto c = NewCudaGradientComputer(model, device);
+    ASSERT_TRUE(c.ok()) << c.status();
+    std::mt19937 rng(11);
+    const std::vector<Tensor> params = RandomParams(model, &rng);
+    const Batch batch = RandomBatch(model, 16, &rng);
+    std::vector<Tensor> grads;
+    BatchMetrics m;
+    ASSERT_TRUE((*c)->Compute(params, batch, 1.0f / 16, &grads, &m).ok());
+    const ReferenceResult want = NaiveReference(model, params, batch, 1.0 / 16);
+    for (size_t i = 0; i < grads.size(); ++i) {
+      for (int64_t j = 0; j < grads[i].num_elements(); ++j) {
+        ASSERT_NEAR(grads[i].flat()[j], want.param_grads[i][j], 1e-4 + 1e-3 * std::abs(want.param_grads[i][j]))
+            << "cuda:" << device << " grad " << i << "[" << j << "]";
+      }
+    }
+    EXPECT_NEAR(m.loss_sum, want.loss_sum, 1e-4 * want.loss_sum);
+    EXPECT_EQ(m.correct, want.correct);
+  }
+}
+
+// Runs `steps` Compute calls of the small CNN at batch 32.
+void RunSteps(GradientComputer* c, int steps) {
+  const ModelSpec model = ModelFromJson(kSmallCnn);
+  std::mt19937 rng(5);
+  const std::vector<Tensor> params = RandomParams(model, &rng);
+  const Batch batch = RandomBatch(model, 32, &rng);
+  std::vector<Tensor> grads;
+  BatchMetrics m;
+  for (int i = 0; i < steps; ++i) ASSERT_TRUE(c->Compute(params, batch, 1.0f / 32, &grads, &m).ok()) << i;
+}
+
+TEST(DeviceMemoryTest, EmulatedStepsAllocateNothingAndFreeEverything) {
+  auto counters = std::make_shared<HostBackend::Counters>();
+  {
+    auto c = DeviceGradientComputer::Create(ModelFromJson(kSmallCnn), std::make_unique<HostBackend>(counters), {});
+    ASSERT_TRUE(c.ok()) << c.status();
+    RunSteps(c->get(), 1);
+    const int64_t after_first = counters->total_allocations;
+    RunSteps(c->get(), 200);  // emulation is slow; the GPU case below runs 1,000
+    EXPECT_EQ(counters->total_allocations, after_first) << "steady-state steps must reuse their buffers";
+  }
+  EXPECT_EQ(counters->live_allocations, 0);
+}
+
+TEST(DeviceMemoryTest, NoDeviceMemoryLeakOver1000Steps) {
+  SKIP_WITHOUT_GPU();
+#ifdef PSTRAIN_HAVE_CUDA
+  auto c = NewCudaGradientComputer(ModelFromJson(kSmallCnn), 0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  RunSteps(c->get(), 2);  // buffers and cuBLAS workspaces exist from here on
+  auto before = CudaDeviceMemory(0);
+  ASSERT_TRUE(before.ok()) << before.status();
+  RunSteps(c->get(), 1000);
+  auto after = CudaDeviceMemory(0);
+  ASSERT_TRUE(after.ok()) << after.status();
+  std::printf("cuda:0 free device memory: %lld bytes before, %lld after 1000 steps\n",
+              static_cast<long long>(before->free_bytes), static_cast<long long>(after->free_bytes));
+  EXPECT_EQ(after->free_bytes, before->free_bytes);
+#endif
+}
+
+TEST(CudaGradientComputerTest, ConcurrentReplicasAgreeWithASingleOne) {
+  SKIP_WITHOUT_GPU();
+  const ModelSpec model = ModelFromJson(kSmallCnn);
+  std::mt19937 rng(9);
+  const std::vector<Tensor> params = RandomParams(model, &rng);
+  const Batch batch = RandomBatch(model, 8, &rng);
+  std::vector<std::vector<Tensor>> grads(3);
+  std::vector<absl::Status> status(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      auto c = NewCudaGradientComputer(model, r % CudaDeviceCount());
+      if (!c.ok()) {
+        status[r] = c.status();
+        return;
+      }
+      BatchMetrics m;
+      for (int i = 0; i < 20 && status[r].ok(); ++i) status[r] = (*c)->Compute(params, batch, 0.125f, &grads[r], &m);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(status[r].ok()) << status[r];
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      for (int64_t j = 0; j < grads[0][i].num_elements(); ++j) {
+        ASSERT_NEAR(grads[r][i].flat()[j], grads[0][i].flat()[j], 1e-6) << "replica " << r;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pstrain
