@@ -191,8 +191,9 @@ absl::StatusOr<int> VisibleDevices() {
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return absl::FailedPreconditionError(absl::StrCat("no CUDA device: cudaGetDeviceCount: ", cudaGetErrorString(e),
-                                                      " (", cudaGetErrorName(e), ")"));
+    const char* why = e == cudaErrorInsufficientDriver ? "no usable NVIDIA driver" : "the CUDA runtime found no GPU";
+    return absl::FailedPreconditionError(absl::StrCat("no CUDA device: ", why, " (cudaGetDeviceCount: ",
+                                                      cudaGetErrorString(e), ", ", cudaGetErrorName(e), ")"));
   }
   if (count == 0) return absl::FailedPreconditionError("no CUDA device: cudaGetDeviceCount reports 0 GPUs");
   return count;
