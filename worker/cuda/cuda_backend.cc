@@ -22,7 +22,13 @@ absl::Status CudaStatus(cudaError_t e, const char* call, const std::string& devi
   absl::StatusCode code = absl::StatusCode::kInternal;
   if (e == cudaErrorMemoryAllocation) code = absl::StatusCode::kResourceExhausted;
   if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) code = absl::StatusCode::kFailedPrecondition;
-  return absl::Status(code, absl::StrCat(call, " on ", device, ": ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ")"));
+  std::string hint;
+  if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorUnsupportedPtxVersion) {
+    hint = "; pstrain's kernels were built for CMAKE_CUDA_ARCHITECTURES (default 90 + PTX): rebuild with "
+           "-DCMAKE_CUDA_ARCHITECTURES=<this GPU's, e.g. 80> or update the NVIDIA driver";
+  }
+  return absl::Status(code, absl::StrCat(call, " on ", device, ": ", cudaGetErrorString(e), " (",
+                                         cudaGetErrorName(e), ")", hint));
 }
 
 absl::Status CublasStatus(cublasStatus_t s, const char* call, const std::string& device) {

@@ -159,8 +159,24 @@ void DeviceGradientComputer::ReadMetrics(int batch, BatchMetrics* metrics) const
   }
 }
 
+// A failed step may leave copies and kernels queued that still read the pinned staging buffers:
+// drain them before the next step reuses those buffers.
 absl::Status DeviceGradientComputer::Compute(absl::Span<const Tensor> params, const Batch& batch, float loss_scale,
                                              std::vector<Tensor>* grads, BatchMetrics* metrics) {
+  absl::Status s = RunCompute(params, batch, loss_scale, grads, metrics);
+  if (!s.ok()) (void)backend_->Synchronize();
+  return s;
+}
+
+absl::Status DeviceGradientComputer::Evaluate(absl::Span<const Tensor> params, const Batch& batch,
+                                              BatchMetrics* metrics) {
+  absl::Status s = RunEvaluate(params, batch, metrics);
+  if (!s.ok()) (void)backend_->Synchronize();
+  return s;
+}
+
+absl::Status DeviceGradientComputer::RunCompute(absl::Span<const Tensor> params, const Batch& batch,
+                                                float loss_scale, std::vector<Tensor>* grads, BatchMetrics* metrics) {
   RETURN_IF_ERROR(CheckInputs(params, batch));
   const int b = static_cast<int>(batch.size());
   grads->clear();
@@ -185,8 +201,8 @@ absl::Status DeviceGradientComputer::Compute(absl::Span<const Tensor> params, co
   return absl::OkStatus();
 }
 
-absl::Status DeviceGradientComputer::Evaluate(absl::Span<const Tensor> params, const Batch& batch,
-                                              BatchMetrics* metrics) {
+absl::Status DeviceGradientComputer::RunEvaluate(absl::Span<const Tensor> params, const Batch& batch,
+                                                 BatchMetrics* metrics) {
   RETURN_IF_ERROR(CheckInputs(params, batch));
   const int b = static_cast<int>(batch.size());
   *metrics = BatchMetrics{};

@@ -53,6 +53,9 @@ class DeviceGradientComputer : public GradientComputer {
  private:
   DeviceGradientComputer(ModelPlan plan, std::unique_ptr<DeviceBackend> backend, Options options);
 
+  absl::Status RunCompute(absl::Span<const Tensor> params, const Batch& batch, float loss_scale,
+                          std::vector<Tensor>* grads, BatchMetrics* metrics);
+  absl::Status RunEvaluate(absl::Span<const Tensor> params, const Batch& batch, BatchMetrics* metrics);
   absl::Status CheckInputs(absl::Span<const Tensor> params, const Batch& batch) const;
   absl::Status ReserveForBatch(int batch);
   absl::Status UploadBatch(const Batch& batch);
