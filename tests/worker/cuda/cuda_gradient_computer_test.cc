@@ -117,6 +117,51 @@ void RunSteps(GradientComputer* c, int steps) {
   for (int i = 0; i < steps; ++i) ASSERT_TRUE(c->Compute(params, batch, 1.0f / 32, &grads, &m).ok()) << i;
 }
 
+// The emulation backend with injected failures, named as the CUDA backend names its errors.
+class FailingBackend : public HostBackend {
+ public:
+  int fail_gemm_call = -1;  // the n-th Gemm (0-based) fails; -1 never
+  bool fail_malloc = false;
+  absl::StatusOr<float*> Malloc(int64_t count) override {
+    if (fail_malloc) return absl::ResourceExhaustedError("cudaMalloc on cuda:0: out of memory");
+    return HostBackend::Malloc(count);
+  }
+  absl::Status Gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+                    int ldb, float beta, float* c, int ldc) override {
+    if (gemm_calls_++ == fail_gemm_call) return absl::InternalError("cublasSgemm on cuda:0: execution failed");
+    return HostBackend::Gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+
+ private:
+  int gemm_calls_ = 0;
+};
+
+TEST(DeviceErrorTest, BackendFailuresBecomeStatusesAndTheComputerRecovers) {
+  const ModelSpec model = ModelFromJson(kSmallCnn);
+  auto oom = std::make_unique<FailingBackend>();
+  oom->fail_malloc = true;
+  auto none = DeviceGradientComputer::Create(model, std::move(oom), {});
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(none.status().message().find("cudaMalloc on cuda:0"), std::string::npos);
+
+  auto backend = std::make_unique<FailingBackend>();
+  backend->fail_gemm_call = 4;  // inside the first step's backward pass
+  auto c = DeviceGradientComputer::Create(model, std::move(backend), {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::mt19937 rng(2);
+  const std::vector<Tensor> params = RandomParams(model, &rng);
+  const Batch batch = RandomBatch(model, 4, &rng);
+  std::vector<Tensor> grads;
+  BatchMetrics m;
+  const absl::Status failed = (*c)->Compute(params, batch, 0.25f, &grads, &m);
+  EXPECT_EQ(failed.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(failed.message().find("cublasSgemm on cuda:0"), std::string::npos) << failed;
+  ASSERT_TRUE((*c)->Compute(params, batch, 0.25f, &grads, &m).ok());
+  const ReferenceResult want = NaiveReference(model, params, batch, 0.25);
+  EXPECT_NEAR(m.loss_sum, want.loss_sum, 1e-4 * want.loss_sum);
+  EXPECT_NEAR(grads[0].flat()[0], want.param_grads[0][0], 1e-4 + 1e-3 * std::abs(want.param_grads[0][0]));
+}
+
 TEST(DeviceMemoryTest, EmulatedStepsAllocateNothingAndFreeEverything) {
   auto counters = std::make_shared<HostBackend::Counters>();
   {
