@@ -1,5 +1,6 @@
 // Every layer of the model library, forward and backward, through the device executor against the
-// naive double-precision reference, on two backends:
+// naive double-precision reference (and whole models against the CPU GradientComputer), on two
+// backends:
 //   emulation: the CPU emulation backend (same kernel bodies, naive GEMM) - runs everywhere;
 //   cuda:      the GPU (cuBLAS + pstrain kernels) - skipped with a message when no GPU is visible.
 // Tolerance: |got - want| <= 1e-4 + 1e-3 * |want| per element (float32 vs double, sums of a few
@@ -10,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/worker/cuda/naive_model_reference.h"
+#include "worker/cpu/cpu_gradient_computer.h"
 #include "worker/cuda/cuda_gradient_computer.h"
 #include "worker/cuda/device_gradient_computer.h"
 #include "worker/cuda/host_backend.h"
@@ -186,6 +188,42 @@ TEST_P(DeviceExecutorTest, BuffersFollowTheBatchSizeUpAndDown) {
   for (int b : {2, 7, 1, 7, 3}) {
     SCOPED_TRACE(b);
     CheckCompute(computer.get(), model, b);
+  }
+}
+
+// The whole step against the worker's CPU GradientComputer (the reference implementation).
+TEST_P(DeviceExecutorTest, MatchesCpuGradientComputer) {
+  const char* models[] = {
+      R"({"input_shape": [28, 28, 1], "layers": [
+          {"type": "conv2d", "filters": 32, "kernel_size": 3, "activation": "relu"}, {"type": "max_pool2d"},
+          {"type": "conv2d", "filters": 64, "kernel_size": 3, "activation": "relu"}, {"type": "max_pool2d"},
+          {"type": "flatten"}, {"type": "dense", "units": 64, "activation": "relu"},
+          {"type": "dense", "units": 10}]})",
+      R"({"input_shape": [9, 9, 2], "loss": "mse", "layers": [
+          {"type": "conv2d", "filters": 3, "kernel_size": 4, "padding": "same"}, {"type": "relu"},
+          {"type": "max_pool2d", "pool_size": 3}, {"type": "flatten"}, {"type": "dense", "units": 2}]})"};
+  for (const char* json : models) {
+    const ModelSpec model = ModelFromJson(json);
+    auto device = Make(model);
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_NE(device, nullptr);
+    auto cpu = NewCpuGradientComputer(model, 2);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    std::mt19937 rng(77);
+    const std::vector<Tensor> params = RandomParams(model, &rng, 0.2f);
+    const Batch batch = RandomBatch(model, 6, &rng);
+    std::vector<Tensor> got, want;
+    BatchMetrics got_m, want_m;
+    ASSERT_TRUE(device->Compute(params, batch, 1.0f / 6, &got, &got_m).ok());
+    ASSERT_TRUE((*cpu)->Compute(params, batch, 1.0f / 6, &want, &want_m).ok());
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      const std::vector<float> w = Flat(want[i]);
+      ExpectClose(Flat(got[i]), std::vector<double>(w.begin(), w.end()), "grad " + std::to_string(i));
+    }
+    EXPECT_EQ(got_m.examples, want_m.examples);
+    EXPECT_NEAR(got_m.loss_sum, want_m.loss_sum, 1e-4 * std::abs(want_m.loss_sum) + 1e-5);
+    EXPECT_EQ(got_m.correct, want_m.correct);
   }
 }
 
