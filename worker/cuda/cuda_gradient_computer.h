@@ -5,12 +5,13 @@
 //
 // How the worker uses it (e.g. --device=cuda:1 --replicas=2):
 //   ASSIGN_OR_RETURN(int first, ParseCudaDevice(flag));      // "cuda" -> 0, "cuda:1" -> 1
-//   for r in replicas: NewCudaGradientComputer(job.model, (first + r) % CudaDeviceCount())
+//   GradientComputerFactory f = NewCudaComputerFactory(first, replicas);  // for ReplicaSet::Create
 // Each replica thread owns its computer; computers on different devices run concurrently.
 // Thread-safety: the free functions are thread-safe; a computer follows the GradientComputer contract.
 #ifndef PSTRAIN_WORKER_CUDA_CUDA_GRADIENT_COMPUTER_H_
 #define PSTRAIN_WORKER_CUDA_CUDA_GRADIENT_COMPUTER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -37,6 +38,17 @@ absl::StatusOr<int> ParseCudaDevice(const std::string& device);
 // device_index is out of range or the model cannot run; ResourceExhausted / Internal from CUDA,
 // cuBLAS naming the call and the device ("cudaMalloc on cuda:0: out of memory ...").
 absl::StatusOr<std::unique_ptr<GradientComputer>> NewCudaGradientComputer(const ModelSpec& model, int device_index);
+
+// The signature of worker/replica_set.h's GradientComputerFactory (model, threads).
+using CudaComputerFactory =
+    std::function<absl::StatusOr<std::unique_ptr<GradientComputer>>(const ModelSpec& model, int threads)>;
+
+// A factory for a worker's local replicas: its n-th call builds a computer on GPU
+// (first_device + n % replicas) % CudaDeviceCount(), so the R replicas of one ReplicaSet occupy
+// cuda:first .. cuda:first+R-1 (wrapping around, several replicas per GPU, when fewer are visible).
+// `threads` is ignored: each replica's host thread drives its own GPU. Errors as
+// NewCudaGradientComputer. REQUIRES: replicas >= 1. Thread-safe.
+CudaComputerFactory NewCudaComputerFactory(int first_device, int replicas);
 
 }  // namespace pstrain
 

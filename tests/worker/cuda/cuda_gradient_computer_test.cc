@@ -55,6 +55,23 @@ TEST(CudaDeviceTest, FactoryWithoutGpuSaysWhy) {
       << msg;
 }
 
+TEST(CudaDeviceTest, ReplicaFactoryWithoutGpuSaysWhy) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "a GPU is visible; this case is for machines without one";
+  CudaComputerFactory factory = NewCudaComputerFactory(0, 2);
+  auto c = factory(ModelFromJson(kSmallCnn), 1);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition) << c.status();
+}
+
+TEST(CudaDeviceTest, ReplicaFactoryBuildsOnePerReplica) {
+  SKIP_WITHOUT_GPU();
+  const ModelSpec model = ModelFromJson(kSmallCnn);
+  CudaComputerFactory factory = NewCudaComputerFactory(0, 2);
+  EXPECT_TRUE(factory(model, 1).ok());
+  EXPECT_TRUE(factory(model, 1).ok());
+  CudaComputerFactory missing = NewCudaComputerFactory(CudaDeviceCount(), 1);
+  EXPECT_EQ(missing(model, 1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(CudaDeviceTest, OutOfRangeDeviceIsInvalidArgument) {
   SKIP_WITHOUT_GPU();
   auto c = NewCudaGradientComputer(ModelFromJson(kSmallCnn), CudaDeviceCount());
