@@ -24,19 +24,20 @@ absl::Status CudaStatus(cudaError_t e, const char* call, const std::string& devi
   if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) code = absl::StatusCode::kFailedPrecondition;
   std::string hint;
   if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorUnsupportedPtxVersion) {
-    hint = "; pstrain's kernels were built for CMAKE_CUDA_ARCHITECTURES (default 90 + PTX): rebuild with "
-           "-DCMAKE_CUDA_ARCHITECTURES=<this GPU's, e.g. 80> or update the NVIDIA driver";
+    hint =
+        "; pstrain's kernels were built for CMAKE_CUDA_ARCHITECTURES (default 90 + PTX): rebuild with "
+        "-DCMAKE_CUDA_ARCHITECTURES=<this GPU's, e.g. 80> or update the NVIDIA driver";
   }
-  return absl::Status(code, absl::StrCat(call, " on ", device, ": ", cudaGetErrorString(e), " (",
-                                         cudaGetErrorName(e), ")", hint));
+  return absl::Status(
+      code, absl::StrCat(call, " on ", device, ": ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ")", hint));
 }
 
 absl::Status CublasStatus(cublasStatus_t s, const char* call, const std::string& device) {
   if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   const absl::StatusCode code =
       s == CUBLAS_STATUS_ALLOC_FAILED ? absl::StatusCode::kResourceExhausted : absl::StatusCode::kInternal;
-  return absl::Status(code, absl::StrCat(call, " on ", device, ": ", cublasGetStatusString(s), " (",
-                                         cublasGetStatusName(s), ")"));
+  return absl::Status(
+      code, absl::StrCat(call, " on ", device, ": ", cublasGetStatusString(s), " (", cublasGetStatusName(s), ")"));
 }
 
 #define PSTRAIN_CUDA(call, ...) RETURN_IF_ERROR(CudaStatus(call(__VA_ARGS__), #call, name_))
@@ -198,8 +199,8 @@ absl::StatusOr<int> VisibleDevices() {
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     const char* why = e == cudaErrorInsufficientDriver ? "no usable NVIDIA driver" : "the CUDA runtime found no GPU";
-    return absl::FailedPreconditionError(absl::StrCat("no CUDA device: ", why, " (cudaGetDeviceCount: ",
-                                                      cudaGetErrorString(e), ", ", cudaGetErrorName(e), ")"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no CUDA device: ", why, " (cudaGetDeviceCount: ", cudaGetErrorString(e), ", ", cudaGetErrorName(e), ")"));
   }
   if (count == 0) return absl::FailedPreconditionError("no CUDA device: cudaGetDeviceCount reports 0 GPUs");
   return count;

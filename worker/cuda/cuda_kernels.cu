@@ -8,13 +8,11 @@ namespace {
 constexpr int kThreads = 256;
 
 // 64-bit loop counter so `i + stride` cannot overflow near 2^31; bodies take the 32-bit index.
-#define PSTRAIN_GRID_LOOP(i, n)                                                                           \
+#define PSTRAIN_GRID_LOOP(i, n)                                                              \
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<long long>(blockDim.x) * gridDim.x)
 
-__global__ void FillKernel(float* dst, float value, int n) {
-  PSTRAIN_GRID_LOOP(i, n) dst[i] = value;
-}
+__global__ void FillKernel(float* dst, float value, int n) { PSTRAIN_GRID_LOOP(i, n) dst[i] = value; }
 __global__ void Im2ColKernel(ConvGeometry g, const float* __restrict__ x, float* __restrict__ col) {
   const int n = g.col_size();
   PSTRAIN_GRID_LOOP(i, n) col[i] = Im2ColValue(g, x, static_cast<int>(i));
@@ -107,11 +105,11 @@ cudaError_t LaunchMaxPoolBackward(const LaunchConfig& cfg, const PoolGeometry& g
   return cudaGetLastError();
 }
 
-cudaError_t LaunchSoftmaxXent(const LaunchConfig& cfg, int batch, int classes, const float* logits,
-                              const float* labels, float scale, float* dlogits, float* loss, float* correct) {
+cudaError_t LaunchSoftmaxXent(const LaunchConfig& cfg, int batch, int classes, const float* logits, const float* labels,
+                              float scale, float* dlogits, float* loss, float* correct) {
   if (batch <= 0) return cudaSuccess;
-  SoftmaxXentKernel<<<Blocks(cfg, batch), kThreads, 0, cfg.stream>>>(batch, classes, logits, labels, scale,
-                                                                     dlogits, loss, correct);
+  SoftmaxXentKernel<<<Blocks(cfg, batch), kThreads, 0, cfg.stream>>>(batch, classes, logits, labels, scale, dlogits,
+                                                                     loss, correct);
   return cudaGetLastError();
 }
 

@@ -27,8 +27,8 @@ cudaError_t LaunchReluGrad(const LaunchConfig& cfg, int count, const float* y, c
 cudaError_t LaunchMaxPoolForward(const LaunchConfig& cfg, const PoolGeometry& g, const float* x, float* y);
 cudaError_t LaunchMaxPoolBackward(const LaunchConfig& cfg, const PoolGeometry& g, const float* x, const float* dy,
                                   float* dx);
-cudaError_t LaunchSoftmaxXent(const LaunchConfig& cfg, int batch, int classes, const float* logits,
-                              const float* labels, float scale, float* dlogits, float* loss, float* correct);
+cudaError_t LaunchSoftmaxXent(const LaunchConfig& cfg, int batch, int classes, const float* logits, const float* labels,
+                              float scale, float* dlogits, float* loss, float* correct);
 cudaError_t LaunchMse(const LaunchConfig& cfg, int batch, int outputs, const float* y, const float* targets,
                       float scale, float* dy, float* loss);
 

@@ -26,8 +26,7 @@ class DeviceArray {
   absl::Status Reserve(int64_t count) {
     if (count <= capacity_) return absl::OkStatus();
     Release();
-    absl::StatusOr<float*> p =
-        memory_ == Memory::kDevice ? backend_->Malloc(count) : backend_->MallocHost(count);
+    absl::StatusOr<float*> p = memory_ == Memory::kDevice ? backend_->Malloc(count) : backend_->MallocHost(count);
     if (!p.ok()) return p.status();
     data_ = *p;
     capacity_ = count;

@@ -15,8 +15,7 @@ using Memory = DeviceArray::Memory;
 absl::StatusOr<std::unique_ptr<DeviceGradientComputer>> DeviceGradientComputer::Create(
     const ModelSpec& model, std::unique_ptr<DeviceBackend> backend, Options options) {
   ASSIGN_OR_RETURN(ModelPlan plan, PlanModel(model));
-  std::unique_ptr<DeviceGradientComputer> c(
-      new DeviceGradientComputer(std::move(plan), std::move(backend), options));
+  std::unique_ptr<DeviceGradientComputer> c(new DeviceGradientComputer(std::move(plan), std::move(backend), options));
   RETURN_IF_ERROR(c->backend_->Activate());
   RETURN_IF_ERROR(c->backend_->CreateEvents(2 * static_cast<int>(c->plan_.layers.size())));
   const int64_t n = std::max<int64_t>(c->plan_.param_total, 1);
@@ -27,8 +26,7 @@ absl::StatusOr<std::unique_ptr<DeviceGradientComputer>> DeviceGradientComputer::
   return c;
 }
 
-DeviceGradientComputer::DeviceGradientComputer(ModelPlan plan, std::unique_ptr<DeviceBackend> backend,
-                                               Options options)
+DeviceGradientComputer::DeviceGradientComputer(ModelPlan plan, std::unique_ptr<DeviceBackend> backend, Options options)
     : plan_(std::move(plan)),
       options_(options),
       backend_(std::move(backend)),
@@ -58,15 +56,15 @@ DeviceGradientComputer::~DeviceGradientComputer() {
 
 absl::Status DeviceGradientComputer::CheckInputs(absl::Span<const Tensor> params, const Batch& batch) const {
   if (params.size() != plan_.variables.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("got ", params.size(), " parameters, the model has ",
-                                                   plan_.variables.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("got ", params.size(), " parameters, the model has ", plan_.variables.size()));
   }
   for (size_t i = 0; i < params.size(); ++i) {
     const VariableSpec& v = plan_.variables[i];
     if (params[i].dtype() != DType::kFloat32 || params[i].shape() != v.shape) {
-      return absl::InvalidArgumentError(absl::StrCat("parameter ", i, " (", v.name, ") is ", DTypeName(params[i].dtype()),
-                                                     ShapeString(params[i].shape()), ", the model needs float32",
-                                                     ShapeString(v.shape)));
+      return absl::InvalidArgumentError(absl::StrCat("parameter ", i, " (", v.name, ") is ",
+                                                     DTypeName(params[i].dtype()), ShapeString(params[i].shape()),
+                                                     ", the model needs float32", ShapeString(v.shape)));
     }
   }
   const Tensor& x = batch.inputs;
@@ -79,17 +77,18 @@ absl::Status DeviceGradientComputer::CheckInputs(absl::Span<const Tensor> params
   const int64_t b = batch.size();
   if (plan_.softmax_xent) {
     if (static_cast<int64_t>(batch.labels.size()) != b) {
-      return absl::InvalidArgumentError(absl::StrCat("batch has ", batch.labels.size(), " labels for ", b, " examples"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch has ", batch.labels.size(), " labels for ", b, " examples"));
     }
     for (size_t i = 0; i < batch.labels.size(); ++i) {
       if (batch.labels[i] < 0 || batch.labels[i] >= plan_.outputs) {
-        return absl::InvalidArgumentError(absl::StrCat("label ", batch.labels[i], " of example ", i,
-                                                       " is outside [0, ", plan_.outputs, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("label ", batch.labels[i], " of example ", i, " is outside [0, ", plan_.outputs, ")"));
       }
     }
   } else if (static_cast<int64_t>(batch.targets.size()) != b * plan_.outputs) {
-    return absl::InvalidArgumentError(absl::StrCat("batch has ", batch.targets.size(), " targets, mse needs ", b,
-                                                   " x ", plan_.outputs));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch has ", batch.targets.size(), " targets, mse needs ", b, " x ", plan_.outputs));
   }
   const int64_t largest = std::max(b * plan_.max_activation, plan_.MaxColSize(b));
   if (largest > std::numeric_limits<int>::max()) {
@@ -175,8 +174,8 @@ absl::Status DeviceGradientComputer::Evaluate(absl::Span<const Tensor> params, c
   return s;
 }
 
-absl::Status DeviceGradientComputer::RunCompute(absl::Span<const Tensor> params, const Batch& batch,
-                                                float loss_scale, std::vector<Tensor>* grads, BatchMetrics* metrics) {
+absl::Status DeviceGradientComputer::RunCompute(absl::Span<const Tensor> params, const Batch& batch, float loss_scale,
+                                                std::vector<Tensor>* grads, BatchMetrics* metrics) {
   RETURN_IF_ERROR(CheckInputs(params, batch));
   const int b = static_cast<int>(batch.size());
   grads->clear();

@@ -67,17 +67,17 @@ class DeviceGradientComputer : public GradientComputer {
   absl::Status BackwardLayer(int layer, int batch, bool need_dx, float** dy, float** spare);
   absl::Status SendLayerGrads(int layer);
   void ReadMetrics(int batch, BatchMetrics* metrics) const;
-  absl::Status RowMajorGemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
-                            float beta, float* c);
+  absl::Status RowMajorGemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b, float beta,
+                            float* c);
   const float* LayerInput(int layer) const { return layer == 0 ? input_.get() : act_[layer - 1]; }
   float* Param(int index) const { return index < 0 ? nullptr : params_.get() + plan_.param_offsets[index]; }
   float* Grad(int index) const { return index < 0 ? nullptr : grads_.get() + plan_.param_offsets[index]; }
 
   const ModelPlan plan_;
   const Options options_;
-  const std::unique_ptr<DeviceBackend> backend_;  // declared before every DeviceArray: outlives them
-  DeviceArray params_, grads_, params_host_, grads_host_;                  // flat, batch-independent
-  DeviceArray input_, labels_, batch_host_, labels_host_;                  // per batch
+  const std::unique_ptr<DeviceBackend> backend_;           // declared before every DeviceArray: outlives them
+  DeviceArray params_, grads_, params_host_, grads_host_;  // flat, batch-independent
+  DeviceArray input_, labels_, batch_host_, labels_host_;  // per batch
   DeviceArray activations_, dy_a_, dy_b_, col_, ones_, loss_, correct_, metrics_host_;
   int batch_capacity_ = 0;
   std::vector<float*> act_;  // act_[i]: output of layer i (flatten aliases its input)

@@ -59,8 +59,8 @@ absl::Status DeviceGradientComputer::ForwardLayer(int i, int batch) {
     case LayerKind::kConv2D: {
       const ConvGeometry g = plan_.Conv(i, batch);
       RETURN_IF_ERROR(backend_->Im2Col(g, x, col_.get()));
-      RETURN_IF_ERROR(RowMajorGemm(false, false, g.rows(), g.out_c, g.patch(), col_.get(), Param(l.kernel_param),
-                                   0.0f, y));
+      RETURN_IF_ERROR(
+          RowMajorGemm(false, false, g.rows(), g.out_c, g.patch(), col_.get(), Param(l.kernel_param), 0.0f, y));
       if (bias == nullptr && !l.relu) return absl::OkStatus();
       return backend_->BiasAct(g.rows(), g.out_c, y, bias, l.relu, y);
     }
@@ -79,8 +79,8 @@ absl::Status DeviceGradientComputer::LossAndMetricsCopy(int batch, float loss_sc
   const int n = static_cast<int>(plan_.outputs);
   float* host = metrics_host_.get();
   if (plan_.softmax_xent) {
-    RETURN_IF_ERROR(backend_->SoftmaxXent(batch, n, out, labels_.get(), loss_scale, dy_a_.get(), loss_.get(),
-                                          correct_.get()));
+    RETURN_IF_ERROR(
+        backend_->SoftmaxXent(batch, n, out, labels_.get(), loss_scale, dy_a_.get(), loss_.get(), correct_.get()));
     RETURN_IF_ERROR(backend_->CopyToHost(DeviceStream::kCompute, host + batch, correct_.get(), batch));
   } else {
     RETURN_IF_ERROR(backend_->Mse(batch, n, out, labels_.get(), loss_scale, dy_a_.get(), loss_.get()));
@@ -122,14 +122,14 @@ absl::Status DeviceGradientComputer::BackwardLayer(int i, int batch, bool need_d
     case LayerKind::kConv2D: {
       const ConvGeometry g = plan_.Conv(i, batch);
       RETURN_IF_ERROR(backend_->Im2Col(g, x, col_.get()));  // col_ is shared by all conv layers: rebuild
-      RETURN_IF_ERROR(RowMajorGemm(true, false, g.patch(), g.out_c, g.rows(), col_.get(), *dy, 0.0f,
-                                   Grad(l.kernel_param)));
+      RETURN_IF_ERROR(
+          RowMajorGemm(true, false, g.patch(), g.out_c, g.rows(), col_.get(), *dy, 0.0f, Grad(l.kernel_param)));
       if (l.bias_param >= 0) {
         RETURN_IF_ERROR(RowMajorGemm(false, false, 1, g.out_c, g.rows(), ones_.get(), *dy, 0.0f, Grad(l.bias_param)));
       }
       if (!need_dx) return absl::OkStatus();
-      RETURN_IF_ERROR(RowMajorGemm(false, true, g.rows(), g.patch(), g.out_c, *dy, Param(l.kernel_param), 0.0f,
-                                   col_.get()));
+      RETURN_IF_ERROR(
+          RowMajorGemm(false, true, g.rows(), g.patch(), g.out_c, *dy, Param(l.kernel_param), 0.0f, col_.get()));
       RETURN_IF_ERROR(backend_->Col2Im(g, col_.get(), *spare));
       break;
     }

@@ -22,10 +22,10 @@ namespace pstrain {
 struct ConvGeometry {
   int batch, in_h, in_w, in_c;
   int out_h, out_w, out_c;
-  int k;                  // square kernel k x k
-  int pad_top, pad_left;  // 0 for 'valid'
+  int k;                                                         // square kernel k x k
+  int pad_top, pad_left;                                         // 0 for 'valid'
   PSTRAIN_HD int rows() const { return batch * out_h * out_w; }  // im2col rows: one per output pixel
-  PSTRAIN_HD int patch() const { return k * k * in_c; }           // im2col columns, (ky, kx, ci) order
+  PSTRAIN_HD int patch() const { return k * k * in_c; }          // im2col columns, (ky, kx, ci) order
   PSTRAIN_HD int col_size() const { return rows() * patch(); }
   PSTRAIN_HD int in_size() const { return batch * in_h * in_w * in_c; }
 };
@@ -104,9 +104,7 @@ PSTRAIN_HD int MaxPoolArgmax(const PoolGeometry& g, const float* x, int o) {
   return best;
 }
 
-PSTRAIN_HD float MaxPoolForwardValue(const PoolGeometry& g, const float* x, int o) {
-  return x[MaxPoolArgmax(g, x, o)];
-}
+PSTRAIN_HD float MaxPoolForwardValue(const PoolGeometry& g, const float* x, int o) { return x[MaxPoolArgmax(g, x, o)]; }
 
 // dx[i]: dy of the window that input element i belongs to when i is that window's argmax, else 0
 // (stride == window, so windows never overlap and each input has at most one window).

@@ -32,7 +32,8 @@ absl::Status FillLayer(size_t i, const LayerSpec& spec, LayerPlan* layer) {
     if (spec.activation == "relu") {
       layer->relu = true;
     } else if (!spec.activation.empty() && spec.activation != "linear") {
-      return PlanError(i, spec, absl::StrCat("activation \"", spec.activation, "\" is not supported (use relu or linear)"));
+      return PlanError(i, spec,
+                       absl::StrCat("activation \"", spec.activation, "\" is not supported (use relu or linear)"));
     }
   }
   if (layer->kind == LayerKind::kRelu) layer->relu = true;
@@ -89,9 +90,9 @@ absl::StatusOr<ModelPlan> PlanModel(const ModelSpec& model) {
   }
   plan.outputs = plan.layers.back().out_size;
   if (plan.softmax_xent && plan.layers.back().out_shape.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("device model: sparse_categorical_crossentropy needs flat logits, but ",
-                                                   "the last layer outputs ", ShapeString(plan.layers.back().out_shape),
-                                                   "; add flatten and dense layers"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("device model: sparse_categorical_crossentropy needs flat logits, but ", "the last layer outputs ",
+                     ShapeString(plan.layers.back().out_shape), "; add flatten and dense layers"));
   }
   return plan;
 }

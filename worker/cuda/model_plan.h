@@ -22,9 +22,9 @@ struct LayerPlan {
   LayerKind kind = LayerKind::kFlatten;
   std::string name;
   std::vector<int64_t> in_shape, out_shape;  // per example
-  int64_t in_size = 0, out_size = 0;          // per-example element counts
-  bool relu = false;      // fused ReLU (dense/conv activation "relu") or the relu layer itself
-  int kernel_param = -1;  // index into ModelPlan::variables, -1 when the layer has none
+  int64_t in_size = 0, out_size = 0;         // per-example element counts
+  bool relu = false;                         // fused ReLU (dense/conv activation "relu") or the relu layer itself
+  int kernel_param = -1;                     // index into ModelPlan::variables, -1 when the layer has none
   int bias_param = -1;
   int kernel_size = 0, pad_top = 0, pad_left = 0;  // conv2d
   int pool_size = 0;                               // max_pool2d
@@ -45,8 +45,8 @@ struct ModelPlan {
   ConvGeometry Conv(int layer, int batch) const;  // REQUIRES: layers[layer] is conv2d
   PoolGeometry Pool(int layer, int batch) const;  // REQUIRES: layers[layer] is max_pool2d
   // Largest per-batch buffers, in floats, for `batch` examples.
-  int64_t MaxColSize(int64_t batch) const;     // im2col matrix over all conv layers (0 when none)
-  int64_t MaxConvRows(int64_t batch) const;    // batch * out_h * out_w over conv layers (0 when none)
+  int64_t MaxColSize(int64_t batch) const;   // im2col matrix over all conv layers (0 when none)
+  int64_t MaxConvRows(int64_t batch) const;  // batch * out_h * out_w over conv layers (0 when none)
 };
 
 // InvalidArgument naming the layer for what the device executor cannot run: unknown layer types or

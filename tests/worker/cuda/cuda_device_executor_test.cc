@@ -116,7 +116,8 @@ TEST_P(DeviceExecutorTest, DenseLinearMse) {
 
 TEST_P(DeviceExecutorTest, DenseReluSoftmaxCrossEntropy) {
   CheckModel(R"({"input_shape": [6], "layers": [{"type": "dense", "units": 5, "activation": "relu"},
-                                                 {"type": "dense", "units": 3}]})", 9);
+                                                 {"type": "dense", "units": 3}]})",
+             9);
 }
 
 TEST_P(DeviceExecutorTest, DenseWithoutBias) {
@@ -125,19 +126,22 @@ TEST_P(DeviceExecutorTest, DenseWithoutBias) {
 
 TEST_P(DeviceExecutorTest, ReluLayer) {
   CheckModel(R"({"input_shape": [4], "layers": [{"type": "dense", "units": 6}, {"type": "relu"},
-                                                 {"type": "dense", "units": 3}]})", 5);
+                                                 {"type": "dense", "units": 3}]})",
+             5);
 }
 
 TEST_P(DeviceExecutorTest, Conv3x3Valid) {
   CheckModel(R"({"input_shape": [6, 7, 2], "layers": [
       {"type": "conv2d", "filters": 4, "kernel_size": 3, "activation": "relu"},
-      {"type": "flatten"}, {"type": "dense", "units": 3}]})", 3);
+      {"type": "flatten"}, {"type": "dense", "units": 3}]})",
+             3);
 }
 
 TEST_P(DeviceExecutorTest, Conv3x3Same) {
   CheckModel(R"({"input_shape": [5, 6, 3], "layers": [
       {"type": "conv2d", "filters": 4, "kernel_size": 3, "padding": "same"},
-      {"type": "flatten"}, {"type": "dense", "units": 3}]})", 2);
+      {"type": "flatten"}, {"type": "dense", "units": 3}]})",
+             2);
 }
 
 TEST_P(DeviceExecutorTest, EvenKernelsSamePadAsTensorFlow) {
@@ -145,7 +149,8 @@ TEST_P(DeviceExecutorTest, EvenKernelsSamePadAsTensorFlow) {
   CheckModel(R"({"input_shape": [5, 5, 2], "layers": [
       {"type": "conv2d", "filters": 3, "kernel_size": 2, "padding": "same", "activation": "relu"},
       {"type": "conv2d", "filters": 2, "kernel_size": 4, "padding": "same"},
-      {"type": "flatten"}, {"type": "dense", "units": 2}]})", 2);
+      {"type": "flatten"}, {"type": "dense", "units": 2}]})",
+             2);
 }
 
 TEST_P(DeviceExecutorTest, Kernel1And5) {
@@ -153,21 +158,25 @@ TEST_P(DeviceExecutorTest, Kernel1And5) {
       {"type": "conv2d", "filters": 3, "kernel_size": 1},
       {"type": "conv2d", "filters": 2, "kernel_size": 5, "padding": "same", "activation": "relu"},
       {"type": "conv2d", "filters": 2, "kernel_size": 5},
-      {"type": "flatten"}, {"type": "dense", "units": 2}]})", 2);
+      {"type": "flatten"}, {"type": "dense", "units": 2}]})",
+             2);
 }
 
 TEST_P(DeviceExecutorTest, MaxPoolOddSizesDropBorder) {
   CheckModel(R"({"input_shape": [5, 7, 3], "layers": [
       {"type": "conv2d", "filters": 4, "kernel_size": 3, "padding": "same", "activation": "relu"},
-      {"type": "max_pool2d"}, {"type": "flatten"}, {"type": "dense", "units": 3}]})", 3);
+      {"type": "max_pool2d"}, {"type": "flatten"}, {"type": "dense", "units": 3}]})",
+             3);
 }
 
 TEST_P(DeviceExecutorTest, MaxPoolTiesGoToFirstMaximum) {
   // Inputs in {0, 1, 2}: most windows hold ties; the input gradient shows which element won.
   CheckModel(R"({"input_shape": [6, 6, 2], "layers": [
-      {"type": "max_pool2d"}, {"type": "flatten"}, {"type": "dense", "units": 3}]})", 4, /*levels=*/3);
+      {"type": "max_pool2d"}, {"type": "flatten"}, {"type": "dense", "units": 3}]})",
+             4, /*levels=*/3);
   CheckModel(R"({"input_shape": [7, 9, 1], "layers": [
-      {"type": "max_pool2d", "pool_size": 3}, {"type": "flatten"}, {"type": "dense", "units": 2}]})", 2, 2);
+      {"type": "max_pool2d", "pool_size": 3}, {"type": "flatten"}, {"type": "dense", "units": 2}]})",
+             2, 2);
 }
 
 TEST_P(DeviceExecutorTest, CnnPresetWholeModel) {
@@ -175,7 +184,8 @@ TEST_P(DeviceExecutorTest, CnnPresetWholeModel) {
       {"type": "conv2d", "filters": 32, "kernel_size": 3, "activation": "relu"}, {"type": "max_pool2d"},
       {"type": "conv2d", "filters": 64, "kernel_size": 3, "activation": "relu"}, {"type": "max_pool2d"},
       {"type": "flatten"}, {"type": "dense", "units": 64, "activation": "relu"},
-      {"type": "dense", "units": 10}]})", 4);
+      {"type": "dense", "units": 10}]})",
+             4);
 }
 
 TEST_P(DeviceExecutorTest, BuffersFollowTheBatchSizeUpAndDown) {

@@ -2,12 +2,13 @@
 // errors, steady-state memory (no allocation per step, no device-memory leak over 1,000 steps) and
 // concurrent replicas. GPU cases skip with "no CUDA device: ..." where no GPU is visible.
 // Tolerance for the whole-model check: 1e-4 + 1e-3 * |want| per gradient element.
+#include "worker/cuda/cuda_gradient_computer.h"
+
 #include <random>
 #include <thread>
 
 #include "gtest/gtest.h"
 #include "tests/worker/cuda/naive_model_reference.h"
-#include "worker/cuda/cuda_gradient_computer.h"
 #include "worker/cuda/device_gradient_computer.h"
 #include "worker/cuda/host_backend.h"
 #ifdef PSTRAIN_HAVE_CUDA
@@ -21,9 +22,9 @@ constexpr char kSmallCnn[] = R"({"input_shape": [8, 8, 1], "layers": [
     {"type": "conv2d", "filters": 4, "kernel_size": 3, "activation": "relu"}, {"type": "max_pool2d"},
     {"type": "flatten"}, {"type": "dense", "units": 5, "activation": "relu"}, {"type": "dense", "units": 3}]})";
 
-#define SKIP_WITHOUT_GPU()                                                                        \
-  do {                                                                                            \
-    if (!CudaSupportBuilt()) GTEST_SKIP() << "no CUDA device: built without CUDA (nvcc not found)"; \
+#define SKIP_WITHOUT_GPU()                                                                           \
+  do {                                                                                               \
+    if (!CudaSupportBuilt()) GTEST_SKIP() << "no CUDA device: built without CUDA (nvcc not found)";  \
     if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device: no GPU is visible on this machine"; \
   } while (0)
 
@@ -94,7 +95,8 @@ TEST(CudaGradientComputerTest, RejectsInputsThatDoNotFitTheModel) {
   bad_label.labels[1] = 3;
   EXPECT_EQ((*c)->Compute(params, bad_label, 1.0f, &grads, &m).code(), absl::StatusCode::kInvalidArgument);
   Batch bad_shape = RandomBatch(ModelFromJson(R"({"input_shape": [8, 7, 1], "layers": [{"type": "flatten"},
-      {"type": "dense", "units": 3}]})"), 4, &rng);
+      {"type": "dense", "units": 3}]})"),
+                                4, &rng);
   EXPECT_EQ((*c)->Compute(params, bad_shape, 1.0f, &grads, &m).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE((*c)->Compute(params, batch, 1.0f, &grads, &m).ok());  // still usable afterwards
 }

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "common/model_variables.h"
 #include "common/json_util.h"
+#include "common/model_variables.h"
 
 namespace pstrain {
 namespace {
@@ -59,9 +59,7 @@ void ForEachPoolOutput(int64_t batch, Shape3 out, F f) {
         for (int64_t c = 0; c < out.c; ++c) f(o++, b, oy, ox, c);
 }
 
-const float* P(absl::Span<const Tensor> params, int index) {
-  return index < 0 ? nullptr : params[index].data<float>();
-}
+const float* P(absl::Span<const Tensor> params, int index) { return index < 0 ? nullptr : params[index].data<float>(); }
 
 bool HasRelu(const LayerSpec& l) { return l.type == "relu" || l.activation == "relu"; }
 
@@ -101,10 +99,10 @@ ReferenceResult NaiveReference(const ModelSpec& model, absl::Span<const Tensor> 
           y[b * out_n + o] = s;
         }
     } else if (l.type == "conv2d") {
-      ForEachConvTap(nb, S3(in_shapes[i]), S3(shapes[i]), l, [&](int64_t xi, int64_t wi, int64_t yi) {
-        y[yi] += in[xi] * w[wi];
-      });
-      if (bias) for (int64_t j = 0; j < nb * out_n; ++j) y[j] += bias[j % l.filters];
+      ForEachConvTap(nb, S3(in_shapes[i]), S3(shapes[i]), l,
+                     [&](int64_t xi, int64_t wi, int64_t yi) { y[yi] += in[xi] * w[wi]; });
+      if (bias)
+        for (int64_t j = 0; j < nb * out_n; ++j) y[j] += bias[j % l.filters];
     } else if (l.type == "max_pool2d") {
       const Shape3 is = S3(in_shapes[i]);
       ForEachPoolOutput(nb, S3(shapes[i]), [&](int64_t o, int64_t b, int64_t oy, int64_t ox, int64_t c) {
@@ -113,7 +111,8 @@ ReferenceResult NaiveReference(const ModelSpec& model, absl::Span<const Tensor> 
     } else {
       y = in;  // flatten, relu (below)
     }
-    if (HasRelu(l)) for (double& v : y) v = v > 0.0 ? v : 0.0;
+    if (HasRelu(l))
+      for (double& v : y) v = v > 0.0 ? v : 0.0;
     acts.push_back(std::move(y));
   }
   // Loss.
@@ -133,7 +132,8 @@ ReferenceResult NaiveReference(const ModelSpec& model, absl::Span<const Tensor> 
       continue;
     }
     int64_t arg = 0;
-    for (int64_t j = 1; j < n; ++j) if (z[j] > z[arg]) arg = j;
+    for (int64_t j = 1; j < n; ++j)
+      if (z[j] > z[arg]) arg = j;
     double se = 0.0;
     for (int64_t j = 0; j < n; ++j) se += std::exp(z[j] - z[arg]);
     const int64_t label = batch.labels[b];
@@ -147,7 +147,9 @@ ReferenceResult NaiveReference(const ModelSpec& model, absl::Span<const Tensor> 
     const LayerSpec& l = model.layers[i];
     const Vec& in = i == 0 ? x : acts[i - 1];
     const int64_t in_n = NumElements(in_shapes[i]), out_n = NumElements(shapes[i]);
-    if (HasRelu(l)) for (size_t j = 0; j < dy.size(); ++j) if (acts[i][j] <= 0.0) dy[j] = 0.0;
+    if (HasRelu(l))
+      for (size_t j = 0; j < dy.size(); ++j)
+        if (acts[i][j] <= 0.0) dy[j] = 0.0;
     Vec dx(nb * in_n, 0.0);
     const float* w = P(params, kernel_idx[i]);
     if (l.type == "dense" || l.type == "conv2d") {
