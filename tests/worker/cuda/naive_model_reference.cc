@@ -63,127 +63,154 @@ const float* P(absl::Span<const Tensor> params, int index) { return index < 0 ? 
 
 bool HasRelu(const LayerSpec& l) { return l.type == "relu" || l.activation == "relu"; }
 
-}  // namespace
-
-ReferenceResult NaiveReference(const ModelSpec& model, absl::Span<const Tensor> params, const Batch& batch,
-                               double loss_scale) {
-  const int64_t nb = batch.size();
-  const auto shapes = *LayerOutputShapes(model);
-  const size_t nl = model.layers.size();
-  std::vector<std::vector<int64_t>> in_shapes = {model.input_shape};
-  for (size_t i = 0; i + 1 < nl; ++i) in_shapes.push_back(shapes[i]);
-  std::vector<int> kernel_idx(nl, -1), bias_idx(nl, -1);
-  int next = 0;
-  for (size_t i = 0; i < nl; ++i) {
-    const LayerSpec& l = model.layers[i];
-    if (l.type != "dense" && l.type != "conv2d") continue;
-    kernel_idx[i] = next++;
-    if (l.use_bias) bias_idx[i] = next++;
+// The model's layers with their shapes and parameter indices, evaluated one layer at a time.
+class NaiveModel {
+ public:
+  NaiveModel(const ModelSpec& model, absl::Span<const Tensor> params, int64_t batch)
+      : model_(model), params_(params), nb_(batch), out_shapes_(*LayerOutputShapes(model)) {
+    in_shapes_ = {model.input_shape};
+    for (size_t i = 0; i + 1 < out_shapes_.size(); ++i) in_shapes_.push_back(out_shapes_[i]);
+    kernel_.assign(model.layers.size(), -1);
+    bias_.assign(model.layers.size(), -1);
+    for (size_t i = 0; i < model.layers.size(); ++i) {
+      const LayerSpec& l = model.layers[i];
+      if (l.type != "dense" && l.type != "conv2d") continue;
+      kernel_[i] = num_params_++;
+      if (l.use_bias) bias_[i] = num_params_++;
+    }
   }
-  ReferenceResult r;
-  Vec x(batch.inputs.flat().begin(), batch.inputs.flat().end());
-  std::vector<Vec> acts;
-  // Forward.
-  for (size_t i = 0; i < nl; ++i) {
-    const LayerSpec& l = model.layers[i];
-    const Vec& in = i == 0 ? x : acts.back();
-    const int64_t in_n = NumElements(in_shapes[i]), out_n = NumElements(shapes[i]);
-    Vec y(nb * out_n, 0.0);
-    const float* w = P(params, kernel_idx[i]);
-    const float* bias = P(params, bias_idx[i]);
+
+  size_t layers() const { return model_.layers.size(); }
+  int num_params() const { return num_params_; }
+  int64_t outputs() const { return NumElements(out_shapes_.back()); }
+
+  Vec Forward(size_t i, const Vec& in) const {
+    const LayerSpec& l = model_.layers[i];
+    const int64_t in_n = NumElements(in_shapes_[i]), out_n = NumElements(out_shapes_[i]);
+    const float* w = P(params_, kernel_[i]);
+    const float* bias = P(params_, bias_[i]);
+    Vec y(nb_ * out_n, 0.0);
     if (l.type == "dense") {
-      for (int64_t b = 0; b < nb; ++b)
+      for (int64_t b = 0; b < nb_; ++b) {
         for (int64_t o = 0; o < out_n; ++o) {
           double s = bias ? bias[o] : 0.0;
           for (int64_t k = 0; k < in_n; ++k) s += in[b * in_n + k] * w[k * out_n + o];
           y[b * out_n + o] = s;
         }
+      }
     } else if (l.type == "conv2d") {
-      ForEachConvTap(nb, S3(in_shapes[i]), S3(shapes[i]), l,
+      ForEachConvTap(nb_, S3(in_shapes_[i]), S3(out_shapes_[i]), l,
                      [&](int64_t xi, int64_t wi, int64_t yi) { y[yi] += in[xi] * w[wi]; });
-      if (bias)
-        for (int64_t j = 0; j < nb * out_n; ++j) y[j] += bias[j % l.filters];
+      for (int64_t j = 0; bias != nullptr && j < nb_ * out_n; ++j) y[j] += bias[j % l.filters];
     } else if (l.type == "max_pool2d") {
-      const Shape3 is = S3(in_shapes[i]);
-      ForEachPoolOutput(nb, S3(shapes[i]), [&](int64_t o, int64_t b, int64_t oy, int64_t ox, int64_t c) {
+      const Shape3 is = S3(in_shapes_[i]);
+      ForEachPoolOutput(nb_, S3(out_shapes_[i]), [&](int64_t o, int64_t b, int64_t oy, int64_t ox, int64_t c) {
         y[o] = in[PoolArgmax(in, is, l.pool_size, b, oy, ox, c)];
       });
     } else {
       y = in;  // flatten, relu (below)
     }
-    if (HasRelu(l))
+    if (HasRelu(l)) {
       for (double& v : y) v = v > 0.0 ? v : 0.0;
-    acts.push_back(std::move(y));
-  }
-  // Loss.
-  const int64_t n = NumElements(shapes.back());
-  const Vec& out = acts.back();
-  Vec dy(nb * n, 0.0);
-  for (int64_t b = 0; b < nb; ++b) {
-    const double* z = &out[b * n];
-    if (model.loss == "mse") {
-      double s = 0.0;
-      for (int64_t j = 0; j < n; ++j) {
-        const double d = z[j] - batch.targets[b * n + j];
-        s += d * d;
-        dy[b * n + j] = 2.0 * d / n * loss_scale;
-      }
-      r.loss_sum += s / n;
-      continue;
     }
-    int64_t arg = 0;
-    for (int64_t j = 1; j < n; ++j)
-      if (z[j] > z[arg]) arg = j;
-    double se = 0.0;
-    for (int64_t j = 0; j < n; ++j) se += std::exp(z[j] - z[arg]);
-    const int64_t label = batch.labels[b];
-    r.loss_sum += z[arg] + std::log(se) - z[label];
-    r.correct += arg == label ? 1 : 0;
-    for (int64_t j = 0; j < n; ++j) dy[b * n + j] = (std::exp(z[j] - z[arg]) / se - (j == label)) * loss_scale;
+    return y;
   }
-  // Backward.
-  r.param_grads.resize(next);
-  for (int i = static_cast<int>(nl) - 1; i >= 0; --i) {
-    const LayerSpec& l = model.layers[i];
-    const Vec& in = i == 0 ? x : acts[i - 1];
-    const int64_t in_n = NumElements(in_shapes[i]), out_n = NumElements(shapes[i]);
-    if (HasRelu(l))
-      for (size_t j = 0; j < dy.size(); ++j)
-        if (acts[i][j] <= 0.0) dy[j] = 0.0;
-    Vec dx(nb * in_n, 0.0);
-    const float* w = P(params, kernel_idx[i]);
-    if (l.type == "dense" || l.type == "conv2d") {
-      Vec dw(params[kernel_idx[i]].num_elements(), 0.0);
+
+  // d(loss)/d(layer i input) from d(loss)/d(layer i output) `dy`; parameter gradients into `r`.
+  Vec Backward(size_t i, const Vec& in, const Vec& out, Vec dy, ReferenceResult* r) const {
+    const LayerSpec& l = model_.layers[i];
+    const int64_t in_n = NumElements(in_shapes_[i]), out_n = NumElements(out_shapes_[i]);
+    if (HasRelu(l)) {
+      for (size_t j = 0; j < dy.size(); ++j) dy[j] = out[j] > 0.0 ? dy[j] : 0.0;
+    }
+    if (l.type == "flatten" || l.type == "relu") return dy;
+    Vec dx(nb_ * in_n, 0.0);
+    if (l.type == "max_pool2d") {
+      const Shape3 is = S3(in_shapes_[i]);
+      ForEachPoolOutput(nb_, S3(out_shapes_[i]), [&](int64_t o, int64_t b, int64_t oy, int64_t ox, int64_t c) {
+        dx[PoolArgmax(in, is, l.pool_size, b, oy, ox, c)] += dy[o];
+      });
+      return dx;
+    }
+    const float* w = P(params_, kernel_[i]);
+    Vec dw(params_[kernel_[i]].num_elements(), 0.0);
+    if (l.type == "dense") {
+      for (int64_t b = 0; b < nb_; ++b) {
+        for (int64_t k = 0; k < in_n; ++k) {
+          for (int64_t o = 0; o < out_n; ++o) {
+            dw[k * out_n + o] += in[b * in_n + k] * dy[b * out_n + o];
+            dx[b * in_n + k] += w[k * out_n + o] * dy[b * out_n + o];
+          }
+        }
+      }
+    } else {
+      ForEachConvTap(nb_, S3(in_shapes_[i]), S3(out_shapes_[i]), l, [&](int64_t xi, int64_t wi, int64_t yi) {
+        dw[wi] += in[xi] * dy[yi];
+        dx[xi] += w[wi] * dy[yi];
+      });
+    }
+    r->param_grads[kernel_[i]] = std::move(dw);
+    if (bias_[i] >= 0) {
       const int64_t cout = l.type == "dense" ? l.units : l.filters;
       Vec db(cout, 0.0);
       for (size_t j = 0; j < dy.size(); ++j) db[j % cout] += dy[j];
-      if (l.type == "dense") {
-        for (int64_t b = 0; b < nb; ++b)
-          for (int64_t k = 0; k < in_n; ++k)
-            for (int64_t o = 0; o < out_n; ++o) {
-              dw[k * out_n + o] += in[b * in_n + k] * dy[b * out_n + o];
-              dx[b * in_n + k] += w[k * out_n + o] * dy[b * out_n + o];
-            }
-      } else {
-        ForEachConvTap(nb, S3(in_shapes[i]), S3(shapes[i]), l, [&](int64_t xi, int64_t wi, int64_t yi) {
-          dw[wi] += in[xi] * dy[yi];
-          dx[xi] += w[wi] * dy[yi];
-        });
-      }
-      r.param_grads[kernel_idx[i]] = std::move(dw);
-      if (bias_idx[i] >= 0) r.param_grads[bias_idx[i]] = std::move(db);
-    } else if (l.type == "max_pool2d") {
-      const Shape3 is = S3(in_shapes[i]);
-      ForEachPoolOutput(nb, S3(shapes[i]), [&](int64_t o, int64_t b, int64_t oy, int64_t ox, int64_t c) {
-        dx[PoolArgmax(in, is, l.pool_size, b, oy, ox, c)] += dy[o];
-      });
-    } else {
-      dx = dy;  // flatten, relu (mask applied above)
+      r->param_grads[bias_[i]] = std::move(db);
     }
-    dy = std::move(dx);
+    return dx;
+  }
+
+ private:
+  const ModelSpec& model_;
+  const absl::Span<const Tensor> params_;
+  const int64_t nb_;
+  const std::vector<std::vector<int64_t>> out_shapes_;
+  std::vector<std::vector<int64_t>> in_shapes_;
+  std::vector<int> kernel_, bias_;
+  int num_params_ = 0;
+};
+
+// Per-example losses summed into `r`; returns d(scaled loss)/d(outputs).
+Vec Loss(const ModelSpec& model, const Vec& out, int64_t n, const Batch& batch, double scale, ReferenceResult* r) {
+  Vec dy(out.size(), 0.0);
+  for (int64_t b = 0; b < batch.size(); ++b) {
+    const double* z = &out[b * n];
+    double* d = &dy[b * n];
+    if (model.loss == "mse") {
+      double s = 0.0;
+      for (int64_t j = 0; j < n; ++j) {
+        const double diff = z[j] - batch.targets[b * n + j];
+        s += diff * diff;
+        d[j] = 2.0 * diff / n * scale;
+      }
+      r->loss_sum += s / n;
+      continue;
+    }
+    int64_t arg = 0;
+    for (int64_t j = 1; j < n; ++j) arg = z[j] > z[arg] ? j : arg;
+    double se = 0.0;
+    for (int64_t j = 0; j < n; ++j) se += std::exp(z[j] - z[arg]);
+    const int64_t label = batch.labels[b];
+    r->loss_sum += z[arg] + std::log(se) - z[label];
+    r->correct += arg == label ? 1 : 0;
+    for (int64_t j = 0; j < n; ++j) d[j] = (std::exp(z[j] - z[arg]) / se - (j == label ? 1.0 : 0.0)) * scale;
+  }
+  return dy;
+}
+
+}  // namespace
+
+ReferenceResult NaiveReference(const ModelSpec& model, absl::Span<const Tensor> params, const Batch& batch,
+                               double loss_scale) {
+  const NaiveModel net(model, params, batch.size());
+  ReferenceResult r;
+  const Vec x(batch.inputs.flat().begin(), batch.inputs.flat().end());
+  for (size_t i = 0; i < net.layers(); ++i) r.activations.push_back(net.Forward(i, i == 0 ? x : r.activations.back()));
+  Vec dy = Loss(model, r.activations.back(), net.outputs(), batch, loss_scale, &r);
+  r.param_grads.resize(net.num_params());
+  for (size_t i = net.layers(); i-- > 0;) {
+    dy = net.Backward(i, i == 0 ? x : r.activations[i - 1], r.activations[i], std::move(dy), &r);
   }
   r.input_grad = std::move(dy);
-  r.activations = std::move(acts);
   return r;
 }
 
