@@ -224,6 +224,7 @@ absl::Status DeviceGradientComputer::ReadActivation(int layer, std::vector<float
     return absl::FailedPreconditionError("ReadActivation needs a layer index and a finished non-empty step");
   }
   const int64_t n = int64_t{last_batch_} * plan_.layers[layer].out_size;
+  RETURN_IF_ERROR(backend_->Activate());
   DeviceArray host(backend_.get(), Memory::kPinnedHost);
   RETURN_IF_ERROR(host.Reserve(n));
   RETURN_IF_ERROR(backend_->CopyToHost(DeviceStream::kCompute, host.get(), act_[layer], n));
@@ -237,6 +238,7 @@ absl::Status DeviceGradientComputer::ReadInputGradient(std::vector<float>* out) 
     return absl::FailedPreconditionError("ReadInputGradient needs Options::input_gradient and a finished Compute");
   }
   const int64_t n = int64_t{last_batch_} * plan_.input_size;
+  RETURN_IF_ERROR(backend_->Activate());
   DeviceArray host(backend_.get(), Memory::kPinnedHost);
   RETURN_IF_ERROR(host.Reserve(n));
   RETURN_IF_ERROR(backend_->CopyToHost(DeviceStream::kCompute, host.get(), input_grad_, n));
