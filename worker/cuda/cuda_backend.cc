@@ -58,6 +58,7 @@ class CudaBackend : public DeviceBackend {
     void* p = nullptr;
     RETURN_IF_ERROR(Activate());
     PSTRAIN_CUDA(cudaMalloc, &p, count * sizeof(float));
+    ++allocations_;
     return static_cast<float*>(p);
   }
   void Free(float* p) override {
@@ -67,8 +68,10 @@ class CudaBackend : public DeviceBackend {
   absl::StatusOr<float*> MallocHost(int64_t count) override {
     void* p = nullptr;
     PSTRAIN_CUDA(cudaMallocHost, &p, count * sizeof(float));
+    ++allocations_;
     return static_cast<float*>(p);
   }
+  int64_t allocation_count() const override { return allocations_; }
   void FreeHost(float* p) override { (void)cudaFreeHost(p); }
   absl::Status CopyToDevice(DeviceStream s, float* dst, const float* src, int64_t count) override {
     PSTRAIN_CUDA(cudaMemcpyAsync, dst, src, count * sizeof(float), cudaMemcpyHostToDevice, stream(s));
@@ -149,6 +152,7 @@ class CudaBackend : public DeviceBackend {
   cublasHandle_t blas_ = nullptr;
   std::vector<cudaEvent_t> events_;
   int max_blocks_ = 1024;
+  int64_t allocations_ = 0;
 };
 
 absl::Status CudaBackend::Init() {

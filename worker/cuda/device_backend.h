@@ -40,6 +40,8 @@ class DeviceBackend {
   // Page-locked host memory (fast asynchronous copies); same ownership rule with FreeHost.
   virtual absl::StatusOr<float*> MallocHost(int64_t count) = 0;
   virtual void FreeHost(float* host_ptr) = 0;
+  // Successful Malloc + MallocHost calls so far (tests: a steady-state step allocates nothing).
+  virtual int64_t allocation_count() const = 0;
 
   // Asynchronous copies on `stream`. REQUIRES: host pointers come from MallocHost and stay untouched
   // until the stream is synchronized.

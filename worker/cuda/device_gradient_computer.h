@@ -49,6 +49,7 @@ class DeviceGradientComputer : public GradientComputer {
   absl::Status ReadInputGradient(std::vector<float>* out);
 
   const ModelPlan& plan() const { return plan_; }
+  const DeviceBackend& backend() const { return *backend_; }
 
  private:
   DeviceGradientComputer(ModelPlan plan, std::unique_ptr<DeviceBackend> backend, Options options);

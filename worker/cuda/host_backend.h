@@ -30,6 +30,7 @@ class HostBackend : public DeviceBackend {
   void Free(float* p) override;
   absl::StatusOr<float*> MallocHost(int64_t count) override { return Malloc(count); }
   void FreeHost(float* p) override { Free(p); }
+  int64_t allocation_count() const override { return counters_->total_allocations; }
   absl::Status CopyToDevice(DeviceStream, float* dst, const float* src, int64_t count) override;
   absl::Status CopyToHost(DeviceStream, float* dst, const float* src, int64_t count) override;
   absl::Status CreateEvents(int) override { return absl::OkStatus(); }
