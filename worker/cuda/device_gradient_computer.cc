@@ -113,9 +113,11 @@ absl::Status DeviceGradientComputer::ReserveForBatch(int batch) {
     RETURN_IF_ERROR(dy_a_.Reserve(dy));
     RETURN_IF_ERROR(dy_b_.Reserve(dy));
     RETURN_IF_ERROR(col_.Reserve(std::max<int64_t>(plan_.MaxColSize(batch), 1)));
-    const bool ones_grew = ones > ones_.capacity();
     RETURN_IF_ERROR(ones_.Reserve(ones));
-    if (ones_grew) RETURN_IF_ERROR(backend_->Fill(ones_.get(), 1.0f, ones_.capacity()));
+    if (ones_filled_ != ones_.capacity()) {  // a new allocation (or a fill that failed last time)
+      RETURN_IF_ERROR(backend_->Fill(ones_.get(), 1.0f, ones_.capacity()));
+      ones_filled_ = ones_.capacity();
+    }
     RETURN_IF_ERROR(loss_.Reserve(batch));
     RETURN_IF_ERROR(correct_.Reserve(batch));
     RETURN_IF_ERROR(metrics_host_.Reserve(2 * int64_t{batch}));
@@ -158,6 +160,19 @@ void DeviceGradientComputer::ReadMetrics(int batch, BatchMetrics* metrics) const
   }
 }
 
+void DeviceGradientComputer::PrepareGrads(std::vector<Tensor>* grads, bool zero) const {
+  bool reuse = grads->size() == plan_.variables.size();
+  for (size_t i = 0; reuse && i < grads->size(); ++i) {
+    reuse = (*grads)[i].dtype() == DType::kFloat32 && (*grads)[i].shape() == plan_.variables[i].shape;
+  }
+  if (!reuse) {
+    grads->clear();
+    for (const VariableSpec& v : plan_.variables) grads->emplace_back(DType::kFloat32, v.shape);  // zeroed
+  } else if (zero) {
+    for (Tensor& g : *grads) std::memset(g.raw(), 0, g.num_bytes());
+  }
+}
+
 // A failed step may leave copies and kernels queued that still read the pinned staging buffers:
 // drain them before the next step reuses those buffers.
 absl::Status DeviceGradientComputer::Compute(absl::Span<const Tensor> params, const Batch& batch, float loss_scale,
@@ -178,8 +193,7 @@ absl::Status DeviceGradientComputer::RunCompute(absl::Span<const Tensor> params,
                                                 std::vector<Tensor>* grads, BatchMetrics* metrics) {
   RETURN_IF_ERROR(CheckInputs(params, batch));
   const int b = static_cast<int>(batch.size());
-  grads->clear();
-  for (const VariableSpec& v : plan_.variables) grads->emplace_back(DType::kFloat32, v.shape);
+  PrepareGrads(grads, /*zero=*/b == 0);
   *metrics = BatchMetrics{};
   last_batch_ = 0;
   if (b == 0) return absl::OkStatus();  // zero gradients, nothing to run

@@ -59,6 +59,8 @@ class DeviceGradientComputer : public GradientComputer {
   absl::Status RunEvaluate(absl::Span<const Tensor> params, const Batch& batch, BatchMetrics* metrics);
   absl::Status CheckInputs(absl::Span<const Tensor> params, const Batch& batch) const;
   absl::Status ReserveForBatch(int batch);
+  // Sizes `grads` like the variables, reusing the caller's tensors when they already fit.
+  void PrepareGrads(std::vector<Tensor>* grads, bool zero) const;
   absl::Status UploadBatch(const Batch& batch);
   absl::Status UploadLayerParams(int layer, absl::Span<const Tensor> params);
   absl::Status Forward(absl::Span<const Tensor> params, int batch);
@@ -81,6 +83,7 @@ class DeviceGradientComputer : public GradientComputer {
   DeviceArray input_, labels_, batch_host_, labels_host_;  // per batch
   DeviceArray activations_, dy_a_, dy_b_, col_, ones_, loss_, correct_, metrics_host_;
   int batch_capacity_ = 0;
+  int64_t ones_filled_ = 0;  // leading entries of ones_ known to hold 1.0f
   std::vector<float*> act_;  // act_[i]: output of layer i (flatten aliases its input)
   const float* input_grad_ = nullptr;
   int last_batch_ = 0;

@@ -201,6 +201,26 @@ TEST_P(DeviceExecutorTest, BuffersFollowTheBatchSizeUpAndDown) {
   }
 }
 
+TEST_P(DeviceExecutorTest, EmptyBatchGivesZeroGradientsInReusedTensors) {
+  const ModelSpec model = ModelFromJson(R"({"input_shape": [4], "layers": [{"type": "dense", "units": 3}]})");
+  auto computer = Make(model);
+  if (!skip_.empty()) GTEST_SKIP() << skip_;
+  ASSERT_NE(computer, nullptr);
+  std::mt19937 rng(4);
+  const std::vector<Tensor> params = RandomParams(model, &rng);
+  std::vector<Tensor> grads;
+  BatchMetrics m;
+  ASSERT_TRUE(computer->Compute(params, RandomBatch(model, 5, &rng), 1.0f, &grads, &m).ok());
+  const float* kernel_grad = grads[0].data<float>();
+  ASSERT_TRUE(computer->Compute(params, RandomBatch(model, 0, &rng), 1.0f, &grads, &m).ok());
+  EXPECT_EQ(grads[0].data<float>(), kernel_grad) << "the caller's tensors are reused";
+  for (const Tensor& g : grads) {
+    for (float v : g.flat()) EXPECT_EQ(v, 0.0f);
+  }
+  EXPECT_EQ(m.examples, 0);
+  EXPECT_EQ(m.loss_sum, 0.0);
+}
+
 // The whole step against the worker's CPU GradientComputer (the reference implementation).
 TEST_P(DeviceExecutorTest, MatchesCpuGradientComputer) {
   const char* models[] = {
