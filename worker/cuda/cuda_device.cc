@@ -35,4 +35,24 @@ CudaComputerFactory NewCudaComputerFactory(int first_device, int replicas) {
   };
 }
 
+absl::StatusOr<CudaComputerFactory> CudaFactoryForDevice(const std::string& device, int replicas) {
+  absl::StatusOr<int> first = ParseCudaDevice(device);
+  if (!first.ok()) return first.status();
+  if (!CudaSupportBuilt()) {
+    return absl::FailedPreconditionError(absl::StrCat("--device=", device,
+                                                      ": this pstrain was built without CUDA; install nvcc and "
+                                                      "rebuild with -DPSTRAIN_CUDA=ON, or use --device=cpu"));
+  }
+  const int count = CudaDeviceCount();
+  if (count == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device=", device, ": no CUDA device is visible (no GPU, or no NVIDIA driver); use --device=cpu"));
+  }
+  if (*first >= count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device=", device, ": ", count, " CUDA device(s) are visible (cuda:0..cuda:", count - 1, ")"));
+  }
+  return NewCudaComputerFactory(*first, replicas);
+}
+
 }  // namespace pstrain

@@ -4,8 +4,8 @@
 // nvcc the same functions exist and report that CUDA is unavailable.
 //
 // How the worker uses it (e.g. --device=cuda:1 --replicas=2):
-//   ASSIGN_OR_RETURN(int first, ParseCudaDevice(flag));      // "cuda" -> 0, "cuda:1" -> 1
-//   GradientComputerFactory f = NewCudaComputerFactory(first, replicas);  // for ReplicaSet::Create
+//   ASSIGN_OR_RETURN(GradientComputerFactory f, CudaFactoryForDevice(flag, replicas));
+//   // = ParseCudaDevice + availability checks + NewCudaComputerFactory; f goes to ReplicaSet::Create
 // Each replica thread owns its computer; computers on different devices run concurrently.
 // Thread-safety: the free functions are thread-safe; a computer follows the GradientComputer contract.
 #ifndef PSTRAIN_WORKER_CUDA_CUDA_GRADIENT_COMPUTER_H_
@@ -49,6 +49,12 @@ using CudaComputerFactory =
 // `threads` is ignored: each replica's host thread drives its own GPU. Errors as
 // NewCudaGradientComputer. REQUIRES: replicas >= 1. Thread-safe.
 CudaComputerFactory NewCudaComputerFactory(int first_device, int replicas);
+
+// Everything a --device=cuda[:N] flag needs, checked up front (at startup, not at the first job):
+// InvalidArgument for a malformed value or a device index beyond the visible GPUs,
+// FailedPrecondition when CUDA support was not built or no GPU is visible; otherwise the factory of
+// NewCudaComputerFactory(N, replicas). REQUIRES: replicas >= 1.
+absl::StatusOr<CudaComputerFactory> CudaFactoryForDevice(const std::string& device, int replicas);
 
 }  // namespace pstrain
 

@@ -55,7 +55,7 @@ class DeviceExecutorTest : public ::testing::TestWithParam<std::string> {
       if (!b.ok()) return nullptr;
       backend = std::move(*b);
 #else
-      skip_ = "no CUDA device: this pstrain was built without CUDA (nvcc not found)";
+      skip_ = "no CUDA device: this pstrain was built without CUDA (nvcc not found or PSTRAIN_CUDA=OFF)";
       return nullptr;
 #endif
     }

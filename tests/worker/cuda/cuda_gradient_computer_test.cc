@@ -21,7 +21,8 @@ constexpr char kSmallCnn[] = R"({"input_shape": [8, 8, 1], "layers": [
 
 #define SKIP_WITHOUT_GPU()                                                                           \
   do {                                                                                               \
-    if (!CudaSupportBuilt()) GTEST_SKIP() << "no CUDA device: built without CUDA (nvcc not found)";  \
+    if (!CudaSupportBuilt())                                                                         \
+      GTEST_SKIP() << "no CUDA device: built without CUDA (nvcc not found or PSTRAIN_CUDA=OFF)";     \
     if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device: no GPU is visible on this machine"; \
   } while (0)
 
@@ -68,6 +69,20 @@ TEST(CudaDeviceTest, ReplicaFactoryBuildsOnePerReplica) {
   EXPECT_TRUE(factory(model, 1).ok());
   CudaComputerFactory missing = NewCudaComputerFactory(CudaDeviceCount(), 1);
   EXPECT_EQ(missing(model, 1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CudaDeviceTest, FactoryForDeviceChecksTheFlagAndTheMachine) {
+  EXPECT_EQ(CudaFactoryForDevice("gpu0", 1).status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<CudaComputerFactory> f = CudaFactoryForDevice("cuda", 2);
+  if (CudaDeviceCount() == 0) {
+    EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition);
+    std::printf("--device=cuda without a GPU: %s\n", std::string(f.status().message()).c_str());
+    return;
+  }
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE((*f)(ModelFromJson(kSmallCnn), 1).ok());
+  const std::string beyond = "cuda:" + std::to_string(CudaDeviceCount());
+  EXPECT_EQ(CudaFactoryForDevice(beyond, 1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(CudaDeviceTest, OutOfRangeDeviceIsInvalidArgument) {

@@ -66,7 +66,7 @@ TEST(DeviceMemoryTest, NoDeviceMemoryLeakOver1000Steps) {
   EXPECT_EQ((*c)->backend().allocation_count(), allocations) << "steady-state steps must reuse their buffers";
   EXPECT_EQ(after->free_bytes, before->free_bytes);
 #else
-  GTEST_SKIP() << "no CUDA device: built without CUDA (nvcc not found)";
+  GTEST_SKIP() << "no CUDA device: built without CUDA (nvcc not found or PSTRAIN_CUDA=OFF)";
 #endif
 }
 
