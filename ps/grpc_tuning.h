@@ -15,7 +15,7 @@ namespace pstrain {
 
 // Streaming Pull/Push send tensors in chunks of this many bytes: small enough that no message
 // needs a fresh large allocation, large enough to keep per-message costs low.
-inline constexpr int64_t kStreamChunkBytes = int64_t{1} << 20;
+inline constexpr int64_t kStreamChunkBytes = int64_t{4} << 20;
 // GrpcPsClient streams a pull or push whose tensors total at least this many bytes.
 inline constexpr int64_t kDefaultStreamThresholdBytes = int64_t{1} << 20;
 

@@ -40,13 +40,13 @@ grpc::ServerUnaryReactor* PsServiceImpl::Push(grpc::CallbackServerContext* conte
   return reactor;
 }
 
-grpc::ServerWriteReactor<TensorChunk>* PsServiceImpl::PullStream(grpc::CallbackServerContext* context,
-                                                                 const PullRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* PsServiceImpl::PullStream(grpc::CallbackServerContext* context,
+                                                                      const grpc::ByteBuffer* request) {
   return new PullStreamReactor(server_, request);
 }
 
-grpc::ServerReadReactor<PushChunk>* PsServiceImpl::PushStream(grpc::CallbackServerContext* context,
-                                                              PushResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* PsServiceImpl::PushStream(grpc::CallbackServerContext* context,
+                                                                     grpc::ByteBuffer* response) {
   return new PushStreamReactor(server_, response);
 }
 
