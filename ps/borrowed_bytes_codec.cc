@@ -74,8 +74,7 @@ grpc::ByteBuffer EncodeWithBorrowedBytes(const std::string& small_fields, int fi
   std::string head = small_fields;
   AppendVarint((static_cast<uint64_t>(field) << 3) | 2, &head);
   AppendVarint(size, &head);
-  grpc::Slice slices[2] = {grpc::Slice(head.data(), head.size()),
-                           grpc::Slice(data, size, grpc::Slice::STATIC_SLICE)};
+  grpc::Slice slices[2] = {grpc::Slice(head.data(), head.size()), grpc::Slice(data, size, grpc::Slice::STATIC_SLICE)};
   return grpc::ByteBuffer(slices, size > 0 ? 2 : 1);
 }
 

@@ -21,7 +21,7 @@ namespace pstrain {
 grpc::ByteBuffer EncodeWithBorrowedBytes(const std::string& small_fields, int field, const char* data, size_t size);
 
 struct DecodedMessage {
-  std::string small_fields;       // every other field, re-serialized: parse with ParseFromString
+  std::string small_fields;         // every other field, re-serialized: parse with ParseFromString
   std::vector<grpc::Slice> slices;  // the received buffer (references)
   bool has_bytes = false;
   size_t bytes_size = 0;

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/sync_stream.h"
 #include "ps/borrowed_bytes_codec.h"
 #include "ps/grpc_tuning.h"
@@ -94,7 +94,8 @@ grpc::Status PsStreamClient::Push(grpc::ClientContext* context, const PushReques
     *h->mutable_gradient()->mutable_shape() = g.gradient().shape();
   }
   bool ok = true;
-  if (request.gradients_size() == 0) ok = writer->Write(EncodeWithBorrowedBytes(fields.SerializeAsString(), kPushChunkDataField, nullptr, 0));
+  if (request.gradients_size() == 0)
+    ok = writer->Write(EncodeWithBorrowedBytes(fields.SerializeAsString(), kPushChunkDataField, nullptr, 0));
   for (int i = 0; ok && i < request.gradients_size(); ++i) {
     const std::string& bytes = request.gradients(i).gradient().data();
     size_t offset = 0;
@@ -116,7 +117,8 @@ grpc::Status PsStreamClient::Push(grpc::ClientContext* context, const PushReques
   if (raw_response.Dump(&slices).ok()) {
     for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
   }
-  if (!response->ParseFromString(bytes)) return grpc::Status(grpc::StatusCode::INTERNAL, "push response does not parse");
+  if (!response->ParseFromString(bytes))
+    return grpc::Status(grpc::StatusCode::INTERNAL, "push response does not parse");
   return s;
 }
 

@@ -14,8 +14,7 @@
 #include "ps/ps_server.h"
 
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
-ABSL_FLAG(std::string, listen, "",
-          "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
+ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
 
 namespace {
 

@@ -11,9 +11,8 @@
 namespace pstrain {
 
 // PullStream and PushStream are raw (ByteBuffer) methods so tensor bytes skip protobuf copies.
-class PsServiceImpl final
-    : public PsService::WithRawCallbackMethod_PullStream<
-          PsService::WithRawCallbackMethod_PushStream<PsService::CallbackService>> {
+class PsServiceImpl final : public PsService::WithRawCallbackMethod_PullStream<
+                                PsService::WithRawCallbackMethod_PushStream<PsService::CallbackService>> {
  public:
   explicit PsServiceImpl(PsServer* server) : server_(server) {}
 

@@ -120,11 +120,13 @@ void PushStreamReactor::Apply() {
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const ShardGradient& g = header_.gradients(static_cast<int>(i));
     if (received_[i] != static_cast<int64_t>(buffers_[i]->num_bytes())) {
-      return Finish(ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
-          "shard ", g.name(), ": push stream ended after ", received_[i], " of ", buffers_[i]->num_bytes(),
-          " gradient bytes"))));
+      return Finish(ToGrpcStatus(
+          absl::InvalidArgumentError(absl::StrCat("shard ", g.name(), ": push stream ended after ", received_[i],
+                                                  " of ", buffers_[i]->num_bytes(), " gradient bytes"))));
     }
-    views.push_back({g.name(), g.gradient().dtype(), {g.gradient().shape().begin(), g.gradient().shape().end()},
+    views.push_back({g.name(),
+                     g.gradient().dtype(),
+                     {g.gradient().shape().begin(), g.gradient().shape().end()},
                      absl::string_view(reinterpret_cast<const char*>(buffers_[i]->raw()), buffers_[i]->num_bytes())});
   }
   // The views are read only inside PushGradients, but `this` may be deleted as soon as `done`

@@ -108,9 +108,9 @@ int64_t Shard::ApplyNow(const char* grad) {
 
 absl::Status Shard::CheckSyncPushLocked(int worker, int64_t step) const {
   if (worker < 0 || worker >= options_.num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": worker index ", worker,
-                                                   " is outside 0..", options_.num_workers - 1,
-                                                   " (sync mode with ", options_.num_workers, " workers)"));
+    return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": worker index ", worker, " is outside 0..",
+                                                   options_.num_workers - 1, " (sync mode with ", options_.num_workers,
+                                                   " workers)"));
   }
   if (step < version_) {
     return absl::FailedPreconditionError(absl::StrCat("shard ", name(), ": stale push from worker ", worker,

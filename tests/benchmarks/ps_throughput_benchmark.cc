@@ -249,14 +249,15 @@ int Main() {
     return 1;
   }
   const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
-  std::printf("TCP stream: raw loopback TCP, one connection, 4 MiB writes, measured before each size.\n"
-              "TCP msg: the same with one message of the shard's size and a 1-byte answer per call.\n"
-              "vs TCP: ps GB/s over the TCP stream figure.\n"
-              "cpu: CPU seconds per GB moved, both ends (client and server share this process).\n\n");
+  std::printf(
+      "TCP stream: raw loopback TCP, one connection, 4 MiB writes, measured before each size.\n"
+      "TCP msg: the same with one message of the shard's size and a 1-byte answer per call.\n"
+      "vs TCP: ps GB/s over the TCP stream figure.\n"
+      "cpu: CPU seconds per GB moved, both ends (client and server share this process).\n\n");
   std::printf("%-7s %5s %7s %4s | %7s | %9s %8s %6s %5s | %9s %9s %6s %5s\n", "shard", "TCP", "TCP msg", "cpu",
               "clients", "pull GB/s", "pulls/s", "vs TCP", "cpu", "push GB/s", "updates/s", "vs TCP", "cpu");
-  for (int64_t bytes = int64_t{absl::GetFlag(FLAGS_min_kib)} << 10; bytes <= (int64_t{absl::GetFlag(FLAGS_max_mib)} << 20);
-       bytes *= 4) {
+  for (int64_t bytes = int64_t{absl::GetFlag(FLAGS_min_kib)} << 10;
+       bytes <= (int64_t{absl::GetFlag(FLAGS_max_mib)} << 20); bytes *= 4) {
     double raw_cpu = 0;
     const double raw = RawTcpGBps(0, seconds, &raw_cpu);
     const double raw_msg = RawTcpGBps(static_cast<size_t>(bytes), seconds);
