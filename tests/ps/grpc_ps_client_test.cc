@@ -21,8 +21,8 @@ using testing_util::OnePush;
 using testing_util::Spec;
 using testing_util::ToFloats;
 
-// Rows of 1 KiB: 3000 rows is ~2.9 MiB, three stream chunks.
-constexpr int64_t kRows = 3000, kCols = 256;
+// Rows of 1 KiB: 4500 rows is ~4.4 MiB, two stream chunks.
+constexpr int64_t kRows = 4500, kCols = 256;
 
 class GrpcPsClientTest : public ::testing::TestWithParam<bool> {
  protected:
