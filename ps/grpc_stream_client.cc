@@ -100,7 +100,7 @@ grpc::Status PsStreamClient::Push(grpc::ClientContext* context, const PushReques
     const std::string& bytes = request.gradients(i).gradient().data();
     size_t offset = 0;
     do {  // at least one chunk per tensor
-      const size_t size = std::min(static_cast<size_t>(kStreamChunkBytes), bytes.size() - offset);
+      const size_t size = std::min(static_cast<size_t>(StreamChunkBytes()), bytes.size() - offset);
       fields.set_index(i);
       fields.set_offset(static_cast<int64_t>(offset));
       ok = writer->Write(

@@ -30,6 +30,15 @@ std::vector<std::pair<std::string, int>> CommonArgs() {
 
 }  // namespace
 
+int64_t StreamChunkBytes() {
+  static const int64_t bytes = [] {
+    int64_t kib = 0;
+    const char* env = std::getenv("PSTRAIN_STREAM_CHUNK_KIB");
+    return env != nullptr && absl::SimpleAtoi(env, &kib) && kib > 0 ? kib << 10 : kStreamChunkBytes;
+  }();
+  return bytes;
+}
+
 grpc::ChannelArguments PsChannelArguments() {
   grpc::ChannelArguments args;
   // Pings keep a parked sync push alive through idle NAT/proxies; the server permits them.

@@ -21,21 +21,6 @@ struct PsServer::PushPlan {
   int64_t skipped = 0;
 };
 
-namespace {
-
-absl::Duration MaxTimeout(const std::vector<std::shared_ptr<Shard>>& shards) {
-  absl::Duration d = absl::ZeroDuration();
-  for (const auto& s : shards) d = std::max(d, s->options().sync_timeout);
-  return d;
-}
-
-std::string Missing(const std::vector<int>& workers, int num_workers) {
-  return absl::StrCat("workers [", absl::StrJoin(workers, ", "), "] (", num_workers - static_cast<int>(workers.size()),
-                      " of ", num_workers, " pushed)");
-}
-
-}  // namespace
-
 PsServer::PsServer(Options options)
     : options_(std::move(options)), env_(options_.env != nullptr ? options_.env : Env::Default()) {}
 
@@ -145,87 +130,6 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
   return absl::OkStatus();
 }
 
-void PsServer::WhenPullReady(const PullRequest* request,
-                             std::function<absl::Status(const std::vector<std::shared_ptr<Shard>>&)> ready,
-                             DoneCallback done) {
-  absl::StatusOr<std::vector<std::shared_ptr<Shard>>> shards =
-      Lookup({request->shard_names().begin(), request->shard_names().end()});
-  if (!shards.ok()) return done(shards.status());
-  int64_t bytes = 0;
-  for (const auto& s : *shards) bytes += static_cast<int64_t>(s->num_bytes());
-  if (bytes > kMaxMessageBytes) {
-    return done(absl::InvalidArgumentError(absl::StrCat("pull of ", shards->size(), " shards (", bytes,
-                                                        " bytes) exceeds the 2 GiB message limit; pull fewer "
-                                                        "shards per call")));
-  }
-  std::vector<std::shared_ptr<Shard>> lagging;
-  for (const auto& s : *shards) {
-    if (s->version() < request->min_version()) lagging.push_back(s);
-  }
-  if (lagging.empty()) return done(ready(*shards));
-  const int64_t min_version = request->min_version();
-  ParkedCall::Handlers h;
-  h.on_success = [shards = *shards, ready = std::move(ready)](const std::vector<int64_t>&) { return ready(shards); };
-  h.done = std::move(done);
-  h.on_shutdown = [this] { return UnavailableStatus(); };
-  const absl::Duration timeout = MaxTimeout(lagging);
-  h.describe_timeout = [lagging, min_version, timeout] {
-    std::vector<std::string> parts;
-    for (const auto& s : lagging) {
-      const int64_t v = s->version();
-      if (v >= min_version) continue;
-      std::string part = absl::StrCat("shard ", s->name(), " is at version ", v);
-      if (s->options().mode == UPDATE_SYNC) {
-        absl::StrAppend(&part, " (step ", v, " is missing ", Missing(s->MissingWorkers(v), s->options().num_workers),
-                        ")");
-      }
-      parts.push_back(part);
-    }
-    return absl::DeadlineExceededError(absl::StrCat("pull timed out after ", absl::FormatDuration(timeout),
-                                                    " waiting for version ", min_version, ": ",
-                                                    absl::StrJoin(parts, "; ")));
-  };
-  auto call = ParkedCall::Create(static_cast<int>(lagging.size()), std::move(h));
-  call->Arm(&timer_, absl::Now() + timeout);
-  for (size_t i = 0; i < lagging.size(); ++i) {
-    lagging[i]->WhenVersionAtLeast(min_version, [call, i](absl::Status s) {
-      if (s.ok()) {
-        call->PartDone(static_cast<int>(i), int64_t{0});
-      } else {
-        call->PartDone(static_cast<int>(i), s);
-      }
-    });
-  }
-}
-
-void PsServer::Pull(const PullRequest* request, PullResponse* response, DoneCallback done) {
-  WhenPullReady(
-      request,
-      [response](const std::vector<std::shared_ptr<Shard>>& shards) {
-        response->clear_values();
-        for (const auto& s : shards) s->Read(response->add_values());
-        return absl::OkStatus();
-      },
-      std::move(done));
-}
-
-void PsServer::PullSnapshots(const PullRequest* request, PulledCallback done) {
-  auto pulled = std::make_shared<std::vector<PulledTensor>>();
-  WhenPullReady(
-      request,
-      [pulled](const std::vector<std::shared_ptr<Shard>>& shards) {
-        for (const auto& s : shards) {
-          PulledTensor t;
-          t.name = s->name();
-          t.shape = s->shape();
-          t.values = s->SnapshotValues(&t.version);
-          pulled->push_back(std::move(t));
-        }
-        return absl::OkStatus();
-      },
-      [pulled, done = std::move(done)](absl::Status s) { done(std::move(s), std::move(*pulled)); });
-}
-
 absl::StatusOr<std::shared_ptr<Tensor>> PsServer::GradientBuffer(const std::string& name, DataType dtype,
                                                                  absl::Span<const int64_t> shape) const {
   ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards, Lookup({name}));
@@ -304,7 +208,7 @@ void PsServer::ParkSyncPush(int worker, int64_t step, PushResponse* response, Pu
       sync_shards.push_back(plan.shards[i]);
     }
   }
-  const absl::Duration timeout = MaxTimeout(sync_shards);
+  const absl::Duration timeout = MaxSyncTimeout(sync_shards);
   ParkedCall::Handlers h;
   h.on_success = [response, sync](const std::vector<int64_t>& versions) {
     for (size_t k = 0; k < sync.size(); ++k) response->set_versions(static_cast<int>(sync[k]), versions[k]);
@@ -317,7 +221,8 @@ void PsServer::ParkSyncPush(int worker, int64_t step, PushResponse* response, Pu
     for (const auto& s : sync_shards) {
       std::vector<int> missing = s->MissingWorkers(step);
       if (!missing.empty()) {
-        parts.push_back(absl::StrCat("shard ", s->name(), " is missing ", Missing(missing, s->options().num_workers)));
+        parts.push_back(
+            absl::StrCat("shard ", s->name(), " is missing ", MissingWorkersText(missing, s->options().num_workers)));
       }
     }
     return absl::DeadlineExceededError(absl::StrCat("sync push of worker ", worker, " for step ", step,
@@ -332,53 +237,6 @@ void PsServer::ParkSyncPush(int worker, int64_t step, PushResponse* response, Pu
         [call, k](absl::StatusOr<int64_t> v) { call->PartDone(static_cast<int>(k), std::move(v)); });
     if (!s.ok()) call->PartDone(static_cast<int>(k), s);  // a concurrent duplicate slipped past validation
   }
-}
-
-absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) {
-  if (request.checkpoint_dir().empty()) return absl::InvalidArgumentError("Save needs a checkpoint_dir");
-  RETURN_IF_ERROR(env_->CreateDirs(request.checkpoint_dir()));
-  std::map<std::string, std::shared_ptr<Shard>> shards;
-  {
-    absl::ReaderMutexLock l(&mu_);
-    shards = shards_;
-  }
-  for (const auto& [name, shard] : shards) {
-    ShardSnapshot snap = shard->Snapshot();
-    ASSIGN_OR_RETURN(SavedShard saved,
-                     WriteShardFile(env_, request.checkpoint_dir(), shard->spec(), snap.values,
-                                    shard->options().optimizer->SlotNames(), snap.slots, snap.version));
-    *response->add_shards() = std::move(saved);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status PsServer::Restore(const RestoreRequest& request, RestoreResponse* response) {
-  ASSIGN_OR_RETURN(ShardOptions opts, MakeOptions(request.optimizer(), request.mode(), request.num_workers(),
-                                                  request.sync_timeout_ms(), request.non_finite()));
-  std::set<std::string> names;
-  for (const ShardSpecProto& spec : request.shards()) {
-    if (!names.insert(spec.shard_name()).second) {
-      return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " is listed twice"));
-    }
-  }
-  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards,
-                   LoadShardsFromCheckpoint(env_, request.checkpoint_dir(),
-                                            {request.shards().begin(), request.shards().end()}, opts));
-  Install(std::move(shards));
-  return absl::OkStatus();
-}
-
-void PsServer::CreateShardsInBackground(const CreateShardsRequest* request, CreateShardsResponse* response,
-                                        DoneCallback done) {
-  background_.Run([this, request, response, done = std::move(done)] { done(CreateShards(*request, response)); });
-}
-
-void PsServer::SaveInBackground(const SaveRequest* request, SaveResponse* response, DoneCallback done) {
-  background_.Run([this, request, response, done = std::move(done)] { done(Save(*request, response)); });
-}
-
-void PsServer::RestoreInBackground(const RestoreRequest* request, RestoreResponse* response, DoneCallback done) {
-  background_.Run([this, request, response, done = std::move(done)] { done(Restore(*request, response)); });
 }
 
 absl::Status PsServer::GetStats(const PsStatsRequest& request, PsStatsResponse* response) {

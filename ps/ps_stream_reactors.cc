@@ -36,7 +36,7 @@ void PullStreamReactor::OnPulled(absl::Status status, std::vector<PulledTensor> 
 void PullStreamReactor::WriteNext() {
   const PulledTensor& t = tensors_[tensor_];
   const int64_t total = static_cast<int64_t>(t.values->num_bytes());
-  const int64_t size = std::min(kStreamChunkBytes, total - offset_);
+  const int64_t size = std::min(StreamChunkBytes(), total - offset_);
   fields_.Clear();
   fields_.set_index(static_cast<int>(tensor_));
   fields_.set_offset(offset_);

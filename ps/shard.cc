@@ -258,4 +258,15 @@ ShardStats Shard::Stats() const {
   return s;
 }
 
+absl::Duration MaxSyncTimeout(const std::vector<std::shared_ptr<Shard>>& shards) {
+  absl::Duration d = absl::ZeroDuration();
+  for (const auto& s : shards) d = std::max(d, s->options().sync_timeout);
+  return d;
+}
+
+std::string MissingWorkersText(const std::vector<int>& missing, int num_workers) {
+  return absl::StrCat("workers [", absl::StrJoin(missing, ", "), "] (", num_workers - static_cast<int>(missing.size()),
+                      " of ", num_workers, " pushed)");
+}
+
 }  // namespace pstrain

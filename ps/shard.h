@@ -132,6 +132,12 @@ class Shard {
   std::atomic<int64_t> update_nanos_{0};
 };
 
+// The longest sync timeout among `shards` (how long a call waiting on all of them may park).
+absl::Duration MaxSyncTimeout(const std::vector<std::shared_ptr<Shard>>& shards);
+
+// "workers [1, 3] (2 of 4 pushed)" for messages about a sync step.
+std::string MissingWorkersText(const std::vector<int>& missing, int num_workers);
+
 }  // namespace pstrain
 
 #endif  // PSTRAIN_PS_SHARD_H_

@@ -1,7 +1,7 @@
 // Starts the real pstrain-ps binary on a free 127.0.0.1 port and talks to it over gRPC.
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "common/protocol_version.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/client_unary_call.h"
+#include "grpcpp/impl/rpc_method.h"
 #include "gtest/gtest.h"
 #include "ps/grpc_ps_client.h"
 #include "tests/ps/ps_test_util.h"
@@ -52,7 +55,26 @@ bool Accepts(int port) {
   return ok;
 }
 
-// Spawns pstrain-ps with TF_CONFIG set to `tf_config`; returns its pid.
+// grpc.health.v1.Health/Check for the whole server (service ""), without the health protos: an
+// empty request; the answer {status: SERVING} encodes as the bytes 08 01.
+bool HealthServing(const std::string& address) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::internal::RpcMethod method("/grpc.health.v1.Health/Check", grpc::internal::RpcMethod::NORMAL_RPC);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Slice empty;
+  grpc::ByteBuffer request(&empty, 1), response;
+  grpc::Status s = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(channel.get(), method,
+                                                                                         &context, request, &response);
+  std::vector<grpc::Slice> slices;
+  if (!s.ok() || !response.Dump(&slices).ok()) return false;
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  return bytes == std::string("\x08\x01", 2);
+}
+
+// Spawns pstrain-ps with TF_CONFIG set to `tf_config`; returns its pid. The child gets SIGKILL if
+// this test process dies first, so a failed or killed test never leaves a ps running.
 pid_t Spawn(const std::string& tf_config, const std::vector<std::string>& flags) {
   std::vector<std::string> env_strings = {"TF_CONFIG=" + tf_config};
   for (char** e = environ; *e != nullptr; ++e) {
@@ -66,10 +88,28 @@ pid_t Spawn(const std::string& tf_config, const std::vector<std::string>& flags)
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  pid_t pid = 0;
-  EXPECT_EQ(posix_spawn(&pid, PSTRAIN_PS_BINARY, nullptr, nullptr, argv.data(), envp.data()), 0);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::execve(PSTRAIN_PS_BINARY, argv.data(), envp.data());
+    ::_exit(127);
+  }
   return pid;
 }
+
+// Kills the child at scope exit unless it was reaped (an ASSERT returning early).
+struct ChildGuard {
+  pid_t pid;
+  bool reaped = false;
+  ~ChildGuard() {
+    if (!reaped && pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+};
 
 // Waits up to `seconds` for `pid` to exit; returns its exit code, or -1 (after killing it) on timeout.
 int WaitExit(pid_t pid, int seconds) {
@@ -91,6 +131,7 @@ TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
       R"({"cluster":{"ps":[")" + address + R"("],"worker":["127.0.0.1:1"]},"task":{"type":"ps","index":0}})";
   const pid_t pid = Spawn(tf_config, {"--listen=" + address});
   ASSERT_GT(pid, 0);
+  ChildGuard guard{pid};
   // Wait for the listener first: a gRPC channel that saw "connection refused" backs off for seconds.
   for (int i = 0; i < 400 && !Accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   GrpcPsClient client(address, "ps:0", absl::Seconds(5));
@@ -106,6 +147,7 @@ TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
   }
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(welcome.task(), "ps:0");
+  EXPECT_TRUE(HealthServing(address));
 
   CreateShardsRequest create;
   create.set_protocol_version(kProtocolVersion);
@@ -129,6 +171,7 @@ TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
 
   const auto stop = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  guard.reaped = true;  // WaitExit reaps it (or kills and reaps it on timeout)
   EXPECT_EQ(WaitExit(pid, 10), 0);
   std::cerr << "pstrain-ps stopped "
             << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - stop).count()
