@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the deploy/docker scripts: makes a docker engine answer.
 #
 # engine_start STATE_DIR uses the engine that already answers (DOCKER_HOST or the default socket);
@@ -39,8 +40,8 @@ engine_start() {
     >"$state_dir/dockerd.log" 2>&1 </dev/null &
   ENGINE_PID=$!  # nsenter and setsid exec in place, so this is dockerd itself
 
-  local i
-  for i in $(seq 1 120); do  # at most 60 s
+  local _
+  for _ in $(seq 1 120); do  # at most 60 s
     if docker info >/dev/null 2>&1; then
       engine_log "dockerd (pid $ENGINE_PID) answers at $DOCKER_HOST"
       return 0
@@ -56,8 +57,8 @@ engine_start() {
 engine_stop() {
   if [ -n "$ENGINE_PID" ] && kill -0 "$ENGINE_PID" 2>/dev/null; then
     kill -TERM "$ENGINE_PID" 2>/dev/null || true
-    local i
-    for i in $(seq 1 60); do  # dockerd stops its containers and containerd: at most 30 s
+    local _
+    for _ in $(seq 1 60); do  # dockerd stops its containers and containerd: at most 30 s
       kill -0 "$ENGINE_PID" 2>/dev/null || break
       sleep 0.5
     done

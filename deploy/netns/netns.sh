@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced: several "hosts" on one machine, each a network namespace of its own, joined by a bridge
 # that lives in a namespace of its own too, so nothing is added to the machine's own network.
 #

@@ -1,3 +1,4 @@
+#!/bin/sh
 # Forms TF_CONFIG for this pod, then runs the command given as arguments with it (POSIX sh).
 #   sh /etc/pstrain/tf-config.sh pstrain-worker --data_dir=...
 # Pods are named <name>-<type>-<ordinal> (the StatefulSets' ordinals; the chief Job's pod sets its
@@ -20,6 +21,7 @@ hosts() {
   printf '[%s]' "$list"
 }
 
+# shellcheck disable=SC3028  # the container runtime sets HOSTNAME to the pod's hostname
 pod=${HOSTNAME:-$(hostname)}
 index=${pod##*-}
 case $index in

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the deploy tests: checks a directory of TF_CONFIG files, one per process (<host>.json).
 #   check_tf_config_dir DIR PSTRAIN
 # Fails (returns 1, saying why) unless the files form one consistent cluster (tf_config_check.py)
