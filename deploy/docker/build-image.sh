@@ -44,21 +44,35 @@ build_binaries() {
 }
 
 # Prints the Debian package owning one library path (merged /usr: try the path, /usr + path and
-# the resolved path).
+# the resolved path); fails when no package owns it.
 owner_of() {
-  local lib=$1 candidate
+  local lib=$1 candidate found
   for candidate in "$lib" "/usr$lib" "$(realpath "$lib")"; do
-    dpkg-query -S "$candidate" 2>/dev/null | head -n1 | cut -d: -f1 && return 0
+    if found=$(dpkg-query -S "$candidate" 2>/dev/null); then
+      found=${found%%$'\n'*}  # "pkg:arch: path" or "pkg1, pkg2: path"
+      found=${found%%:*}
+      echo "${found%%,*}"
+      return 0
+    fi
   done
-  log "no Debian package owns $lib: the image would lack it (is it a locally built library?)"
   return 1
 }
 
+# Prints the packages owning the binaries' shared-library closure, one per line. Fails when a
+# library belongs to no package (e.g. CUDA's under /usr/local): the image could not provide it.
 runtime_packages() {
-  local bin lib
-  for bin in "${BINARIES[@]}"; do
-    ldd "$BIN_DIR/$bin" | awk '/=> \//{print $3} /^\s*\/[^ ]+/{print $1}'
-  done | sort -u | while read -r lib; do owner_of "$lib"; done | sort -u
+  local bin lib owner owners="" unowned=""
+  for lib in $(for bin in "${BINARIES[@]}"; do
+                 ldd "$BIN_DIR/$bin" | awk '/=> \//{print $3} /^\s*\/[^ ]+/{print $1}'
+               done | sort -u); do
+    if owner=$(owner_of "$lib"); then owners+="$owner"$'\n'; else unowned+=" $lib"; fi
+  done
+  if [ -n "$unowned" ]; then
+    log "no Debian package provides$unowned: use the default portable build (CUDA off) or"
+    log "binaries that need only Debian's libraries"
+    return 1
+  fi
+  printf '%s' "$owners" | sort -u
 }
 
 # The bare minbase root filesystem, cached: it does not depend on the binaries.
@@ -110,7 +124,8 @@ main() {
     [ -x "$BIN_DIR/$bin" ] || { log "$BIN_DIR/$bin is missing (build it, or drop --bin-dir)"; exit 1; }
   done
   local packages
-  packages=$(runtime_packages | tr '\n' ' ')
+  packages=$(runtime_packages) || exit 1
+  packages=$(echo $packages)  # one line
   local key
   key=$(echo "$packages" | sha256sum | cut -c1-12)
   local base="pstrain-base:bookworm-$key"
