@@ -1,0 +1,117 @@
+#include "common/cluster_spec.h"
+
+#include <cstdlib>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pstrain {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ErrorOf(const std::string& tf_config) {
+  auto c = ParseTfConfig(tf_config);
+  EXPECT_FALSE(c.ok()) << tf_config;
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << c.status();
+  return std::string(c.status().message());
+}
+
+TEST(ClusterSpecTest, ParsesListsAndTask) {
+  auto c = ParseTfConfig(R"({"cluster": {"chief": ["c:1"], "worker": ["w0:2", "w1:3"], "ps": ["p:4"]},
+                             "task": {"type": "worker", "index": 1}, "environment": "cloud"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->cluster.NumTasks("worker"), 2);
+  EXPECT_EQ(*c->cluster.Address("worker", 1), "w1:3");
+  EXPECT_EQ(c->task->ToString(), "worker:1");
+  EXPECT_EQ(c->rpc_layer, "grpc");
+  EXPECT_TRUE(ValidateTaskForRole(*c, "worker").ok());
+}
+
+TEST(ClusterSpecTest, SparseMapAndStringIndex) {
+  auto c = ParseTfConfig(R"({"cluster": {"worker": {"1": "w1:2", "3": "w3:2"}, "ps": ["p:4"]},
+                             "task": {"type": "worker", "index": "3"}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->task->index, 3);
+  EXPECT_EQ(c->cluster.TaskIndices("worker"), (std::vector<int>{1, 3}));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": {"1": "w1:2"}, "ps": ["p:4"]}, "task": {"type": "worker", "index": 0}})"),
+              HasSubstr("task.index 0 is not in cluster.worker: it has indices 1"));
+}
+
+TEST(ClusterSpecTest, IndexOutOfRangeNamesTheJob) {
+  EXPECT_EQ(ErrorOf(R"({"cluster": {"worker": ["a:1", "b:2"], "ps": ["p:4"]}, "task": {"type": "worker", "index": 3}})"),
+            "task.index 3 is out of range: cluster.worker has 2 entries (0..1)");
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["a:1"], "ps": ["p:4"]}, "task": {"type": "worker", "index": -1}})"),
+              HasSubstr("task.index -1 is negative"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["a:1"], "ps": ["p:4"]}, "task": {"type": "worker", "index": "x1"}})"),
+              HasSubstr("task.index \"x1\" is not a number"));
+}
+
+TEST(ClusterSpecTest, UnknownJobAndTaskType) {
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"master": ["a:1"]}})"), HasSubstr("cluster.\"master\" is not a job"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "boss", "index": 0}})"),
+              HasSubstr("task.type \"boss\" is not a task type"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "ps", "index": 0}})"),
+              HasSubstr("task.type \"ps\" has no entries in cluster; add cluster.ps"));
+}
+
+TEST(ClusterSpecTest, EvaluatorMayBeOutsideTheCluster) {
+  auto c = ParseTfConfig(R"({"cluster": {"worker": ["a:1"], "ps": ["p:2"]}, "task": {"type": "evaluator", "index": 0}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->task->type, "evaluator");
+}
+
+TEST(ClusterSpecTest, AtMostOneChiefAndEvaluator) {
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"chief": ["a:1", "b:2"]}})"), HasSubstr("cluster.chief has 2 entries; there must be at most one chief"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"evaluator": ["a:1", "b:2"]}})"), HasSubstr("at most one evaluator"));
+}
+
+TEST(ClusterSpecTest, MalformedAddresses) {
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": [""]}})"), HasSubstr("cluster.worker[0] is an empty address"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["localhost"]}})"), HasSubstr("cluster.worker[0] \"localhost\" has no port"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": ["h:99999"]}})"), HasSubstr("invalid port \"99999\"; ports are 1..65535"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": ["h:abc"]}})"), HasSubstr("invalid port \"abc\""));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": [":80"]}})"), HasSubstr("has no host"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": [42]}})"), HasSubstr("cluster.ps[0] must be a \"host:port\" string"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": "h:1"}})"), HasSubstr("cluster.ps must be a list"));
+  EXPECT_TRUE(ParseTfConfig(R"({"cluster": {"ps": ["[::1]:2222"]}})").ok());
+}
+
+TEST(ClusterSpecTest, InvalidJsonGivesPosition) {
+  EXPECT_THAT(ErrorOf("{\"cluster\": {\"worker\": [\"a:1\",]}}"),
+              HasSubstr("TF_CONFIG is not valid JSON: error at line 1, column"));
+  EXPECT_THAT(ErrorOf("{\n  \"cluster\": {\n    \"worker\": [\"a:1\"\n}"), HasSubstr("line 4"));
+}
+
+TEST(ClusterSpecTest, RpcLayerOnlyGrpc) {
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": ["p:1"]}, "rpc_layer": "grpc+verbs"})"),
+              HasSubstr("rpc_layer \"grpc+verbs\" is not served; pstrain speaks only \"grpc\""));
+  EXPECT_TRUE(ParseTfConfig(R"({"cluster": {"ps": ["p:1"]}, "rpc_layer": "grpc"})").ok());
+}
+
+TEST(ClusterSpecTest, RoleChecks) {
+  auto no_ps = ParseTfConfig(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}})");
+  ASSERT_TRUE(no_ps.ok());
+  EXPECT_THAT(std::string(ValidateTaskForRole(*no_ps, "worker").message()), HasSubstr("cluster has no ps tasks"));
+  auto no_worker = ParseTfConfig(R"({"cluster": {"ps": ["a:1"]}, "task": {"type": "ps", "index": 0}})");
+  ASSERT_TRUE(no_worker.ok());
+  EXPECT_THAT(std::string(ValidateTaskForRole(*no_worker, "ps").message()), HasSubstr("cluster has no worker tasks"));
+  auto wrong = ParseTfConfig(R"({"cluster": {"ps": ["a:1"], "worker": ["b:2"]}, "task": {"type": "ps", "index": 0}})");
+  ASSERT_TRUE(wrong.ok());
+  EXPECT_THAT(std::string(ValidateTaskForRole(*wrong, "worker").message()), HasSubstr("this is the worker binary"));
+  auto no_task = ParseTfConfig(R"({"cluster": {"ps": ["a:1"], "worker": ["b:2"]}})");
+  ASSERT_TRUE(no_task.ok());
+  EXPECT_THAT(std::string(ValidateTaskForRole(*no_task, "ps").message()), HasSubstr("TF_CONFIG has no \"task\""));
+}
+
+TEST(ClusterSpecTest, MissingTfConfig) {
+  unsetenv("TF_CONFIG");
+  auto c = LoadTfConfig("");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("TF_CONFIG is not set"));
+  EXPECT_EQ(LoadTfConfig("/nonexistent/tf_config.json").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(ErrorOf(R"({"task": {"type": "ps"}})"), HasSubstr("TF_CONFIG has no \"cluster\""));
+}
+
+}  // namespace
+}  // namespace pstrain

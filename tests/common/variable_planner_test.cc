@@ -1,0 +1,126 @@
+#include "common/variable_planner.h"
+
+#include <random>
+
+#include "common/job_spec.h"
+#include "common/model_variables.h"
+#include "gtest/gtest.h"
+
+namespace pstrain {
+namespace {
+
+VariableSpec Var(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::kFloat32) {
+  return VariableSpec{name, std::move(shape), dtype, InitializerSpec{}};
+}
+
+std::vector<int> PsOf(const PlannedVariable& v) {
+  std::vector<int> out;
+  for (const auto& s : v.shards) out.push_back(s.ps);
+  return out;
+}
+
+TEST(VariablePlannerTest, FixedShardsRoundRobinOverTwoPs) {
+  PartitionerSpec spec;
+  spec.kind = PartitionerSpec::Kind::kFixedShards;
+  spec.num_shards = 4;
+  auto plan = PlanVariables({Var("v", {10})}, spec, 2);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const auto& shards = plan->variables[0].shards;
+  ASSERT_EQ(shards.size(), 4u);
+  EXPECT_EQ(shards[0].name, "v/part_0");
+  EXPECT_EQ(shards[3].name, "v/part_3");
+  EXPECT_EQ(shards[2].row_offset, 6);
+  EXPECT_EQ(PsOf(plan->variables[0]), (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(plan->ps_bytes, (std::vector<int64_t>{20, 20}));
+}
+
+TEST(VariablePlannerTest, OneCounterAcrossVariables) {
+  PartitionerSpec spec;
+  spec.kind = PartitionerSpec::Kind::kFixedShards;
+  spec.num_shards = 5;
+  // [13, 8] -> [3,3,3,2,2] on ps 0,1,2,0,1; the next variable continues at ps 2.
+  auto plan = PlanVariables({Var("a", {13, 8}), Var("b", {4}), Var("c", {})}, spec, 3);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(PsOf(plan->variables[0]), (std::vector<int>{0, 1, 2, 0, 1}));
+  EXPECT_EQ(plan->variables[0].shards[4].rows, 2);
+  EXPECT_EQ(PsOf(plan->variables[1]), (std::vector<int>{2, 0, 1, 2}));
+  ASSERT_EQ(plan->variables[2].shards.size(), 1u);  // rank 0: never partitioned
+  EXPECT_EQ(plan->variables[2].shards[0].name, "c");
+  EXPECT_EQ(plan->variables[2].shards[0].ps, 0);
+}
+
+TEST(VariablePlannerTest, UnpartitionedKeepsItsName) {
+  auto plan = PlanVariables({Var("w", {6, 1}), Var("b", {1})}, PartitionerSpec{}, 2);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->variables[0].shards[0].name, "w");
+  EXPECT_EQ(plan->variables[1].shards[0].ps, 1);
+}
+
+TEST(VariablePlannerTest, ErrorsNameTheVariable) {
+  PartitionerSpec spec;
+  spec.kind = PartitionerSpec::Kind::kFixedShards;
+  spec.num_shards = 2;
+  auto empty = PlanVariables({Var("emb", {0, 4})}, spec, 2);
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("emb"), std::string::npos);
+  EXPECT_FALSE(PlanVariables({Var("x", {2})}, spec, 0).ok());
+  EXPECT_FALSE(PlanVariables({Var("x", {2}), Var("x", {3})}, spec, 1).ok());
+}
+
+// Invariants every plan must satisfy, over many random shapes and partitioners.
+TEST(VariablePlannerTest, RandomPlansCoverEveryRowOnce) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 500; ++trial) {
+    PartitionerSpec spec;
+    spec.kind = static_cast<PartitionerSpec::Kind>(rng() % 4);
+    spec.num_shards = 1 + rng() % 9;
+    spec.min_shard_bytes = 1 + rng() % 5000;
+    spec.max_shard_bytes = 1 + rng() % 5000;
+    spec.max_shards = rng() % 2 ? -1 : 1 + static_cast<int64_t>(rng() % 8);
+    const std::vector<int64_t> shape = {1 + static_cast<int64_t>(rng() % 300), 1 + static_cast<int64_t>(rng() % 20)};
+    const int num_ps = 1 + rng() % 4;
+    auto plan = PlanVariables({Var("v", shape)}, spec, num_ps);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const auto& shards = plan->variables[0].shards;
+    int64_t next_row = 0, min_rows = shape[0], max_rows = 0;
+    for (size_t i = 0; i < shards.size(); ++i) {
+      EXPECT_EQ(shards[i].row_offset, next_row);
+      EXPECT_GT(shards[i].rows, 0);
+      EXPECT_EQ(shards[i].ps, static_cast<int>(i % num_ps));
+      next_row += shards[i].rows;
+      min_rows = std::min(min_rows, shards[i].rows);
+      max_rows = std::max(max_rows, shards[i].rows);
+    }
+    EXPECT_EQ(next_row, shape[0]);
+    EXPECT_LE(max_rows - min_rows, 1);
+    const int64_t row_bytes = shape[1] * 4;
+    if (spec.kind == PartitionerSpec::Kind::kMaxSize && spec.max_shards == -1 && row_bytes <= spec.max_shard_bytes) {
+      EXPECT_LE(max_rows * row_bytes, spec.max_shard_bytes) << "max_size exceeded";
+    }
+    if (spec.kind == PartitionerSpec::Kind::kMinSize && shards.size() > 1) {
+      // More shards than one only when there are enough bytes for them.
+      EXPECT_GT(shape[0] * row_bytes, static_cast<int64_t>(shards.size() - 1) * spec.min_shard_bytes);
+    }
+  }
+}
+
+TEST(VariablePlannerTest, CnnPresetPlan) {
+  auto job = LoadJobSpec("cnn");
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto vars = ModelVariables(job->model);
+  ASSERT_TRUE(vars.ok()) << vars.status();
+  auto plan = PlanVariables(*vars, job->partitioner, 2);
+  ASSERT_TRUE(plan.ok());
+  int64_t total = 0;
+  for (int64_t b : plan->ps_bytes) total += b;
+  EXPECT_EQ(total, 121930 * 4);  // the model's 121,930 float32 parameters
+  const auto proto = VariablePlanToProto(*plan, 42);
+  ASSERT_EQ(proto.variables_size(), 8);
+  EXPECT_EQ(proto.variables(4).name(), "dense/kernel");
+  ASSERT_EQ(proto.variables(4).shards_size(), 2);  // 409,600 bytes / 256 KiB -> 2 shards
+  EXPECT_EQ(proto.variables(4).shards(1).row_offset(), 800);
+  EXPECT_EQ(proto.variables(4).shards(1).seed(), 42u);
+}
+
+}  // namespace
+}  // namespace pstrain
