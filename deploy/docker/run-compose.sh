@@ -38,7 +38,11 @@ while [ $# -gt 0 ]; do
 done
 
 log() { echo "run-compose: $*" >&2; }
-command -v docker-compose >/dev/null || { log "docker-compose is missing: apt-get install docker-compose"; exit 1; }
+# docker-compose and debootstrap from Debian; docker.io only where no docker at all is installed
+# (a Docker CE installation stays as it is).
+extra=(docker-compose debootstrap)
+command -v docker >/dev/null || command -v dockerd >/dev/null || extra+=(docker.io)
+bash deploy/install-deps.sh "${extra[@]}"
 
 export PSTRAIN_STEPS=$STEPS PSTRAIN_JOB=$JOB PSTRAIN_IMAGE=pstrain:latest
 compose() { docker-compose -p "$PROJECT" -f "$COMPOSE_FILE" "$@"; }
