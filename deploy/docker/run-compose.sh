@@ -38,10 +38,10 @@ while [ $# -gt 0 ]; do
 done
 
 log() { echo "run-compose: $*" >&2; }
-# docker-compose and debootstrap from Debian; docker.io only where no docker at all is installed
-# (a Docker CE installation stays as it is).
+# docker-compose and debootstrap from Debian; docker.io only when no engine answers and none is
+# installed (an existing Docker installation stays as it is).
 extra=(docker-compose debootstrap)
-command -v docker >/dev/null || command -v dockerd >/dev/null || extra+=(docker.io)
+if ! command -v dockerd >/dev/null && ! docker info >/dev/null 2>&1; then extra+=(docker.io); fi
 bash deploy/install-deps.sh "${extra[@]}"
 
 export PSTRAIN_STEPS=$STEPS PSTRAIN_JOB=$JOB PSTRAIN_IMAGE=pstrain:latest
