@@ -1,21 +1,71 @@
-// pstrain-ps: validates its TF_CONFIG and job flags. Serving is added by the ps library.
+// pstrain-ps: one parameter-server task. Reads TF_CONFIG (task type "ps"), serves PsService and the
+// gRPC health service on its port until SIGTERM or SIGINT, then stops cleanly (exit 0). Exit 2 on
+// a bad configuration, 1 when it cannot serve.
+#include <signal.h>
+
 #include <iostream>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
 #include "common/exit_codes.h"
+#include "ps/ps_grpc_server.h"
+#include "ps/ps_server.h"
 
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
+ABSL_FLAG(std::string, listen, "",
+          "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
+
+namespace {
+
+struct PsConfig {
+  std::string task;
+  std::string listen;
+};
+
+absl::StatusOr<PsConfig> LoadConfig() {
+  absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
+  if (!config.ok()) return config.status();
+  absl::Status s = pstrain::ValidateTaskForRole(*config, pstrain::kPs);
+  if (!s.ok()) return s;
+  absl::StatusOr<std::string> address = config->cluster.Address(pstrain::kPs, config->task->index);
+  if (!address.ok()) return address.status();
+  PsConfig out;
+  out.task = config->task->ToString();
+  out.listen = absl::GetFlag(FLAGS_listen);
+  if (out.listen.empty()) out.listen = absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  auto config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
-  absl::Status s = config.ok() ? pstrain::ValidateTaskForRole(*config, "ps") : config.status();
-  if (!s.ok()) {
-    std::cerr << "pstrain-ps: bad configuration: " << s.message() << "\n";
+  absl::StatusOr<PsConfig> config = LoadConfig();
+  if (!config.ok()) {
+    std::cerr << "pstrain-ps: bad configuration: " << config.status().message() << "\n";
     return pstrain::kExitBadConfiguration;
   }
-  std::cerr << "pstrain-ps: " << config->task->ToString() << " configuration is valid; serving is not built yet\n";
-  return pstrain::kExitRuntimeFailure;
+  // Block the stop signals before gRPC starts its threads so only sigwait below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  pstrain::PsServer::Options options;
+  options.task = config->task;
+  pstrain::PsServer ps(options);
+  absl::StatusOr<std::unique_ptr<pstrain::PsGrpcServer>> server = pstrain::PsGrpcServer::Start(&ps, config->listen);
+  if (!server.ok()) {
+    std::cerr << "pstrain-ps: " << config->task << ": " << server.status().message() << "\n";
+    return pstrain::kExitRuntimeFailure;
+  }
+  std::cerr << "pstrain-ps: " << config->task << " serving on " << config->listen << std::endl;
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::cerr << "pstrain-ps: " << config->task << " stopping on " << strsignal(signal_number) << std::endl;
+  (*server)->Shutdown(absl::Seconds(1));
+  return pstrain::kExitOk;
 }

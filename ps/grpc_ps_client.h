@@ -1,0 +1,49 @@
+// GrpcPsClient: the PsClient of a remote ps task over gRPC (blocking unary calls on one channel,
+// message size limits lifted to the 2 GiB protobuf limit). Every call carries a deadline; a ps
+// that cannot be reached gives UNAVAILABLE, a hung one DEADLINE_EXCEEDED, both naming the peer.
+// Thread-safety: thread-safe (gRPC channels and stubs are).
+#ifndef PSTRAIN_PS_GRPC_PS_CLIENT_H_
+#define PSTRAIN_PS_GRPC_PS_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "proto/ps.grpc.pb.h"
+#include "ps/ps_client.h"
+
+namespace pstrain {
+
+// Channel arguments every pstrain gRPC channel to a ps uses (large messages, keepalive).
+grpc::ChannelArguments PsChannelArguments();
+
+class GrpcPsClient : public PsClient {
+ public:
+  // `address` "host:port"; `peer_name` e.g. "ps:1" (messages say "ps:1 at host:port");
+  // `deadline` bounds each call, and must exceed the sync timeout for sync pushes and pulls.
+  GrpcPsClient(const std::string& address, const std::string& peer_name, absl::Duration deadline);
+
+  std::string peer() const override { return peer_; }
+  absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* response) override;
+  absl::Status CreateShards(const CreateShardsRequest& request, CreateShardsResponse* response) override;
+  absl::Status Pull(const PullRequest& request, PullResponse* response) override;
+  absl::Status Push(const PushRequest& request, PushResponse* response) override;
+  absl::Status Save(const SaveRequest& request, SaveResponse* response) override;
+  absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) override;
+  absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) override;
+
+ private:
+  void Prepare(grpc::ClientContext* context) const;
+
+  const std::string peer_;
+  const absl::Duration deadline_;
+  std::unique_ptr<PsService::Stub> stub_;
+};
+
+// A GrpcPsClient with a 5-minute per-call deadline.
+std::unique_ptr<PsClient> NewGrpcPsClient(const std::string& address, const std::string& peer_name);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_GRPC_PS_CLIENT_H_

@@ -1,0 +1,47 @@
+// Serves a PsServer over gRPC (callback API) with the standard health service, message limits
+// raised to the protobuf maximum, on a given listen address. Used by pstrain-ps, and by tests and
+// benchmarks that need a real server in process.
+// Thread-safety: Start/Shutdown from one thread; the PsServer is not owned and must outlive it.
+#ifndef PSTRAIN_PS_PS_GRPC_SERVER_H_
+#define PSTRAIN_PS_PS_GRPC_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "ps/ps_server.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace pstrain {
+
+class PsServiceImpl;
+
+class PsGrpcServer {
+ public:
+  // Listens on `listen_address` ("0.0.0.0:2222"; port 0 picks a free one). Unavailable naming the
+  // address when it cannot bind (port in use, bad host).
+  static absl::StatusOr<std::unique_ptr<PsGrpcServer>> Start(PsServer* ps, const std::string& listen_address);
+  // Runs Shutdown(absl::Seconds(1)).
+  ~PsGrpcServer();
+
+  int port() const { return port_; }
+  // Fails the ps's parked calls, then stops gRPC, cancelling calls still running after `grace`.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  PsGrpcServer() = default;
+
+  PsServer* ps_ = nullptr;  // not owned
+  std::unique_ptr<PsServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_PS_GRPC_SERVER_H_

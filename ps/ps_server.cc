@@ -1,0 +1,351 @@
+#include "ps/ps_server.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/protocol_version.h"
+#include "common/status_macros.h"
+#include "ps/checkpoint_reader.h"
+#include "ps/initializers.h"
+#include "ps/parked_call.h"
+#include "ps/shard_loader.h"
+
+namespace pstrain {
+
+// A validated push: the shards and where each gradient's bytes are (nullptr: skipped).
+struct PsServer::PushPlan {
+  std::vector<std::shared_ptr<Shard>> shards;
+  std::vector<const char*> grads;
+  int64_t skipped = 0;
+};
+
+namespace {
+
+absl::Duration MaxTimeout(const std::vector<std::shared_ptr<Shard>>& shards) {
+  absl::Duration d = absl::ZeroDuration();
+  for (const auto& s : shards) d = std::max(d, s->options().sync_timeout);
+  return d;
+}
+
+std::string Missing(const std::vector<int>& workers, int num_workers) {
+  return absl::StrCat("workers [", absl::StrJoin(workers, ", "), "] (", num_workers - static_cast<int>(workers.size()),
+                      " of ", num_workers, " pushed)");
+}
+
+}  // namespace
+
+PsServer::PsServer(Options options)
+    : options_(std::move(options)), env_(options_.env != nullptr ? options_.env : Env::Default()) {}
+
+PsServer::~PsServer() { Shutdown(); }
+
+absl::Status PsServer::UnavailableStatus() const {
+  return absl::UnavailableError(absl::StrCat(options_.task, " is shutting down"));
+}
+
+void PsServer::Shutdown() {
+  timer_.Shutdown();
+  std::map<std::string, std::shared_ptr<Shard>> shards;
+  {
+    absl::MutexLock l(&mu_);
+    shards = shards_;
+  }
+  for (auto& [name, shard] : shards) shard->Abort(UnavailableStatus());
+}
+
+absl::Status PsServer::Handshake(const HandshakeRequest& request, HandshakeResponse* response) {
+  RETURN_IF_ERROR(CheckProtocolVersion(request.protocol_version(), request.caller().empty() ? "the caller" : request.caller()));
+  response->set_protocol_version(kProtocolVersion);
+  response->set_task(options_.task);
+  response->set_build(absl::StrCat("pstrain-ps protocol ", kProtocolVersion));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<Shard>>> PsServer::Lookup(const std::vector<std::string>& names) const {
+  std::vector<std::shared_ptr<Shard>> out;
+  std::set<std::string> seen;
+  absl::ReaderMutexLock l(&mu_);
+  for (const std::string& name : names) {
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(absl::StrCat("shard ", name, " is named twice in one request"));
+    }
+    auto it = shards_.find(name);
+    if (it == shards_.end()) {
+      return absl::NotFoundError(absl::StrCat("shard ", name, " is not held by ", options_.task, " (it holds ",
+                                              shards_.size(),
+                                              " shards); create it with CreateShards or check the variable plan"));
+    }
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+absl::StatusOr<ShardOptions> PsServer::MakeOptions(const OptimizerProto& optimizer, UpdateMode mode, int num_workers,
+                                                   int64_t sync_timeout_ms, NonFinitePolicy non_finite) const {
+  ShardOptions o;
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, Optimizer::Create(optimizer));
+  o.optimizer = std::move(opt);
+  if (mode != UPDATE_ASYNC && mode != UPDATE_SYNC) return absl::InvalidArgumentError("unknown update mode");
+  o.mode = mode;
+  if (mode == UPDATE_SYNC && num_workers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("sync mode needs num_workers >= 1, got ", num_workers));
+  }
+  o.num_workers = std::max(1, num_workers);
+  if (sync_timeout_ms < 0) return absl::InvalidArgumentError("sync_timeout_ms must be >= 0");
+  o.sync_timeout = sync_timeout_ms == 0 ? options_.default_timeout : absl::Milliseconds(sync_timeout_ms);
+  o.non_finite = non_finite;
+  return o;
+}
+
+void PsServer::Install(std::vector<std::shared_ptr<Shard>> shards) {
+  std::vector<std::shared_ptr<Shard>> replaced;
+  {
+    absl::MutexLock l(&mu_);
+    for (auto& s : shards) {
+      auto it = shards_.find(s->name());
+      if (it != shards_.end()) replaced.push_back(std::move(it->second));
+      shards_[s->name()] = std::move(s);
+    }
+  }
+  for (auto& s : replaced) s->Abort(absl::AbortedError(absl::StrCat("shard ", s->name(), " was re-created")));
+}
+
+absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateShardsResponse* response) {
+  RETURN_IF_ERROR(CheckProtocolVersion(request.protocol_version(), "the caller of CreateShards"));
+  ASSIGN_OR_RETURN(ShardOptions opts, MakeOptions(request.optimizer(), request.mode(), request.num_workers(),
+                                                  request.sync_timeout_ms(), request.non_finite()));
+  const std::vector<std::string> slot_names = opts.optimizer->SlotNames();
+  std::vector<std::shared_ptr<Shard>> created;
+  std::set<std::string> names;
+  for (const ShardSpecProto& spec : request.shards()) {
+    if (!names.insert(spec.shard_name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " is listed twice"));
+    }
+    ASSIGN_OR_RETURN(std::vector<int64_t> shape, ShardShape(spec));
+    if (NumElements(shape) * 4 > kMaxMessageBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " of shape ", ShapeString(shape),
+                                                     " exceeds the 2 GiB message limit; partition the variable "
+                                                     "(partitioner max_size)"));
+    }
+    Tensor values(DType::kFloat32, shape);
+    if (request.initialize()) RETURN_IF_ERROR(InitializeRows(spec, &values));
+    std::vector<Tensor> slots;
+    for (size_t i = 0; i < slot_names.size(); ++i) {
+      Tensor slot(DType::kFloat32, shape);
+      const float init = opts.optimizer->SlotInitialValue(static_cast<int>(i));
+      if (init != 0) std::fill(slot.flat().begin(), slot.flat().end(), init);
+      slots.push_back(std::move(slot));
+    }
+    created.push_back(std::make_shared<Shard>(spec, opts, std::move(values), std::move(slots), 0));
+  }
+  Install(std::move(created));
+  return absl::OkStatus();
+}
+
+void PsServer::Pull(const PullRequest* request, PullResponse* response, DoneCallback done) {
+  absl::StatusOr<std::vector<std::shared_ptr<Shard>>> shards =
+      Lookup({request->shard_names().begin(), request->shard_names().end()});
+  if (!shards.ok()) return done(shards.status());
+  int64_t bytes = 0;
+  for (const auto& s : *shards) bytes += static_cast<int64_t>(s->num_bytes());
+  if (bytes > kMaxMessageBytes) {
+    return done(absl::InvalidArgumentError(absl::StrCat("pull of ", shards->size(), " shards (", bytes,
+                                                        " bytes) exceeds the 2 GiB message limit; pull fewer "
+                                                        "shards per call")));
+  }
+  auto fill = [shards = *shards, response](const std::vector<int64_t>&) {
+    response->clear_values();
+    for (const auto& s : shards) s->Read(response->add_values());
+    return absl::OkStatus();
+  };
+  std::vector<std::shared_ptr<Shard>> lagging;
+  for (const auto& s : *shards) {
+    if (s->version() < request->min_version()) lagging.push_back(s);
+  }
+  if (lagging.empty()) return done(fill({}));
+  const int64_t min_version = request->min_version();
+  ParkedCall::Handlers h;
+  h.on_success = fill;
+  h.done = std::move(done);
+  h.on_shutdown = [this] { return UnavailableStatus(); };
+  const absl::Duration timeout = MaxTimeout(lagging);
+  h.describe_timeout = [lagging, min_version, timeout] {
+    std::vector<std::string> parts;
+    for (const auto& s : lagging) {
+      const int64_t v = s->version();
+      if (v >= min_version) continue;
+      std::string part = absl::StrCat("shard ", s->name(), " is at version ", v);
+      if (s->options().mode == UPDATE_SYNC) {
+        absl::StrAppend(&part, " (step ", v, " is missing ", Missing(s->MissingWorkers(v), s->options().num_workers),
+                        ")");
+      }
+      parts.push_back(part);
+    }
+    return absl::DeadlineExceededError(absl::StrCat("pull timed out after ", absl::FormatDuration(timeout),
+                                                    " waiting for version ", min_version, ": ",
+                                                    absl::StrJoin(parts, "; ")));
+  };
+  auto call = ParkedCall::Create(static_cast<int>(lagging.size()), std::move(h));
+  call->Arm(&timer_, absl::Now() + timeout);
+  for (size_t i = 0; i < lagging.size(); ++i) {
+    lagging[i]->WhenVersionAtLeast(min_version, [call, i](absl::Status s) {
+      if (s.ok()) {
+        call->PartDone(static_cast<int>(i), int64_t{0});
+      } else {
+        call->PartDone(static_cast<int>(i), s);
+      }
+    });
+  }
+}
+
+absl::Status PsServer::ValidatePush(const PushRequest& request, PushPlan* plan) const {
+  std::vector<std::string> names;
+  for (const ShardGradient& g : request.gradients()) names.push_back(g.name());
+  ASSIGN_OR_RETURN(plan->shards, Lookup(names));
+  for (int i = 0; i < request.gradients_size(); ++i) {
+    Shard& shard = *plan->shards[i];
+    const TensorProto& g = request.gradients(i).gradient();
+    absl::Status s = shard.CheckGradient(g);
+    if (s.ok() && shard.options().mode == UPDATE_SYNC) s = shard.CheckSyncPush(request.worker_index(), request.step());
+    const int64_t bad = s.ok() ? Shard::CountNonFinite(g) : 0;
+    if (bad > 0 && shard.options().non_finite == NON_FINITE_REJECT) {
+      s = absl::InvalidArgumentError(absl::StrCat("shard ", shard.name(), ": gradient from worker ",
+                                                  request.worker_index(), " has ", bad,
+                                                  " non-finite values (NaN/Inf); push rejected, shard unchanged "
+                                                  "(non_finite NON_FINITE_SKIP skips such gradients instead)"));
+    }
+    if (!s.ok()) {
+      shard.CountRejected();
+      return s;
+    }
+    plan->grads.push_back(bad > 0 ? nullptr : g.data().data());
+    if (bad > 0) plan->skipped++;
+  }
+  return absl::OkStatus();
+}
+
+void PsServer::Push(const PushRequest* request, PushResponse* response, DoneCallback done) {
+  PushPlan plan;
+  absl::Status s = ValidatePush(*request, &plan);
+  if (!s.ok()) return done(s);
+  response->set_skipped_non_finite(plan.skipped);
+  response->clear_versions();
+  bool any_sync = false;
+  for (size_t i = 0; i < plan.shards.size(); ++i) {
+    Shard& shard = *plan.shards[i];
+    shard.CountPush(static_cast<int64_t>(shard.num_bytes()));
+    if (plan.grads[i] == nullptr) shard.CountSkipped();
+    if (shard.options().mode == UPDATE_SYNC) {
+      any_sync = true;
+      response->add_versions(0);  // filled when the step applies
+    } else {
+      response->add_versions(plan.grads[i] == nullptr ? shard.version() : shard.ApplyNow(plan.grads[i]));
+    }
+  }
+  if (!any_sync) return done(absl::OkStatus());
+  ParkSyncPush(request, response, std::move(plan), std::move(done));
+}
+
+void PsServer::ParkSyncPush(const PushRequest* request, PushResponse* response, PushPlan plan, DoneCallback done) {
+  std::vector<size_t> sync;  // indices of the sync shards in the request
+  std::vector<std::shared_ptr<Shard>> sync_shards;
+  for (size_t i = 0; i < plan.shards.size(); ++i) {
+    if (plan.shards[i]->options().mode == UPDATE_SYNC) {
+      sync.push_back(i);
+      sync_shards.push_back(plan.shards[i]);
+    }
+  }
+  const int worker = request->worker_index();
+  const int64_t step = request->step();
+  const absl::Duration timeout = MaxTimeout(sync_shards);
+  ParkedCall::Handlers h;
+  h.on_success = [response, sync](const std::vector<int64_t>& versions) {
+    for (size_t k = 0; k < sync.size(); ++k) response->set_versions(static_cast<int>(sync[k]), versions[k]);
+    return absl::OkStatus();
+  };
+  h.done = std::move(done);
+  h.on_shutdown = [this] { return UnavailableStatus(); };
+  h.describe_timeout = [sync_shards, worker, step, timeout] {
+    std::vector<std::string> parts;
+    for (const auto& s : sync_shards) {
+      std::vector<int> missing = s->MissingWorkers(step);
+      if (!missing.empty()) {
+        parts.push_back(absl::StrCat("shard ", s->name(), " is missing ", Missing(missing, s->options().num_workers)));
+      }
+    }
+    return absl::DeadlineExceededError(absl::StrCat("sync push of worker ", worker, " for step ", step,
+                                                    " timed out after ", absl::FormatDuration(timeout), ": ",
+                                                    absl::StrJoin(parts, "; ")));
+  };
+  auto call = ParkedCall::Create(static_cast<int>(sync.size()), std::move(h));
+  call->Arm(&timer_, absl::Now() + timeout);
+  for (size_t k = 0; k < sync.size(); ++k) {
+    absl::Status s = sync_shards[k]->AddSyncGradient(
+        worker, step, plan.grads[sync[k]],
+        [call, k](absl::StatusOr<int64_t> v) { call->PartDone(static_cast<int>(k), std::move(v)); });
+    if (!s.ok()) call->PartDone(static_cast<int>(k), s);  // a concurrent duplicate slipped past validation
+  }
+}
+
+absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) {
+  if (request.checkpoint_dir().empty()) return absl::InvalidArgumentError("Save needs a checkpoint_dir");
+  RETURN_IF_ERROR(env_->CreateDirs(request.checkpoint_dir()));
+  std::map<std::string, std::shared_ptr<Shard>> shards;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    shards = shards_;
+  }
+  for (const auto& [name, shard] : shards) {
+    ShardSnapshot snap = shard->Snapshot();
+    ASSIGN_OR_RETURN(SavedShard saved,
+                     WriteShardFile(env_, request.checkpoint_dir(), shard->spec(), snap.values,
+                                    shard->options().optimizer->SlotNames(), snap.slots, snap.version));
+    *response->add_shards() = std::move(saved);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsServer::Restore(const RestoreRequest& request, RestoreResponse* response) {
+  ASSIGN_OR_RETURN(ShardOptions opts, MakeOptions(request.optimizer(), request.mode(), request.num_workers(),
+                                                  request.sync_timeout_ms(), request.non_finite()));
+  std::set<std::string> names;
+  for (const ShardSpecProto& spec : request.shards()) {
+    if (!names.insert(spec.shard_name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " is listed twice"));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards,
+                   LoadShardsFromCheckpoint(env_, request.checkpoint_dir(),
+                                            {request.shards().begin(), request.shards().end()}, opts));
+  Install(std::move(shards));
+  return absl::OkStatus();
+}
+
+absl::Status PsServer::GetStats(const PsStatsRequest& request, PsStatsResponse* response) {
+  std::map<std::string, std::shared_ptr<Shard>> shards;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    shards = shards_;
+  }
+  ShardStats* total = response->mutable_total();
+  total->set_name("total");
+  bool first = true;
+  for (const auto& [name, shard] : shards) {
+    ShardStats s = shard->Stats();
+    total->set_pulls(total->pulls() + s.pulls());
+    total->set_pushes(total->pushes() + s.pushes());
+    total->set_bytes_in(total->bytes_in() + s.bytes_in());
+    total->set_bytes_out(total->bytes_out() + s.bytes_out());
+    total->set_rejected_pushes(total->rejected_pushes() + s.rejected_pushes());
+    total->set_skipped_non_finite(total->skipped_non_finite() + s.skipped_non_finite());
+    total->set_update_seconds_total(total->update_seconds_total() + s.update_seconds_total());
+    total->set_version(first ? s.version() : std::min(total->version(), s.version()));
+    first = false;
+    *response->add_shards() = std::move(s);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain

@@ -1,0 +1,105 @@
+// PsServer: everything one ps task does, with no RPC code — the shards it holds, pulls, pushes
+// (async: applied at once; sync: parked until all workers of the step pushed), checkpoints, stats
+// and the handshake. The gRPC service (ps_service.h) and LocalPsClient are thin adapters over it.
+//
+// Pull and Push never block: they either finish before returning or park the call and finish it
+// later from the thread whose push completes the step, or from the timeout thread. `done` runs
+// exactly once; request and response must stay valid until it runs.
+//
+// Gradient semantics: workers push gradients already divided by the GLOBAL batch one update covers.
+// ASYNC: each push is applied at once. SYNC (UPDATE_SYNC, num_workers N): the push for step s (the
+// version the worker pulled) waits until all N workers pushed for s; the SUM of the N gradients
+// (= the mean gradient over the global batch) is applied once, the version becomes s+1, and all N
+// pushes are answered. Duplicate or stale pushes fail with FAILED_PRECONDITION and are never
+// applied twice; after sync_timeout_ms a push fails with DEADLINE_EXCEEDED naming the missing
+// workers (gradients already collected stay, so the step completes when the rest arrive; a worker
+// whose push timed out pulls with min_version = s+1 instead of pushing again).
+// A push is validated for every shard before anything is applied (unknown shard, dtype/shape/size,
+// non-finite values, stale/duplicate step): a rejected push leaves every shard unchanged.
+// Thread-safety: all methods are thread-safe.
+#ifndef PSTRAIN_PS_PS_SERVER_H_
+#define PSTRAIN_PS_PS_SERVER_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/env.h"
+#include "proto/ps.pb.h"
+#include "ps/deadline_timer.h"
+#include "ps/shard.h"
+
+namespace pstrain {
+
+// Largest single message (protobuf's limit is 2 GiB; a little room is kept for framing).
+inline constexpr int64_t kMaxMessageBytes = (int64_t{1} << 31) - (int64_t{1} << 20);
+
+class PsServer {
+ public:
+  using DoneCallback = std::function<void(absl::Status)>;
+
+  struct Options {
+    std::string task = "ps:0";                        // names this ps in messages
+    Env* env = nullptr;                               // not owned; nullptr = Env::Default()
+    absl::Duration default_timeout = absl::Seconds(60);  // when a request gives sync_timeout_ms 0
+  };
+
+  explicit PsServer(Options options);
+  // Runs Shutdown().
+  ~PsServer();
+
+  const std::string& task() const { return options_.task; }
+
+  // FailedPrecondition on a protocol version mismatch.
+  absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* response);
+  // Creates (or replaces, by name) shards, initialised from their initializers when
+  // request.initialize, zeros otherwise. All-or-nothing: InvalidArgument naming the shard for a bad
+  // spec, optimizer or mode; FailedPrecondition on a protocol version mismatch. Calls parked on a
+  // replaced shard fail with Aborted.
+  absl::Status CreateShards(const CreateShardsRequest& request, CreateShardsResponse* response);
+  // Values and versions of the named shards, in request order, once each has version >=
+  // min_version. NotFound for an unknown shard; InvalidArgument when the answer would exceed
+  // kMaxMessageBytes; DeadlineExceeded after the shards' sync timeout, naming the lagging shards.
+  void Pull(const PullRequest* request, PullResponse* response, DoneCallback done);
+  // Applies (async) or collects (sync) gradients; see the file comment for codes.
+  void Push(const PushRequest* request, PushResponse* response, DoneCallback done);
+  // Writes every shard's values, optimizer slots and version into request.checkpoint_dir (created
+  // when missing) and lists them; the chief writes the index. Internal on I/O errors.
+  absl::Status Save(const SaveRequest& request, SaveResponse* response);
+  // Replaces the shards by those in request.shards, loaded from the checkpoint's rows (any saved
+  // partitioning). NotFound for a missing index or variable; DataLoss on a checksum mismatch;
+  // InvalidArgument for a bad spec. Optimizer slots missing from the checkpoint start fresh.
+  absl::Status Restore(const RestoreRequest& request, RestoreResponse* response);
+  // Counters per shard (sorted by name) and their total (total.version: the smallest version).
+  absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response);
+
+  // Fails every parked call with Unavailable and every later one that would park. Idempotent.
+  void Shutdown();
+
+ private:
+  struct PushPlan;
+
+  absl::StatusOr<std::vector<std::shared_ptr<Shard>>> Lookup(const std::vector<std::string>& names) const;
+  absl::StatusOr<ShardOptions> MakeOptions(const OptimizerProto& optimizer, UpdateMode mode, int num_workers,
+                                           int64_t sync_timeout_ms, NonFinitePolicy non_finite) const;
+  // Swaps in `shards`, aborting the calls parked on the ones they replace.
+  void Install(std::vector<std::shared_ptr<Shard>> shards);
+  absl::Status ValidatePush(const PushRequest& request, PushPlan* plan) const;
+  void ParkSyncPush(const PushRequest* request, PushResponse* response, PushPlan plan, DoneCallback done);
+  absl::Status UnavailableStatus() const;
+
+  const Options options_;
+  Env* const env_;
+  DeadlineTimer timer_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Shard>> shards_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_PS_SERVER_H_

@@ -1,0 +1,38 @@
+// The gRPC edge of a ps task: PsService handlers (callback API) that unpack a request, call the
+// PsServer and finish the reactor with its status. Pull and Push park the reactor until the
+// PsServer's completion runs; no handler blocks.
+// Thread-safety: thread-safe; the PsServer is not owned and must outlive the service.
+#ifndef PSTRAIN_PS_PS_SERVICE_H_
+#define PSTRAIN_PS_PS_SERVICE_H_
+
+#include "proto/ps.grpc.pb.h"
+#include "ps/ps_server.h"
+
+namespace pstrain {
+
+class PsServiceImpl final : public PsService::CallbackService {
+ public:
+  explicit PsServiceImpl(PsServer* server) : server_(server) {}
+
+  grpc::ServerUnaryReactor* Handshake(grpc::CallbackServerContext* context, const HandshakeRequest* request,
+                                      HandshakeResponse* response) override;
+  grpc::ServerUnaryReactor* CreateShards(grpc::CallbackServerContext* context, const CreateShardsRequest* request,
+                                         CreateShardsResponse* response) override;
+  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context, const PullRequest* request,
+                                 PullResponse* response) override;
+  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context, const PushRequest* request,
+                                 PushResponse* response) override;
+  grpc::ServerUnaryReactor* Save(grpc::CallbackServerContext* context, const SaveRequest* request,
+                                 SaveResponse* response) override;
+  grpc::ServerUnaryReactor* Restore(grpc::CallbackServerContext* context, const RestoreRequest* request,
+                                    RestoreResponse* response) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context, const PsStatsRequest* request,
+                                     PsStatsResponse* response) override;
+
+ private:
+  PsServer* const server_;  // not owned
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_PS_SERVICE_H_

@@ -1,0 +1,245 @@
+#include "ps/shard.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/tensor_proto.h"
+#include "ps/initializers.h"
+
+namespace pstrain {
+namespace {
+
+std::vector<absl::Span<float>> SlotSpans(std::vector<Tensor>& slots) {
+  std::vector<absl::Span<float>> spans;
+  spans.reserve(slots.size());
+  for (Tensor& t : slots) spans.push_back(t.flat());
+  return spans;
+}
+
+void RunAll(std::vector<std::function<void()>>& fns) {
+  for (auto& f : fns) f();
+}
+
+}  // namespace
+
+Shard::Shard(ShardSpecProto spec, ShardOptions options, Tensor values, std::vector<Tensor> slots, int64_t version)
+    : spec_(std::move(spec)),
+      options_(std::move(options)),
+      shape_(values.shape()),
+      num_bytes_(values.num_bytes()),
+      values_(std::move(values)),
+      slots_(std::move(slots)),
+      version_(version) {}
+
+Shard::~Shard() { Abort(absl::AbortedError(absl::StrCat("shard ", name(), " was dropped"))); }
+
+absl::Status Shard::CheckGradient(const TensorProto& grad) const {
+  if (grad.dtype() != DT_FLOAT) {
+    return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": gradient dtype ", DataType_Name(grad.dtype()),
+                                                   " does not match the shard's DT_FLOAT"));
+  }
+  std::vector<int64_t> shape(grad.shape().begin(), grad.shape().end());
+  if (shape != shape_) {
+    return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": gradient shape ", ShapeString(shape),
+                                                   " does not match the shard's shape ", ShapeString(shape_)));
+  }
+  if (grad.data().size() != num_bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": gradient of shape ", ShapeString(shape),
+                                                   " needs ", num_bytes_, " bytes but ", grad.data().size(),
+                                                   " arrived"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t Shard::CountNonFinite(const TensorProto& grad) {
+  const size_t n = grad.data().size() / sizeof(float);
+  const char* p = grad.data().data();
+  int64_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    float f;
+    std::memcpy(&f, p + i * sizeof(float), sizeof(float));
+    bad += std::isfinite(f) ? 0 : 1;
+  }
+  return bad;
+}
+
+void Shard::ApplyLocked(const float* grad, std::vector<std::function<void()>>* run_after) {
+  const auto start = std::chrono::steady_clock::now();
+  if (grad != nullptr) {
+    const size_t n = static_cast<size_t>(values_.num_elements());
+    std::vector<absl::Span<float>> slots = SlotSpans(slots_);
+    options_.optimizer->Apply(absl::MakeConstSpan(grad, n), values_.flat(), slots, version_);
+  }
+  ++version_;
+  update_nanos_.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
+      std::memory_order_relaxed);
+  while (!version_waiters_.empty() && version_waiters_.begin()->first <= version_) {
+    ReadyCallback cb = std::move(version_waiters_.begin()->second);
+    version_waiters_.erase(version_waiters_.begin());
+    run_after->push_back([cb = std::move(cb)] { cb(absl::OkStatus()); });
+  }
+}
+
+int64_t Shard::ApplyNow(const char* grad) {
+  std::vector<std::function<void()>> run_after;
+  int64_t v;
+  {
+    absl::MutexLock l(&mu_);
+    if (grad != nullptr && reinterpret_cast<uintptr_t>(grad) % alignof(float) != 0) {
+      Tensor aligned(DType::kFloat32, shape_);
+      std::memcpy(aligned.raw(), grad, num_bytes_);
+      ApplyLocked(aligned.data<float>(), &run_after);
+    } else {
+      ApplyLocked(reinterpret_cast<const float*>(grad), &run_after);
+    }
+    v = version_;
+  }
+  RunAll(run_after);
+  return v;
+}
+
+absl::Status Shard::CheckSyncPushLocked(int worker, int64_t step) const {
+  if (worker < 0 || worker >= options_.num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": worker index ", worker,
+                                                   " is outside 0..", options_.num_workers - 1,
+                                                   " (sync mode with ", options_.num_workers, " workers)"));
+  }
+  if (step < version_) {
+    return absl::FailedPreconditionError(absl::StrCat("shard ", name(), ": stale push from worker ", worker,
+                                                      " for step ", step, "; the shard is at version ", version_,
+                                                      " (step ", step, " was applied already), pull again"));
+  }
+  if (step > version_) {
+    return absl::FailedPreconditionError(absl::StrCat("shard ", name(), ": push from worker ", worker, " for step ",
+                                                      step, " is ahead of the shard's version ", version_,
+                                                      "; push gradients for the version you pulled"));
+  }
+  if (pending_.count(worker) > 0) {
+    return absl::FailedPreconditionError(absl::StrCat("shard ", name(), ": duplicate push from worker ", worker,
+                                                      " for step ", step,
+                                                      "; its gradient is already collected and is applied once"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::CheckSyncPush(int worker, int64_t step) const {
+  absl::ReaderMutexLock l(&mu_);
+  return CheckSyncPushLocked(worker, step);
+}
+
+absl::Status Shard::AddSyncGradient(int worker, int64_t step, const char* grad, AppliedCallback applied) {
+  std::vector<std::function<void()>> run_after;
+  {
+    absl::MutexLock l(&mu_);
+    absl::Status s = CheckSyncPushLocked(worker, step);
+    if (!s.ok()) return s;
+    Tensor copy(DType::kFloat32, shape_);  // zeros when the gradient was skipped as non-finite
+    if (grad != nullptr) std::memcpy(copy.raw(), grad, num_bytes_);
+    pending_.emplace(worker, std::move(copy));
+    applied_waiters_.push_back(std::move(applied));
+    if (static_cast<int>(pending_.size()) == options_.num_workers) CompleteSyncStepLocked(&run_after);
+  }
+  RunAll(run_after);
+  return absl::OkStatus();
+}
+
+void Shard::CompleteSyncStepLocked(std::vector<std::function<void()>>* run_after) {
+  // Sum in worker-index order (std::map order) so the result does not depend on arrival order.
+  auto it = pending_.begin();
+  if (sum_.num_elements() != values_.num_elements()) sum_ = Tensor(DType::kFloat32, shape_);
+  std::memcpy(sum_.raw(), it->second.raw(), num_bytes_);
+  float* sum = sum_.data<float>();
+  const int64_t n = sum_.num_elements();
+  for (++it; it != pending_.end(); ++it) {
+    const float* g = it->second.data<float>();
+    for (int64_t i = 0; i < n; ++i) sum[i] += g[i];
+  }
+  pending_.clear();
+  ApplyLocked(sum, run_after);
+  const int64_t v = version_;
+  for (AppliedCallback& cb : applied_waiters_) run_after->push_back([cb = std::move(cb), v] { cb(v); });
+  applied_waiters_.clear();
+}
+
+std::vector<int> Shard::MissingWorkers(int64_t step) const {
+  absl::ReaderMutexLock l(&mu_);
+  std::vector<int> missing;
+  if (step != version_) return missing;
+  for (int w = 0; w < options_.num_workers; ++w) {
+    if (pending_.count(w) == 0) missing.push_back(w);
+  }
+  return missing;
+}
+
+int64_t Shard::version() const {
+  absl::ReaderMutexLock l(&mu_);
+  return version_;
+}
+
+void Shard::WhenVersionAtLeast(int64_t min_version, ReadyCallback ready) {
+  {
+    absl::MutexLock l(&mu_);
+    if (version_ < min_version) {
+      version_waiters_.emplace(min_version, std::move(ready));
+      return;
+    }
+  }
+  ready(absl::OkStatus());
+}
+
+void Shard::Read(ShardValue* out) const {
+  out->set_name(name());
+  TensorProto* value = out->mutable_value();
+  value->set_dtype(DT_FLOAT);
+  value->clear_shape();
+  for (int64_t d : shape_) value->add_shape(d);
+  {
+    absl::ReaderMutexLock l(&mu_);
+    out->set_version(version_);
+    value->set_data(reinterpret_cast<const char*>(values_.raw()), num_bytes_);
+  }
+  pulls_.fetch_add(1, std::memory_order_relaxed);
+  bytes_out_.fetch_add(static_cast<int64_t>(num_bytes_), std::memory_order_relaxed);
+}
+
+ShardSnapshot Shard::Snapshot() const {
+  absl::ReaderMutexLock l(&mu_);
+  ShardSnapshot snap;
+  snap.values = values_;
+  snap.slots = slots_;
+  snap.version = version_;
+  return snap;
+}
+
+void Shard::Abort(const absl::Status& why) {
+  std::vector<AppliedCallback> applied;
+  std::multimap<int64_t, ReadyCallback> waiters;
+  {
+    absl::MutexLock l(&mu_);
+    applied.swap(applied_waiters_);
+    waiters.swap(version_waiters_);
+    pending_.clear();
+  }
+  for (auto& cb : applied) cb(why);
+  for (auto& [v, cb] : waiters) cb(why);
+}
+
+ShardStats Shard::Stats() const {
+  ShardStats s;
+  s.set_name(name());
+  s.set_pulls(pulls_.load(std::memory_order_relaxed));
+  s.set_pushes(pushes_.load(std::memory_order_relaxed));
+  s.set_bytes_in(bytes_in_.load(std::memory_order_relaxed));
+  s.set_bytes_out(bytes_out_.load(std::memory_order_relaxed));
+  s.set_rejected_pushes(rejected_.load(std::memory_order_relaxed));
+  s.set_skipped_non_finite(skipped_.load(std::memory_order_relaxed));
+  s.set_update_seconds_total(static_cast<double>(update_nanos_.load(std::memory_order_relaxed)) * 1e-9);
+  s.set_version(version());
+  return s;
+}
+
+}  // namespace pstrain

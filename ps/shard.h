@@ -1,0 +1,127 @@
+// One variable shard on a ps: its values, optimizer slots and version (updates applied), the
+// gradients collected for the current synchronous step, the calls parked until a version is
+// reached, and its counters. Every update is serialised by the shard's own mutex, so different
+// shards update in parallel and a pull never sees a torn update.
+//
+// Sync mode: step s (= the version a worker pulled) collects exactly one gradient per worker index
+// 0..N-1, then applies the SUM of the N gradients once (workers push gradients already divided by
+// the global batch, so the sum is the mean over the global batch) and bumps the version to s+1.
+// The sum runs in worker-index order so a sync run is reproducible bit for bit.
+// Callbacks passed in are run after the shard's mutex is released, on the calling thread or on
+// the thread whose push completed the step; they must not block.
+// Thread-safety: all methods are thread-safe.
+#ifndef PSTRAIN_PS_SHARD_H_
+#define PSTRAIN_PS_SHARD_H_
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/tensor.h"
+#include "proto/ps.pb.h"
+#include "ps/optimizer.h"
+
+namespace pstrain {
+
+// Settings shared by the shards created by one CreateShards or Restore call.
+struct ShardOptions {
+  std::shared_ptr<const Optimizer> optimizer;  // never null
+  UpdateMode mode = UPDATE_ASYNC;
+  int num_workers = 1;                          // sync mode: gradients per step
+  absl::Duration sync_timeout = absl::Seconds(60);
+  NonFinitePolicy non_finite = NON_FINITE_REJECT;
+};
+
+// A consistent copy of a shard's state, for checkpoints.
+struct ShardSnapshot {
+  Tensor values;
+  std::vector<Tensor> slots;  // in optimizer->SlotNames() order
+  int64_t version = 0;
+};
+
+class Shard {
+ public:
+  // Called with the version after the step applied, or an error when the shard was replaced.
+  using AppliedCallback = std::function<void(absl::StatusOr<int64_t>)>;
+  // Called once the version reached the awaited one (OK) or the shard was replaced (Aborted).
+  using ReadyCallback = std::function<void(absl::Status)>;
+
+  // REQUIRES: values has ShardShape(spec); slots match options.optimizer->SlotNames() and shape.
+  Shard(ShardSpecProto spec, ShardOptions options, Tensor values, std::vector<Tensor> slots, int64_t version);
+  ~Shard();
+
+  const std::string& name() const { return spec_.shard_name(); }
+  const ShardSpecProto& spec() const { return spec_; }
+  const ShardOptions& options() const { return options_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  size_t num_bytes() const { return num_bytes_; }
+
+  // InvalidArgument naming the shard when `grad` has another dtype, shape or byte size.
+  absl::Status CheckGradient(const TensorProto& grad) const;
+  // Number of NaN/Inf elements. REQUIRES: CheckGradient(grad) is OK.
+  static int64_t CountNonFinite(const TensorProto& grad);
+
+  // Async mode: applies `grad` (raw float32 bytes of shape()) now; returns the new version.
+  int64_t ApplyNow(const char* grad);
+
+  // Sync mode, first phase: FailedPrecondition when `worker` already pushed for `step`, `step` is
+  // stale (< version) or ahead (> version); InvalidArgument for a worker index outside 0..N-1.
+  absl::Status CheckSyncPush(int worker, int64_t step) const;
+  // Sync mode: records `worker`'s gradient for `step` (nullptr: a skipped non-finite gradient,
+  // counted as zeros) and calls `applied` once the step is applied. Same errors as CheckSyncPush.
+  absl::Status AddSyncGradient(int worker, int64_t step, const char* grad, AppliedCallback applied);
+  // Worker indices that have not pushed for `step` yet ("" when the step is complete).
+  std::vector<int> MissingWorkers(int64_t step) const;
+
+  int64_t version() const;
+  // Calls `ready` (now, on this thread, when already reached) once version() >= min_version.
+  void WhenVersionAtLeast(int64_t min_version, ReadyCallback ready);
+  // Copies the value and version into `out` (name, version, value).
+  void Read(ShardValue* out) const;
+  ShardSnapshot Snapshot() const;
+  // Fails every parked call with `why` (the shard is being replaced or the ps stops).
+  void Abort(const absl::Status& why);
+
+  void CountRejected() { rejected_.fetch_add(1, std::memory_order_relaxed); }
+  void CountSkipped() { skipped_.fetch_add(1, std::memory_order_relaxed); }
+  void CountPush(int64_t bytes) {
+    pushes_.fetch_add(1, std::memory_order_relaxed);
+    bytes_in_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  ShardStats Stats() const;
+
+ private:
+  // Applies one gradient under mu_, bumps the version and moves satisfied version waiters out.
+  void ApplyLocked(const float* grad, std::vector<std::function<void()>>* run_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckSyncPushLocked(int worker, int64_t step) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void CompleteSyncStepLocked(std::vector<std::function<void()>>* run_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ShardSpecProto spec_;
+  const ShardOptions options_;
+  const std::vector<int64_t> shape_;
+  const size_t num_bytes_;
+
+  mutable absl::Mutex mu_;
+  Tensor values_ ABSL_GUARDED_BY(mu_);
+  std::vector<Tensor> slots_ ABSL_GUARDED_BY(mu_);
+  int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int, Tensor> pending_ ABSL_GUARDED_BY(mu_);  // sync: worker -> gradient for step version_
+  std::vector<AppliedCallback> applied_waiters_ ABSL_GUARDED_BY(mu_);
+  std::multimap<int64_t, ReadyCallback> version_waiters_ ABSL_GUARDED_BY(mu_);
+  Tensor sum_ ABSL_GUARDED_BY(mu_);  // sync: reused buffer for the sum of a step's gradients
+
+  mutable std::atomic<int64_t> pulls_{0}, bytes_out_{0};  // counted by const Read
+  std::atomic<int64_t> pushes_{0}, bytes_in_{0}, rejected_{0}, skipped_{0};
+  std::atomic<int64_t> update_nanos_{0};
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_SHARD_H_

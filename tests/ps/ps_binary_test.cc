@@ -1,0 +1,147 @@
+// Starts the real pstrain-ps binary on a free 127.0.0.1 port and talks to it over gRPC.
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/protocol_version.h"
+#include "gtest/gtest.h"
+#include "ps/grpc_ps_client.h"
+#include "tests/ps/ps_test_util.h"
+
+extern char** environ;
+
+namespace pstrain {
+namespace {
+
+using testing_util::OnePull;
+using testing_util::OnePush;
+using testing_util::Spec;
+using testing_util::ToFloats;
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// True once something accepts TCP connections on 127.0.0.1:port.
+bool Accepts(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// Spawns pstrain-ps with TF_CONFIG set to `tf_config`; returns its pid.
+pid_t Spawn(const std::string& tf_config, const std::vector<std::string>& flags) {
+  std::vector<std::string> env_strings = {"TF_CONFIG=" + tf_config};
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string(*e).rfind("TF_CONFIG=", 0) != 0) env_strings.push_back(*e);
+  }
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = {PSTRAIN_PS_BINARY};
+  args.insert(args.end(), flags.begin(), flags.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  EXPECT_EQ(posix_spawn(&pid, PSTRAIN_PS_BINARY, nullptr, nullptr, argv.data(), envp.data()), 0);
+  return pid;
+}
+
+// Waits up to `seconds` for `pid` to exit; returns its exit code, or -1 (after killing it) on timeout.
+int WaitExit(pid_t pid, int seconds) {
+  for (int i = 0; i < seconds * 50; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
+  const int port = FreePort();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  const std::string tf_config = R"({"cluster":{"ps":[")" + address +
+                                R"("],"worker":["127.0.0.1:1"]},"task":{"type":"ps","index":0}})";
+  const pid_t pid = Spawn(tf_config, {"--listen=" + address});
+  ASSERT_GT(pid, 0);
+  // Wait for the listener first: a gRPC channel that saw "connection refused" backs off for seconds.
+  for (int i = 0; i < 400 && !Accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  GrpcPsClient client(address, "ps:0", absl::Seconds(5));
+  HandshakeRequest hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_caller("test");
+  HandshakeResponse welcome;
+  absl::Status s;
+  for (int i = 0; i < 100; ++i) {  // up to ~20 s for the process to start listening
+    s = client.Handshake(hello, &welcome);
+    if (s.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(welcome.task(), "ps:0");
+
+  CreateShardsRequest create;
+  create.set_protocol_version(kProtocolVersion);
+  *create.add_shards() = Spec("w", {2048, 1024}, 0, 2048, "ones");  // 8 MiB: above gRPC's default limit
+  *create.mutable_optimizer() = testing_util::Sgd(0.5);
+  create.set_initialize(true);
+  CreateShardsResponse created;
+  ASSERT_TRUE(client.CreateShards(create, &created).ok());
+  PushResponse pushed;
+  ASSERT_TRUE(client.Push(OnePush("w", {2048, 1024}, std::vector<float>(2048 * 1024, 1.0f)), &pushed).ok());
+  EXPECT_EQ(pushed.versions(0), 1);
+  PullResponse pulled;
+  ASSERT_TRUE(client.Pull(OnePull("w"), &pulled).ok());
+  std::vector<float> v = ToFloats(pulled.values(0).value());
+  ASSERT_EQ(v.size(), 2048u * 1024u);
+  EXPECT_EQ(v[0], 0.5f);
+  EXPECT_EQ(v.back(), 0.5f);
+  absl::Status missing = client.Pull(OnePull("nope"), &pulled);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.message().find("ps:0 at " + address), std::string::npos) << missing;
+
+  const auto stop = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  EXPECT_EQ(WaitExit(pid, 10), 0);
+  std::cerr << "pstrain-ps stopped " << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - stop).count()
+            << " ms after SIGTERM\n";
+}
+
+TEST(PsBinary, BadTfConfigExitsTwo) {
+  const pid_t wrong_type = Spawn(R"({"cluster":{"ps":["127.0.0.1:1"],"worker":["127.0.0.1:2"]},
+                                     "task":{"type":"worker","index":0}})",
+                                 {});
+  EXPECT_EQ(WaitExit(wrong_type, 20), 2);
+  const pid_t not_json = Spawn("{cluster", {});
+  EXPECT_EQ(WaitExit(not_json, 20), 2);
+}
+
+}  // namespace
+}  // namespace pstrain

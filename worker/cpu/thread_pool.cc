@@ -1,0 +1,55 @@
+#include "worker/cpu/thread_pool.h"
+
+namespace pstrain {
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < threads; ++i) helpers_.emplace_back([this, i] { HelperLoop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+    work_cv_.SignalAll();
+  }
+  for (std::thread& t : helpers_) t.join();
+}
+
+void ThreadPool::Run(int n, const std::function<void(int)>& fn) {
+  if (n <= 1) {
+    fn(0);
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    fn_ = &fn;
+    tasks_ = n;
+    pending_ = n - 1;
+    ++generation_;
+    work_cv_.SignalAll();
+  }
+  fn(0);
+  absl::MutexLock lock(&mu_);
+  while (pending_ > 0) done_cv_.Wait(&mu_);
+  fn_ = nullptr;
+}
+
+void ThreadPool::HelperLoop(int index) {
+  int64_t seen = 0;
+  while (true) {
+    const std::function<void(int)>* fn = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      while (!stop_ && generation_ == seen) work_cv_.Wait(&mu_);
+      if (stop_) return;
+      seen = generation_;
+      if (index >= tasks_) continue;
+      fn = fn_;
+    }
+    (*fn)(index);
+    absl::MutexLock lock(&mu_);
+    if (--pending_ == 0) done_cv_.Signal();
+  }
+}
+
+}  // namespace pstrain

@@ -1,0 +1,49 @@
+// In-memory datasets for training and evaluation: Fashion-MNIST IDX files (gzipped or not, scaled
+// to [0,1]), CSV tables and the synthetic linear-regression data of the `linear` preset. Every
+// error a user can cause (missing file, bad magic, wrong sizes, truncation, bad CSV cell) names
+// the file.
+// Thread-safety: a loaded Dataset is immutable; share it freely across threads.
+#ifndef PSTRAIN_WORKER_DATA_DATASET_H_
+#define PSTRAIN_WORKER_DATA_DATASET_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/job_spec.h"
+
+namespace pstrain {
+
+struct Dataset {
+  std::vector<int64_t> example_shape;  // per example, e.g. [28, 28, 1]
+  int64_t size = 0;                    // examples
+  std::vector<float> features;         // size * NumElements(example_shape)
+  std::vector<int32_t> labels;         // classification: size class ids
+  std::vector<float> targets;          // regression: size * target_width values
+  int64_t target_width = 0;            // 0 for classification
+  int64_t example_floats() const;
+};
+
+enum class Split { kTrain, kTest };
+
+// Loads the split of the job's data. `data_dir` overrides data.dir when non-empty. The features
+// must fit model.input_shape, the labels the model's outputs. Errors: NotFound (missing file),
+// InvalidArgument / DataLoss (bad contents), each naming the file.
+absl::StatusOr<Dataset> LoadDataset(const JobSpec& job, Split split, const std::string& data_dir = "");
+
+// Fashion-MNIST (or MNIST) IDX pair: images [n, rows, cols, 1] scaled to [0,1] and uint8 labels.
+absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path, const std::string& labels_path);
+
+// A CSV file of numbers: one example per line, `label_column` (-1 = last) the label (a class id
+// when `classification`, else the regression target), the other columns the features.
+absl::StatusOr<Dataset> LoadCsvDataset(const std::string& path, int64_t label_column, bool header,
+                                       bool classification);
+
+// y = a.x + b + noise with x ~ U(-1,1)^features; a, b and the noise come from `seed` (the test
+// split uses another stream of the same a, b).
+Dataset SyntheticLinearDataset(int64_t examples, int64_t features, uint64_t seed, Split split);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_DATA_DATASET_H_

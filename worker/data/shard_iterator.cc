@@ -1,0 +1,76 @@
+#include "worker/data/shard_iterator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+namespace pstrain {
+namespace {
+
+// Resizes the batch's buffers only when the number of examples changes.
+void PrepareBatch(const Dataset& data, int64_t n, Batch* batch) {
+  std::vector<int64_t> shape = {n};
+  shape.insert(shape.end(), data.example_shape.begin(), data.example_shape.end());
+  if (batch->inputs.shape() != shape || batch->inputs.dtype() != DType::kFloat32) {
+    batch->inputs = Tensor(DType::kFloat32, shape);
+  }
+  batch->labels.resize(data.labels.empty() ? 0 : n);
+  batch->targets.resize(n * data.target_width);
+}
+
+void CopyExample(const Dataset& data, int64_t from, int64_t to, Batch* batch) {
+  const int64_t width = data.example_floats();
+  std::memcpy(batch->inputs.data<float>() + to * width, data.features.data() + from * width, sizeof(float) * width);
+  if (!data.labels.empty()) batch->labels[to] = data.labels[from];
+  for (int64_t t = 0; t < data.target_width; ++t) {
+    batch->targets[to * data.target_width + t] = data.targets[from * data.target_width + t];
+  }
+}
+
+}  // namespace
+
+uint64_t MixSeed(uint64_t seed, uint64_t salt) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (salt + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+ShardIterator::ShardIterator(std::shared_ptr<const Dataset> data, int shard_index, int num_shards, uint64_t seed)
+    : data_(std::move(data)), seed_(seed), shard_index_(shard_index) {
+  for (int64_t i = shard_index; i < data_->size; i += num_shards) order_.push_back(i);
+  Shuffle();
+}
+
+// Fisher-Yates with our own RNG draws, so the order is the same with every standard library.
+void ShardIterator::Shuffle() {
+  std::sort(order_.begin(), order_.end());
+  std::mt19937_64 rng(MixSeed(MixSeed(seed_, static_cast<uint64_t>(shard_index_)), static_cast<uint64_t>(epoch_)));
+  for (size_t i = order_.size(); i > 1; --i) {
+    const size_t j = static_cast<size_t>(rng() % i);
+    std::swap(order_[i - 1], order_[j]);
+  }
+}
+
+void ShardIterator::Next(int64_t batch_size, Batch* batch) {
+  if (position_ >= shard_size()) {
+    ++epoch_;
+    position_ = 0;
+    Shuffle();
+  }
+  const int64_t n = std::min(batch_size, shard_size() - position_);
+  PrepareBatch(*data_, n, batch);
+  for (int64_t i = 0; i < n; ++i) CopyExample(*data_, order_[position_ + i], i, batch);
+  position_ += n;
+}
+
+std::pair<int64_t, int64_t> EvalRange(int64_t size, int shard, int num_shards) {
+  return {size * shard / num_shards, size * (shard + 1) / num_shards};
+}
+
+void FillRange(const Dataset& data, int64_t begin, int64_t end, Batch* batch) {
+  PrepareBatch(data, end - begin, batch);
+  for (int64_t i = begin; i < end; ++i) CopyExample(data, i, i - begin, batch);
+}
+
+}  // namespace pstrain

@@ -1,0 +1,91 @@
+// LocalTrainer: the whole job in one process with no cluster (`pstrain train`): the same initial
+// weights as the cluster, the same model, data pipeline, loss scaling (per-example losses summed
+// and divided by the GLOBAL batch) and optimizer, applied in place. Initialisation and the
+// optimizer are injected so this unit shares them with the ps instead of copying them.
+// Thread-safety: one Run at a time per object.
+#ifndef PSTRAIN_WORKER_LOCAL_TRAINER_H_
+#define PSTRAIN_WORKER_LOCAL_TRAINER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/job_spec.h"
+#include "common/model_variables.h"
+#include "common/tensor.h"
+#include "worker/replica_set.h"
+
+namespace pstrain {
+
+class ShardIterator;
+struct Dataset;
+
+// Writes the initial value of `var` (full shape, already allocated) from the job seed.
+using VariableInitializer = std::function<absl::Status(const VariableSpec& var, uint64_t seed, Tensor* value)>;
+
+// Applies one optimizer update to every variable: params[i] -= f(grads[i], state).
+class ParameterUpdater {
+ public:
+  virtual ~ParameterUpdater() = default;
+  virtual absl::Status Apply(const std::vector<Tensor>& grads, std::vector<Tensor>* params) = 0;
+};
+using UpdaterFactory = std::function<absl::StatusOr<std::unique_ptr<ParameterUpdater>>(
+    const OptimizerSpec& optimizer, const std::vector<VariableSpec>& variables)>;
+
+struct LocalTrainOptions {
+  int threads = 1;
+  int replicas = 1;
+  std::string data_dir;  // overrides data.dir when non-empty
+  int64_t epochs = 0;    // > 0 overrides the schedule
+  int64_t steps = 0;     // > 0 overrides the schedule (takes precedence over epochs)
+  bool evaluate = true;  // evaluate on the test set after each epoch
+};
+
+// One line of progress: an epoch, or with a step budget a chunk of up to one epoch of steps.
+struct EpochReport {
+  int64_t epoch = 0;
+  int64_t steps = 0;  // global steps done so far
+  double train_loss = 0, train_accuracy = 0;
+  double test_loss = 0, test_accuracy = 0;  // NaN-free zeros when not evaluated
+  double train_seconds = 0, eval_seconds = 0;
+  double examples_per_second = 0;  // training examples over training time
+};
+
+class LocalTrainer {
+ public:
+  // Loads data (NotFound / DataLoss naming the file), builds the model and the optimizer.
+  static absl::StatusOr<std::unique_ptr<LocalTrainer>> Create(const JobSpec& job, const LocalTrainOptions& options,
+                                                              const VariableInitializer& init,
+                                                              const UpdaterFactory& updater,
+                                                              const GradientComputerFactory& compute);
+  ~LocalTrainer();
+
+  int64_t steps_per_epoch() const;
+  int64_t total_steps() const;
+
+  // Trains to the end of the schedule, calling `on_epoch` after each epoch.
+  absl::Status Run(const std::function<void(const EpochReport&)>& on_epoch);
+
+  // Loss and accuracy over the whole test set with the current parameters.
+  absl::Status EvaluateTest(double* loss, double* accuracy);
+
+  const std::vector<Tensor>& params() const { return params_; }
+
+ private:
+  LocalTrainer() = default;
+
+  JobSpec job_;
+  LocalTrainOptions options_;
+  std::vector<VariableSpec> variables_;
+  std::vector<Tensor> params_, grads_;
+  std::unique_ptr<ParameterUpdater> updater_;
+  std::unique_ptr<ReplicaSet> replicas_;
+  std::unique_ptr<ShardIterator> train_;
+  std::shared_ptr<const Dataset> test_;
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_LOCAL_TRAINER_H_

@@ -1,0 +1,68 @@
+// VariableExchange: moves a model's full variables between a worker and the ps tasks that hold
+// their shards. One Pull per ps (all of that ps's shards) and one Push per ps, the ps calls of a
+// step running in parallel; shards are rows [row_offset, row_offset + rows) of a variable, so
+// assembling and splitting are contiguous copies.
+// Thread-safety: one PullAll/PushAll at a time per object.
+#ifndef PSTRAIN_WORKER_VARIABLE_EXCHANGE_H_
+#define PSTRAIN_WORKER_VARIABLE_EXCHANGE_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/model_variables.h"
+#include "common/tensor.h"
+#include "proto/common.pb.h"
+#include "ps/ps_client.h"
+#include "worker/cpu/thread_pool.h"
+
+namespace pstrain {
+
+class VariableExchange {
+ public:
+  // Checks that `plan` holds exactly `variables` (names, shapes, float32, in order), that the
+  // shards of each variable tile its rows, and that every shard's ps task has a client.
+  // InvalidArgument naming the variable or shard otherwise. `ps` is not owned and must outlive
+  // the exchange; ps[i] serves ps task i.
+  static absl::StatusOr<std::unique_ptr<VariableExchange>> Create(const std::vector<VariableSpec>& variables,
+                                                                  const VariablePlanProto& plan,
+                                                                  std::vector<PsClient*> ps);
+
+  // Fills `params` (resized to the variables' shapes on first use) from every ps. `min_version`
+  // > 0 asks each ps to wait until its shards reach that version (sync mode). Errors from a ps
+  // name it; a reply with a missing shard or a wrong shape is InvalidArgument.
+  absl::Status PullAll(int64_t min_version, std::vector<Tensor>* params);
+
+  // Pushes each ps the rows of `grads` it holds. With `tag_with_pulled_version` (sync mode) each
+  // push carries step = the version pulled last from that ps. Returns the largest staleness seen:
+  // per shard, (version after the push - 1) - version pulled, i.e. how many other updates landed
+  // between this worker's pull and its update (0 when none; meaningful in async mode).
+  absl::StatusOr<int64_t> PushAll(int worker_index, bool tag_with_pulled_version, const std::vector<Tensor>& grads);
+
+  int num_ps() const { return static_cast<int>(ps_.size()); }
+
+ private:
+  struct ShardSlot {
+    std::string name;
+    int variable = 0;
+    int64_t row_offset = 0, rows = 0;
+  };
+
+  VariableExchange(std::vector<PsClient*> ps) : ps_(std::move(ps)), pool_(static_cast<int>(ps_.size())) {}
+  absl::Status PullFrom(int ps, int64_t min_version, std::vector<Tensor>* params);
+  absl::Status PushTo(int ps, int worker_index, bool tag, const std::vector<Tensor>& grads, int64_t* staleness);
+  absl::Status ForEachPs(const std::function<absl::Status(int)>& fn);
+
+  std::vector<PsClient*> ps_;
+  ThreadPool pool_;
+  std::vector<VariableSpec> variables_;
+  std::vector<int64_t> row_floats_;                 // per variable: floats per row (axis 0)
+  std::vector<std::vector<ShardSlot>> slots_;       // per ps: its shards, in request order
+  std::vector<std::vector<int64_t>> pulled_;        // per ps, per slot: version pulled
+  std::vector<PullRequest> pull_requests_;          // per ps, reused
+  std::vector<PushRequest> push_requests_;          // per ps, reused
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_VARIABLE_EXCHANGE_H_

@@ -1,0 +1,152 @@
+#include "worker/worker.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/env.h"
+#include "common/json_util.h"
+#include "common/model_variables.h"
+#include "common/protocol_version.h"
+#include "common/status_macros.h"
+#include "worker/data/dataset.h"
+#include "worker/data/shard_iterator.h"
+#include "worker/variable_exchange.h"
+
+namespace pstrain {
+
+struct Worker::Job {
+  JobSpec spec;
+  int worker_index = 0, num_workers = 1;
+  int64_t batch = 0;        // this worker's examples per step
+  float loss_scale = 1.f;   // 1 / (examples one ps update covers)
+  bool sync = false;
+  std::vector<std::unique_ptr<PsClient>> ps;
+  std::unique_ptr<VariableExchange> exchange;
+  std::unique_ptr<ReplicaSet> replicas;
+  std::shared_ptr<const Dataset> test;
+  std::unique_ptr<ShardIterator> train;
+  std::vector<Tensor> params, grads;
+  Batch batch_buffer;
+};
+
+int64_t WorkerBatchSize(int64_t global_batch, int worker_index, int num_workers) {
+  return global_batch / num_workers + (worker_index < global_batch % num_workers ? 1 : 0);
+}
+
+uint64_t TrainShuffleSeed(const JobSpec& job) {
+  return job.data.shuffle_seed != 0 ? static_cast<uint64_t>(job.data.shuffle_seed) : MixSeed(job.seed, 0x5EED);
+}
+
+Worker::Worker(WorkerOptions options, PsClientFactory ps_factory, GradientComputerFactory compute)
+    : options_(std::move(options)), ps_factory_(std::move(ps_factory)), compute_(std::move(compute)) {}
+
+Worker::~Worker() = default;
+
+absl::Status Worker::Handshake(const HandshakeRequest& request, HandshakeResponse* response) {
+  response->set_protocol_version(kProtocolVersion);
+  response->set_task(options_.task);
+  response->set_build("pstrain-worker");
+  return CheckProtocolVersion(request.protocol_version(), request.caller().empty() ? "the caller" : request.caller());
+}
+
+absl::StatusOr<std::unique_ptr<Worker::Job>> Worker::BuildJob(const ConfigureRequest& request) {
+  RETURN_IF_ERROR(CheckProtocolVersion(request.protocol_version(), "the chief"));
+  auto job = std::make_unique<Job>();
+  ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(request.job_spec_json(), "the job spec from the chief"));
+  ASSIGN_OR_RETURN(job->spec, JobSpecFromJson(doc));
+  job->num_workers = request.num_workers();
+  job->worker_index = request.worker_index();
+  if (job->num_workers < 1 || job->worker_index < 0 || job->worker_index >= job->num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat("worker_index ", job->worker_index, " is out of range for ",
+                                                   job->num_workers, " workers"));
+  }
+  job->batch = WorkerBatchSize(job->spec.batch_size, job->worker_index, job->num_workers);
+  if (job->batch < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("batch_size ", job->spec.batch_size, " is smaller than the ",
+                                                   job->num_workers, " workers sharing it"));
+  }
+  job->sync = job->spec.mode == "sync";
+  // Sync: the ps adds the pushes of all workers for one update, so each pushes grad/global batch.
+  // Async: every push is an update of its own, covering this worker's batch.
+  job->loss_scale = 1.f / static_cast<float>(job->sync ? job->spec.batch_size : job->batch);
+  ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(job->spec.model));
+  std::vector<PsClient*> ps;
+  for (int i = 0; i < request.ps_addresses_size(); ++i) {
+    ASSIGN_OR_RETURN(auto client, ps_factory_(request.ps_addresses(i), i));
+    ps.push_back(client.get());
+    job->ps.push_back(std::move(client));
+  }
+  ASSIGN_OR_RETURN(job->exchange, VariableExchange::Create(variables, request.plan(), std::move(ps)));
+  ASSIGN_OR_RETURN(job->replicas, ReplicaSet::Create(job->spec.model, options_.replicas, options_.threads, compute_));
+  ASSIGN_OR_RETURN(Dataset train, LoadDataset(job->spec, Split::kTrain, options_.data_dir));
+  ASSIGN_OR_RETURN(Dataset test, LoadDataset(job->spec, Split::kTest, options_.data_dir));
+  if (train.size <= job->worker_index) {
+    return absl::InvalidArgumentError(absl::StrCat("the training set has ", train.size, " examples, too few for ",
+                                                   job->num_workers, " workers"));
+  }
+  job->test = std::make_shared<const Dataset>(std::move(test));
+  job->train = std::make_unique<ShardIterator>(std::make_shared<const Dataset>(std::move(train)), job->worker_index,
+                                               job->num_workers, TrainShuffleSeed(job->spec));
+  return job;
+}
+
+absl::Status Worker::Configure(const ConfigureRequest& request, ConfigureResponse* response) {
+  ASSIGN_OR_RETURN(auto job, BuildJob(request));
+  absl::MutexLock lock(&mu_);
+  job_ = std::move(job);
+  return absl::OkStatus();
+}
+
+absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* response) {
+  absl::MutexLock lock(&mu_);
+  if (job_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(options_.task, " is not configured yet"));
+  Job& job = *job_;
+  Env* env = Env::Default();
+  response->set_closure_id(request.closure_id());
+  double compute_s = 0, wait_s = 0;
+  int64_t staleness = 0;
+  BatchMetrics metrics;
+  for (int k = 0; k < request.num_steps(); ++k) {
+    const int64_t t0 = env->NowMicros();
+    RETURN_IF_ERROR(job.exchange->PullAll(job.sync ? request.first_step() + k : 0, &job.params));
+    const int64_t t1 = env->NowMicros();
+    job.train->Next(job.batch, &job.batch_buffer);
+    RETURN_IF_ERROR(job.replicas->Compute(job.params, job.batch_buffer, job.loss_scale, &job.grads, &metrics));
+    const int64_t t2 = env->NowMicros();
+    ASSIGN_OR_RETURN(int64_t stale, job.exchange->PushAll(job.worker_index, job.sync, job.grads));
+    const int64_t t3 = env->NowMicros();
+    if (!job.sync) staleness = std::max(staleness, stale);
+    compute_s += (t2 - t1) * 1e-6;
+    wait_s += ((t1 - t0) + (t3 - t2)) * 1e-6;
+    response->set_steps_done(k + 1);
+    response->set_examples(metrics.examples);
+    response->set_loss_sum(metrics.loss_sum);
+    response->set_correct(metrics.correct);
+    response->set_max_staleness(staleness);
+    response->set_compute_seconds(compute_s);
+    response->set_wait_seconds(wait_s);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Worker::Evaluate(const EvaluateRequest& request, EvaluateResponse* response) {
+  absl::MutexLock lock(&mu_);
+  if (job_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(options_.task, " is not configured yet"));
+  if (request.num_shards() < 1 || request.shard_index() < 0 || request.shard_index() >= request.num_shards()) {
+    return absl::InvalidArgumentError(absl::StrCat("evaluation shard ", request.shard_index(), " of ",
+                                                   request.num_shards(), " is out of range"));
+  }
+  Job& job = *job_;
+  RETURN_IF_ERROR(job.exchange->PullAll(0, &job.params));
+  auto [begin, end] = EvalRange(job.test->size, request.shard_index(), request.num_shards());
+  constexpr int64_t kEvalBatch = 1000;
+  BatchMetrics metrics;
+  for (int64_t b = begin; b < end; b += kEvalBatch) {
+    FillRange(*job.test, b, std::min(end, b + kEvalBatch), &job.batch_buffer);
+    RETURN_IF_ERROR(job.replicas->Evaluate(job.params, job.batch_buffer, &metrics));
+  }
+  response->set_examples(metrics.examples);
+  response->set_loss_sum(metrics.loss_sum);
+  response->set_correct(metrics.correct);
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain

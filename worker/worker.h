@@ -1,0 +1,82 @@
+// Worker: the logic of one worker task, behind the WorkerService RPCs. Configure receives the job
+// and the variable plan; RunSteps(k) runs k training steps (pull every shard, compute gradients
+// on this worker's next batch, push each ps its gradient shards); Evaluate(i of n) runs the model
+// over shard i of the test set. No gRPC here: ps tasks are reached through PsClient objects made
+// by a factory, gradients through GradientComputer objects made by another (CPU or CUDA).
+// Thread-safety: every method is safe to call from any thread; calls are serialised.
+#ifndef PSTRAIN_WORKER_WORKER_H_
+#define PSTRAIN_WORKER_WORKER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/job_spec.h"
+#include "proto/worker.pb.h"
+#include "ps/ps_client.h"
+#include "worker/gradient_computer.h"
+#include "worker/replica_set.h"
+
+namespace pstrain {
+
+class ShardIterator;
+class VariableExchange;
+struct Dataset;
+
+struct WorkerOptions {
+  std::string task = "worker:0";  // for messages and handshakes
+  int threads = 1;                // compute threads in all, shared by the replicas
+  int replicas = 1;               // local replicas: the batch is split over them, gradients summed
+  std::string data_dir;           // overrides the job's data.dir when non-empty
+};
+
+// This worker's share of the global batch: batch_size / num_workers, the first
+// (batch_size % num_workers) workers taking one more example.
+int64_t WorkerBatchSize(int64_t global_batch, int worker_index, int num_workers);
+
+// The seed a job's training shards are shuffled with (data.shuffle_seed, or one derived from the
+// job seed when that is 0).
+uint64_t TrainShuffleSeed(const JobSpec& job);
+
+// Makes the client of ps task `index` at `address`.
+using PsClientFactory = std::function<absl::StatusOr<std::unique_ptr<PsClient>>(const std::string& address, int index)>;
+
+class Worker {
+ public:
+  // `compute` builds one GradientComputer per replica (e.g. NewCpuGradientComputer).
+  Worker(WorkerOptions options, PsClientFactory ps_factory, GradientComputerFactory compute);
+  ~Worker();
+
+  absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* response);
+
+  // InvalidArgument for a bad job spec, a plan that does not fit the model, bad worker index;
+  // NotFound / DataLoss for missing or corrupt data files (named); FailedPrecondition on a
+  // protocol mismatch.
+  absl::Status Configure(const ConfigureRequest& request, ConfigureResponse* response);
+
+  // FailedPrecondition before Configure; errors of a ps (UNAVAILABLE etc.) name it. Steps done
+  // before an error have been pushed.
+  absl::Status RunSteps(const RunStepsRequest& request, RunStepsResponse* response);
+
+  // Pulls the current variables and evaluates test examples EvalRange(size, shard_index, num_shards).
+  absl::Status Evaluate(const EvaluateRequest& request, EvaluateResponse* response);
+
+ private:
+  struct Job;  // everything Configure builds
+
+  absl::StatusOr<std::unique_ptr<Job>> BuildJob(const ConfigureRequest& request);
+
+  const WorkerOptions options_;
+  const PsClientFactory ps_factory_;
+  const GradientComputerFactory compute_;
+  absl::Mutex mu_;
+  std::unique_ptr<Job> job_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_WORKER_H_

@@ -1,0 +1,35 @@
+// WorkerServiceImpl: the gRPC edge of a Worker (callback API). Each handler unpacks the call, runs the
+// Worker method on a WorkQueue thread (the worker logic blocks on the ps and on compute, which a
+// reaction thread must never do) and Finish()es the parked reactor with the mapped status.
+// Thread-safety: gRPC calls handlers concurrently; the Worker serialises its own work.
+#ifndef PSTRAIN_WORKER_WORKER_SERVICE_H_
+#define PSTRAIN_WORKER_WORKER_SERVICE_H_
+
+#include "proto/worker.grpc.pb.h"
+#include "worker/work_queue.h"
+#include "worker/worker.h"
+
+namespace pstrain {
+
+class WorkerServiceImpl final : public pstrain::WorkerService::CallbackService {
+ public:
+  // `worker` is not owned and must outlive the service (and the server it is registered with).
+  explicit WorkerServiceImpl(Worker* worker) : worker_(worker), queue_(2) {}
+
+  grpc::ServerUnaryReactor* Handshake(grpc::CallbackServerContext* ctx, const HandshakeRequest* request,
+                                      HandshakeResponse* response) override;
+  grpc::ServerUnaryReactor* Configure(grpc::CallbackServerContext* ctx, const ConfigureRequest* request,
+                                      ConfigureResponse* response) override;
+  grpc::ServerUnaryReactor* RunSteps(grpc::CallbackServerContext* ctx, const RunStepsRequest* request,
+                                     RunStepsResponse* response) override;
+  grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* ctx, const EvaluateRequest* request,
+                                     EvaluateResponse* response) override;
+
+ private:
+  Worker* worker_;  // not owned
+  WorkQueue queue_;
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_WORKER_SERVICE_H_
