@@ -7,7 +7,7 @@
 #   --steps N     training steps (default 200: a short job; the chief's --steps)
 #   --job J       job spec preset or a JSON file inside the image (default cnn)
 #   --bin-dir D   use binaries built elsewhere instead of a portable build (build-image.sh)
-#   --keep        leave the cluster and its volume up afterwards (docker-compose down -v removes them)
+#   --keep        leave the cluster and its volume (and an engine started here) up afterwards
 #   --timeout S   give up after S seconds of training (default 1800)
 #
 # When no docker engine answers, one is started in a network namespace of its own for the length of
@@ -51,10 +51,15 @@ LOGS_PID=""
 cleanup() {
   local status=$?
   [ -z "$LOGS_PID" ] || kill "$LOGS_PID" 2>/dev/null || true
-  if [ "$KEEP" -eq 0 ] && docker info >/dev/null 2>&1; then
-    compose down -v --timeout 10 >/dev/null 2>&1 || log "docker-compose down failed"
+  if [ "$KEEP" -eq 0 ]; then
+    if docker info >/dev/null 2>&1; then
+      compose down -v --timeout 10 >/dev/null 2>&1 || log "docker-compose down failed"
+    fi
+    engine_stop
+  elif [ -n "$ENGINE_PID" ]; then
+    log "--keep: the engine started here stays up: export DOCKER_HOST=$DOCKER_HOST; stop it with"
+    log "  docker-compose -p $PROJECT -f $COMPOSE_FILE down -v; kill $ENGINE_PID; ip netns del $ENGINE_NS"
   fi
-  engine_stop
   exit "$status"
 }
 
@@ -89,7 +94,8 @@ done
 log "logs of every task: $WORK/logs/<service>.log (or: docker-compose -p $PROJECT -f $COMPOSE_FILE logs)"
 log "cluster ran $((t2 - t1)) s; chief exit status $status"
 
-accuracy=$(grep -io '"\?test_accuracy"\?[:= ]*[0-9.]*' "$WORK/logs/chief.log" | tail -n1 | grep -o '[0-9.]*$' || true)
+# The chief's final JSON summary (stdout) has "final_test_accuracy": <fraction>.
+accuracy=$(grep -o '"final_test_accuracy": *[0-9.]*' "$WORK/logs/chief.log" | tail -n1 | grep -o '[0-9.]*$' || true)
 if [ "$status" = 0 ] && [ -n "$accuracy" ]; then
   echo "final test accuracy: $accuracy"
 elif [ "$status" = 0 ]; then
