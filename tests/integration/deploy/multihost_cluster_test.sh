@@ -34,9 +34,9 @@ steps_per_second=$(awk -v s="$(summary_field "$logs/short/chief.log" global_step
 echo "short run: 40 steps over 5 hosts, test accuracy $accuracy ($steps_per_second steps/s)"
 
 # 2. worker1 cut off for 8 s once training is under way. Closures time out after 4 s, so worker 1 is
-# declared lost during the cut and polled every second; it is back about 4 s after the cut ends,
-# some 16-25 s into training (gRPC reconnect backoff). The run is sized to about 40 s of
-# training at the short run's speed.
+# declared lost during the cut and polled every second; it is back some 4-12 s after the cut ends
+# (gRPC's reconnect backoff), 16-25 s into training. The run is sized to about 40 s of training at
+# the short run's speed.
 cut_seconds=8
 steps=$(awk -v r="$steps_per_second" 'BEGIN { n = int(r * 40); print (n < 100 ? 100 : (n > 5000 ? 5000 : n)) }')
 run_cluster --logs "$logs/cut" --steps "$steps" --timeout 400 \
