@@ -114,10 +114,6 @@ make_rootfs_tar() {
 
 main() {
   mkdir -p "$WORK"
-  # shellcheck source=deploy/docker/engine.sh
-  source deploy/docker/engine.sh
-  trap engine_stop EXIT
-  engine_start "$WORK/engine"
   [ -n "$BIN_DIR" ] || build_binaries
   local bin
   for bin in "${BINARIES[@]}"; do
@@ -126,6 +122,10 @@ main() {
   local packages
   packages=$(runtime_packages) || exit 1
   packages=$(echo $packages)  # one line
+  # shellcheck source=deploy/docker/engine.sh
+  source deploy/docker/engine.sh
+  trap engine_stop EXIT
+  engine_start "$WORK/engine"
   local key
   key=$(echo "$packages" | sha256sum | cut -c1-12)
   local base="pstrain-base:bookworm-$key"
