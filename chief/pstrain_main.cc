@@ -4,6 +4,7 @@
 
 #include "chief/plan_command.h"
 #include "common/exit_codes.h"
+#include "worker/train_command.h"
 
 namespace {
 
@@ -15,6 +16,7 @@ struct Subcommand {
 
 const Subcommand kSubcommands[] = {
     {"plan", pstrain::PlanMain, "show how a job's variables are partitioned and placed on the ps tasks"},
+    {"train", pstrain::TrainMain, "train a job in this one process, no cluster (debugging, compute baseline)"},
 };
 
 void PrintUsage(std::ostream& out) {

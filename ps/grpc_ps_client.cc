@@ -3,24 +3,16 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
+#include "ps/grpc_stream_client.h"
+#include "ps/grpc_tuning.h"
+#include "ps/ps_server.h"
 
 namespace pstrain {
-
-grpc::ChannelArguments PsChannelArguments() {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
-  // One connection per client, not shared with other clients in the process: parallel clients
-  // then get parallel TCP streams.
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return args;
-}
 
 GrpcPsClient::GrpcPsClient(const std::string& address, const std::string& peer_name, absl::Duration deadline)
     : peer_(absl::StrCat(peer_name, " at ", address)),
       deadline_(deadline),
+      stream_threshold_bytes_(kDefaultStreamThresholdBytes),
       stub_(PsService::NewStub(
           grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), PsChannelArguments()))) {}
 
@@ -41,15 +33,40 @@ absl::Status GrpcPsClient::CreateShards(const CreateShardsRequest& request, Crea
 }
 
 absl::Status GrpcPsClient::Pull(const PullRequest& request, PullResponse* response) {
+  if (StreamPull(request)) return PullStreamed(request, response);
   grpc::ClientContext context;
   Prepare(&context);
-  return FromGrpcStatus(stub_->Pull(&context, request, response), peer_);
+  absl::Status s = FromGrpcStatus(stub_->Pull(&context, request, response), peer_);
+  if (s.ok()) RememberSizes(*response);
+  return s;
 }
 
 absl::Status GrpcPsClient::Push(const PushRequest& request, PushResponse* response) {
+  int64_t bytes = 0;
+  for (const ShardGradient& g : request.gradients()) bytes += static_cast<int64_t>(g.gradient().data().size());
+  if (bytes >= stream_threshold_bytes_.load()) return PushStreamed(request, response);
   grpc::ClientContext context;
   Prepare(&context);
   return FromGrpcStatus(stub_->Push(&context, request, response), peer_);
+}
+
+bool GrpcPsClient::StreamPull(const PullRequest& request) const {
+  const int64_t threshold = stream_threshold_bytes_.load();
+  if (threshold <= 0) return true;
+  if (threshold > kMaxMessageBytes) return false;  // streaming turned off
+  int64_t bytes = 0;
+  absl::MutexLock l(&mu_);
+  for (const std::string& name : request.shard_names()) {
+    auto it = shard_bytes_.find(name);
+    if (it == shard_bytes_.end()) return true;  // unknown size: streaming is safe for any size
+    bytes += it->second;
+  }
+  return bytes >= threshold;
+}
+
+void GrpcPsClient::RememberSizes(const PullResponse& response) {
+  absl::MutexLock l(&mu_);
+  for (const ShardValue& v : response.values()) shard_bytes_[v.name()] = static_cast<int64_t>(v.value().data().size());
 }
 
 absl::Status GrpcPsClient::Save(const SaveRequest& request, SaveResponse* response) {
@@ -68,6 +85,20 @@ absl::Status GrpcPsClient::GetStats(const PsStatsRequest& request, PsStatsRespon
   grpc::ClientContext context;
   Prepare(&context);
   return FromGrpcStatus(stub_->GetStats(&context, request, response), peer_);
+}
+
+absl::Status GrpcPsClient::PullStreamed(const PullRequest& request, PullResponse* response) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  absl::Status s = FromGrpcStatus(PullOverStream(stub_.get(), &context, request, response), peer_);
+  if (s.ok()) RememberSizes(*response);
+  return s;
+}
+
+absl::Status GrpcPsClient::PushStreamed(const PushRequest& request, PushResponse* response) {
+  grpc::ClientContext context;
+  Prepare(&context);
+  return FromGrpcStatus(PushOverStream(stub_.get(), &context, request, response), peer_);
 }
 
 std::unique_ptr<PsClient> NewGrpcPsClient(const std::string& address, const std::string& peer_name) {

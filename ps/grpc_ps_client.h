@@ -5,24 +5,28 @@
 #ifndef PSTRAIN_PS_GRPC_PS_CLIENT_H_
 #define PSTRAIN_PS_GRPC_PS_CLIENT_H_
 
+#include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "grpcpp/support/channel_arguments.h"
 #include "proto/ps.grpc.pb.h"
 #include "ps/ps_client.h"
 
 namespace pstrain {
-
-// Channel arguments every pstrain gRPC channel to a ps uses (large messages, keepalive).
-grpc::ChannelArguments PsChannelArguments();
 
 class GrpcPsClient : public PsClient {
  public:
   // `address` "host:port"; `peer_name` e.g. "ps:1" (messages say "ps:1 at host:port");
   // `deadline` bounds each call, and must exceed the sync timeout for sync pushes and pulls.
   GrpcPsClient(const std::string& address, const std::string& peer_name, absl::Duration deadline);
+
+  // Pulls and pushes whose tensors total at least `bytes` go through the chunked streaming RPCs
+  // (default kDefaultStreamThresholdBytes; 0 streams everything, above kMaxMessageBytes nothing).
+  // A pull of shards whose size this client has not seen yet streams.
+  void set_stream_threshold_bytes(int64_t bytes) { stream_threshold_bytes_ = bytes; }
 
   std::string peer() const override { return peer_; }
   absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* response) override;
@@ -35,10 +39,18 @@ class GrpcPsClient : public PsClient {
 
  private:
   void Prepare(grpc::ClientContext* context) const;
+  absl::Status PullStreamed(const PullRequest& request, PullResponse* response);
+  absl::Status PushStreamed(const PushRequest& request, PushResponse* response);
+  // Whether a pull of these shards should stream: their sizes as last seen (unknown: stream).
+  bool StreamPull(const PullRequest& request) const;
+  void RememberSizes(const PullResponse& response);
 
   const std::string peer_;
   const absl::Duration deadline_;
   std::unique_ptr<PsService::Stub> stub_;
+  std::atomic<int64_t> stream_threshold_bytes_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, int64_t> shard_bytes_ ABSL_GUARDED_BY(mu_);  // sizes seen in pulls
 };
 
 // A GrpcPsClient with a 5-minute per-call deadline.

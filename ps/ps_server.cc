@@ -144,7 +144,9 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
   return absl::OkStatus();
 }
 
-void PsServer::Pull(const PullRequest* request, PullResponse* response, DoneCallback done) {
+void PsServer::WhenPullReady(const PullRequest* request,
+                             std::function<absl::Status(const std::vector<std::shared_ptr<Shard>>&)> ready,
+                             DoneCallback done) {
   absl::StatusOr<std::vector<std::shared_ptr<Shard>>> shards =
       Lookup({request->shard_names().begin(), request->shard_names().end()});
   if (!shards.ok()) return done(shards.status());
@@ -155,19 +157,14 @@ void PsServer::Pull(const PullRequest* request, PullResponse* response, DoneCall
                                                         " bytes) exceeds the 2 GiB message limit; pull fewer "
                                                         "shards per call")));
   }
-  auto fill = [shards = *shards, response](const std::vector<int64_t>&) {
-    response->clear_values();
-    for (const auto& s : shards) s->Read(response->add_values());
-    return absl::OkStatus();
-  };
   std::vector<std::shared_ptr<Shard>> lagging;
   for (const auto& s : *shards) {
     if (s->version() < request->min_version()) lagging.push_back(s);
   }
-  if (lagging.empty()) return done(fill({}));
+  if (lagging.empty()) return done(ready(*shards));
   const int64_t min_version = request->min_version();
   ParkedCall::Handlers h;
-  h.on_success = fill;
+  h.on_success = [shards = *shards, ready = std::move(ready)](const std::vector<int64_t>&) { return ready(shards); };
   h.done = std::move(done);
   h.on_shutdown = [this] { return UnavailableStatus(); };
   const absl::Duration timeout = MaxTimeout(lagging);
@@ -200,19 +197,55 @@ void PsServer::Pull(const PullRequest* request, PullResponse* response, DoneCall
   }
 }
 
-absl::Status PsServer::ValidatePush(const PushRequest& request, PushPlan* plan) const {
+void PsServer::Pull(const PullRequest* request, PullResponse* response, DoneCallback done) {
+  WhenPullReady(
+      request,
+      [response](const std::vector<std::shared_ptr<Shard>>& shards) {
+        response->clear_values();
+        for (const auto& s : shards) s->Read(response->add_values());
+        return absl::OkStatus();
+      },
+      std::move(done));
+}
+
+void PsServer::PullSnapshots(const PullRequest* request, PulledCallback done) {
+  auto pulled = std::make_shared<std::vector<PulledTensor>>();
+  WhenPullReady(
+      request,
+      [pulled](const std::vector<std::shared_ptr<Shard>>& shards) {
+        for (const auto& s : shards) {
+          PulledTensor t;
+          t.name = s->name();
+          t.shape = s->shape();
+          t.values = s->SnapshotValues(&t.version);
+          pulled->push_back(std::move(t));
+        }
+        return absl::OkStatus();
+      },
+      [pulled, done = std::move(done)](absl::Status s) { done(std::move(s), std::move(*pulled)); });
+}
+
+absl::StatusOr<std::shared_ptr<Tensor>> PsServer::GradientBuffer(const std::string& name, DataType dtype,
+                                                                  absl::Span<const int64_t> shape) const {
+  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards, Lookup({name}));
+  RETURN_IF_ERROR(shards[0]->CheckGradient(dtype, shape, shards[0]->num_bytes()));
+  return shards[0]->GradientBuffer();
+}
+
+absl::Status PsServer::ValidatePush(int worker, int64_t step, const std::vector<GradientView>& gradients,
+                                    PushPlan* plan) const {
   std::vector<std::string> names;
-  for (const ShardGradient& g : request.gradients()) names.push_back(g.name());
+  for (const GradientView& g : gradients) names.push_back(g.name);
   ASSIGN_OR_RETURN(plan->shards, Lookup(names));
-  for (int i = 0; i < request.gradients_size(); ++i) {
+  for (size_t i = 0; i < gradients.size(); ++i) {
     Shard& shard = *plan->shards[i];
-    const TensorProto& g = request.gradients(i).gradient();
-    absl::Status s = shard.CheckGradient(g);
-    if (s.ok() && shard.options().mode == UPDATE_SYNC) s = shard.CheckSyncPush(request.worker_index(), request.step());
-    const int64_t bad = s.ok() ? Shard::CountNonFinite(g) : 0;
+    const GradientView& g = gradients[i];
+    absl::Status s = shard.CheckGradient(g.dtype, g.shape, g.data.size());
+    if (s.ok() && shard.options().mode == UPDATE_SYNC) s = shard.CheckSyncPush(worker, step);
+    const int64_t bad = s.ok() ? Shard::CountNonFinite(g.data) : 0;
     if (bad > 0 && shard.options().non_finite == NON_FINITE_REJECT) {
-      s = absl::InvalidArgumentError(absl::StrCat("shard ", shard.name(), ": gradient from worker ",
-                                                  request.worker_index(), " has ", bad,
+      s = absl::InvalidArgumentError(absl::StrCat("shard ", shard.name(), ": gradient from worker ", worker, " has ",
+                                                  bad,
                                                   " non-finite values (NaN/Inf); push rejected, shard unchanged "
                                                   "(non_finite NON_FINITE_SKIP skips such gradients instead)"));
     }
@@ -220,15 +253,26 @@ absl::Status PsServer::ValidatePush(const PushRequest& request, PushPlan* plan) 
       shard.CountRejected();
       return s;
     }
-    plan->grads.push_back(bad > 0 ? nullptr : g.data().data());
+    plan->grads.push_back(bad > 0 ? nullptr : g.data.data());
     if (bad > 0) plan->skipped++;
   }
   return absl::OkStatus();
 }
 
 void PsServer::Push(const PushRequest* request, PushResponse* response, DoneCallback done) {
+  std::vector<GradientView> views;
+  views.reserve(static_cast<size_t>(request->gradients_size()));
+  for (const ShardGradient& g : request->gradients()) {
+    views.push_back({g.name(), g.gradient().dtype(), {g.gradient().shape().begin(), g.gradient().shape().end()},
+                     g.gradient().data()});
+  }
+  PushGradients(request->worker_index(), request->step(), views, response, std::move(done));
+}
+
+void PsServer::PushGradients(int worker, int64_t step, const std::vector<GradientView>& gradients,
+                             PushResponse* response, DoneCallback done) {
   PushPlan plan;
-  absl::Status s = ValidatePush(*request, &plan);
+  absl::Status s = ValidatePush(worker, step, gradients, &plan);
   if (!s.ok()) return done(s);
   response->set_skipped_non_finite(plan.skipped);
   response->clear_versions();
@@ -245,10 +289,10 @@ void PsServer::Push(const PushRequest* request, PushResponse* response, DoneCall
     }
   }
   if (!any_sync) return done(absl::OkStatus());
-  ParkSyncPush(request, response, std::move(plan), std::move(done));
+  ParkSyncPush(worker, step, response, std::move(plan), std::move(done));
 }
 
-void PsServer::ParkSyncPush(const PushRequest* request, PushResponse* response, PushPlan plan, DoneCallback done) {
+void PsServer::ParkSyncPush(int worker, int64_t step, PushResponse* response, PushPlan plan, DoneCallback done) {
   std::vector<size_t> sync;  // indices of the sync shards in the request
   std::vector<std::shared_ptr<Shard>> sync_shards;
   for (size_t i = 0; i < plan.shards.size(); ++i) {
@@ -257,8 +301,6 @@ void PsServer::ParkSyncPush(const PushRequest* request, PushResponse* response, 
       sync_shards.push_back(plan.shards[i]);
     }
   }
-  const int worker = request->worker_index();
-  const int64_t step = request->step();
   const absl::Duration timeout = MaxTimeout(sync_shards);
   ParkedCall::Handlers h;
   h.on_success = [response, sync](const std::vector<int64_t>& versions) {

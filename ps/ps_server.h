@@ -39,9 +39,26 @@ namespace pstrain {
 // Largest single message (protobuf's limit is 2 GiB; a little room is kept for framing).
 inline constexpr int64_t kMaxMessageBytes = (int64_t{1} << 31) - (int64_t{1} << 20);
 
+// A gradient as the ps reads it; `data` is borrowed and only read during the Push call.
+struct GradientView {
+  std::string name;
+  DataType dtype = DT_FLOAT;
+  std::vector<int64_t> shape;
+  absl::string_view data;
+};
+
+// A pulled shard for streaming: a consistent copy of its values in a pooled buffer.
+struct PulledTensor {
+  std::string name;
+  int64_t version = 0;
+  std::vector<int64_t> shape;
+  std::shared_ptr<const Tensor> values;
+};
+
 class PsServer {
  public:
   using DoneCallback = std::function<void(absl::Status)>;
+  using PulledCallback = std::function<void(absl::Status, std::vector<PulledTensor>)>;
 
   struct Options {
     std::string task = "ps:0";                        // names this ps in messages
@@ -68,6 +85,15 @@ class PsServer {
   void Pull(const PullRequest* request, PullResponse* response, DoneCallback done);
   // Applies (async) or collects (sync) gradients; see the file comment for codes.
   void Push(const PushRequest* request, PushResponse* response, DoneCallback done);
+  // Push over borrowed gradient bytes (the streaming path): the views are only read before this
+  // returns; `response` must stay valid until `done` runs.
+  void PushGradients(int worker_index, int64_t step, const std::vector<GradientView>& gradients,
+                     PushResponse* response, DoneCallback done);
+  // Pull for the streaming path: same waiting and codes as Pull, answers with pooled snapshots.
+  void PullSnapshots(const PullRequest* request, PulledCallback done);
+  // A pooled buffer to assemble a streamed gradient for `name`; NotFound / InvalidArgument as Push.
+  absl::StatusOr<std::shared_ptr<Tensor>> GradientBuffer(const std::string& name, DataType dtype,
+                                                         absl::Span<const int64_t> shape) const;
   // Writes every shard's values, optimizer slots and version into request.checkpoint_dir (created
   // when missing) and lists them; the chief writes the index. Internal on I/O errors.
   absl::Status Save(const SaveRequest& request, SaveResponse* response);
@@ -89,8 +115,14 @@ class PsServer {
                                            int64_t sync_timeout_ms, NonFinitePolicy non_finite) const;
   // Swaps in `shards`, aborting the calls parked on the ones they replace.
   void Install(std::vector<std::shared_ptr<Shard>> shards);
-  absl::Status ValidatePush(const PushRequest& request, PushPlan* plan) const;
-  void ParkSyncPush(const PushRequest* request, PushResponse* response, PushPlan plan, DoneCallback done);
+  absl::Status ValidatePush(int worker, int64_t step, const std::vector<GradientView>& gradients,
+                            PushPlan* plan) const;
+  void ParkSyncPush(int worker, int64_t step, PushResponse* response, PushPlan plan, DoneCallback done);
+  // Calls `ready(shards)` once every named shard has version >= min_version (maybe on another
+  // thread), or `failed(status)`.
+  void WhenPullReady(const PullRequest* request,
+                     std::function<absl::Status(const std::vector<std::shared_ptr<Shard>>&)> ready,
+                     DoneCallback done);
   absl::Status UnavailableStatus() const;
 
   const Options options_;

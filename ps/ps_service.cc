@@ -1,6 +1,7 @@
 #include "ps/ps_service.h"
 
 #include "common/grpc_status.h"
+#include "ps/ps_stream_reactors.h"
 
 namespace pstrain {
 namespace {
@@ -37,6 +38,16 @@ grpc::ServerUnaryReactor* PsServiceImpl::Push(grpc::CallbackServerContext* conte
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   server_->Push(request, response, [reactor](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
   return reactor;
+}
+
+grpc::ServerWriteReactor<TensorChunk>* PsServiceImpl::PullStream(grpc::CallbackServerContext* context,
+                                                                 const PullRequest* request) {
+  return new PullStreamReactor(server_, request);
+}
+
+grpc::ServerReadReactor<PushChunk>* PsServiceImpl::PushStream(grpc::CallbackServerContext* context,
+                                                              PushResponse* response) {
+  return new PushStreamReactor(server_, response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::Save(grpc::CallbackServerContext* context, const SaveRequest* request,

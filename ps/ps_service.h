@@ -22,6 +22,10 @@ class PsServiceImpl final : public PsService::CallbackService {
                                  PullResponse* response) override;
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context, const PushRequest* request,
                                  PushResponse* response) override;
+  grpc::ServerWriteReactor<TensorChunk>* PullStream(grpc::CallbackServerContext* context,
+                                                    const PullRequest* request) override;
+  grpc::ServerReadReactor<PushChunk>* PushStream(grpc::CallbackServerContext* context,
+                                                 PushResponse* response) override;
   grpc::ServerUnaryReactor* Save(grpc::CallbackServerContext* context, const SaveRequest* request,
                                  SaveResponse* response) override;
   grpc::ServerUnaryReactor* Restore(grpc::CallbackServerContext* context, const RestoreRequest* request,

@@ -30,33 +30,33 @@ Shard::Shard(ShardSpecProto spec, ShardOptions options, Tensor values, std::vect
       options_(std::move(options)),
       shape_(values.shape()),
       num_bytes_(values.num_bytes()),
+      snapshot_pool_(TensorPool::Create(shape_, 4)),
+      gradient_pool_(TensorPool::Create(shape_, 4)),
       values_(std::move(values)),
       slots_(std::move(slots)),
       version_(version) {}
 
 Shard::~Shard() { Abort(absl::AbortedError(absl::StrCat("shard ", name(), " was dropped"))); }
 
-absl::Status Shard::CheckGradient(const TensorProto& grad) const {
-  if (grad.dtype() != DT_FLOAT) {
-    return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": gradient dtype ", DataType_Name(grad.dtype()),
+absl::Status Shard::CheckGradient(DataType dtype, absl::Span<const int64_t> shape, size_t bytes) const {
+  if (dtype != DT_FLOAT) {
+    return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": gradient dtype ", DataType_Name(dtype),
                                                    " does not match the shard's DT_FLOAT"));
   }
-  std::vector<int64_t> shape(grad.shape().begin(), grad.shape().end());
-  if (shape != shape_) {
+  if (std::vector<int64_t>(shape.begin(), shape.end()) != shape_) {
     return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": gradient shape ", ShapeString(shape),
                                                    " does not match the shard's shape ", ShapeString(shape_)));
   }
-  if (grad.data().size() != num_bytes_) {
+  if (bytes != num_bytes_) {
     return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": gradient of shape ", ShapeString(shape),
-                                                   " needs ", num_bytes_, " bytes but ", grad.data().size(),
-                                                   " arrived"));
+                                                   " needs ", num_bytes_, " bytes but ", bytes, " arrived"));
   }
   return absl::OkStatus();
 }
 
-int64_t Shard::CountNonFinite(const TensorProto& grad) {
-  const size_t n = grad.data().size() / sizeof(float);
-  const char* p = grad.data().data();
+int64_t Shard::CountNonFinite(absl::string_view data) {
+  const size_t n = data.size() / sizeof(float);
+  const char* p = data.data();
   int64_t bad = 0;
   for (size_t i = 0; i < n; ++i) {
     float f;
@@ -213,6 +213,18 @@ ShardSnapshot Shard::Snapshot() const {
   snap.slots = slots_;
   snap.version = version_;
   return snap;
+}
+
+std::shared_ptr<const Tensor> Shard::SnapshotValues(int64_t* version) const {
+  std::shared_ptr<Tensor> buffer = snapshot_pool_->Get();
+  {
+    absl::ReaderMutexLock l(&mu_);
+    *version = version_;
+    if (num_bytes_ > 0) std::memcpy(buffer->raw(), values_.raw(), num_bytes_);
+  }
+  pulls_.fetch_add(1, std::memory_order_relaxed);
+  bytes_out_.fetch_add(static_cast<int64_t>(num_bytes_), std::memory_order_relaxed);
+  return buffer;
 }
 
 void Shard::Abort(const absl::Status& why) {

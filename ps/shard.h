@@ -23,10 +23,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/tensor.h"
 #include "proto/ps.pb.h"
 #include "ps/optimizer.h"
+#include "ps/tensor_pool.h"
 
 namespace pstrain {
 
@@ -63,10 +66,10 @@ class Shard {
   const std::vector<int64_t>& shape() const { return shape_; }
   size_t num_bytes() const { return num_bytes_; }
 
-  // InvalidArgument naming the shard when `grad` has another dtype, shape or byte size.
-  absl::Status CheckGradient(const TensorProto& grad) const;
-  // Number of NaN/Inf elements. REQUIRES: CheckGradient(grad) is OK.
-  static int64_t CountNonFinite(const TensorProto& grad);
+  // InvalidArgument naming the shard when a gradient has another dtype, shape or byte size.
+  absl::Status CheckGradient(DataType dtype, absl::Span<const int64_t> shape, size_t bytes) const;
+  // Number of NaN/Inf float32 elements in `data`.
+  static int64_t CountNonFinite(absl::string_view data);
 
   // Async mode: applies `grad` (raw float32 bytes of shape()) now; returns the new version.
   int64_t ApplyNow(const char* grad);
@@ -86,6 +89,11 @@ class Shard {
   // Copies the value and version into `out` (name, version, value).
   void Read(ShardValue* out) const;
   ShardSnapshot Snapshot() const;
+  // The values in a pooled buffer (reused once released) and their version, copied under the
+  // shard's reader lock; counts a pull.
+  std::shared_ptr<const Tensor> SnapshotValues(int64_t* version) const;
+  // A pooled buffer of the shard's shape for assembling a streamed gradient.
+  std::shared_ptr<Tensor> GradientBuffer() const { return gradient_pool_->Get(); }
   // Fails every parked call with `why` (the shard is being replaced or the ps stops).
   void Abort(const absl::Status& why);
 
@@ -107,6 +115,8 @@ class Shard {
   const ShardOptions options_;
   const std::vector<int64_t> shape_;
   const size_t num_bytes_;
+  const std::shared_ptr<TensorPool> snapshot_pool_;
+  const std::shared_ptr<TensorPool> gradient_pool_;
 
   mutable absl::Mutex mu_;
   Tensor values_ ABSL_GUARDED_BY(mu_);

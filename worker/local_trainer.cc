@@ -54,7 +54,7 @@ int64_t LocalTrainer::total_steps() const {
 }
 
 absl::Status LocalTrainer::EvaluateTest(double* loss, double* accuracy) {
-  constexpr int64_t kEvalBatch = 1000;
+  constexpr int64_t kEvalBatch = 256;  // keeps activations cache-sized
   BatchMetrics m;
   Batch batch;
   for (int64_t b = 0; b < test_->size; b += kEvalBatch) {

@@ -1,21 +1,94 @@
-// pstrain-worker: validates its TF_CONFIG and job flags. Serving is added by the worker library.
+// pstrain-worker: one worker task. Reads TF_CONFIG (task type "worker"), serves WorkerService and
+// the gRPC health service on its port; the chief configures it and sends it closures of steps.
+// Stops cleanly on SIGTERM or SIGINT (exit 0). Exit 2 on a bad configuration, 1 when it cannot
+// serve.
+#include <signal.h>
+
 #include <iostream>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
 #include "common/exit_codes.h"
+#include "ps/grpc_ps_client.h"
+#include "worker/device.h"
+#include "worker/worker.h"
+#include "worker/worker_grpc_server.h"
 
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
+ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
+ABSL_FLAG(std::string, device, "cpu", "where gradients are computed: cpu (or cuda when built with it)");
+ABSL_FLAG(int, threads, 0, "compute threads (default: all cores)");
+ABSL_FLAG(int, replicas, 1, "local replicas: each batch is split over them and their gradients summed");
+ABSL_FLAG(std::string, data_dir, "", "directory of the dataset files (overrides the job's data.dir)");
+
+namespace {
+
+struct WorkerConfig {
+  pstrain::WorkerOptions options;
+  std::string listen;
+  pstrain::GradientComputerFactory compute;
+};
+
+absl::StatusOr<WorkerConfig> LoadConfig() {
+  absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
+  if (!config.ok()) return config.status();
+  absl::Status s = pstrain::ValidateTaskForRole(*config, pstrain::kWorker);
+  if (!s.ok()) return s;
+  absl::StatusOr<std::string> address = config->cluster.Address(pstrain::kWorker, config->task->index);
+  if (!address.ok()) return address.status();
+  WorkerConfig out;
+  out.options.task = config->task->ToString();
+  const int threads = absl::GetFlag(FLAGS_threads);
+  out.options.threads = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  out.options.replicas = absl::GetFlag(FLAGS_replicas);
+  if (threads < 0 || out.options.replicas < 1) {
+    return absl::InvalidArgumentError("--threads must be >= 0 and --replicas >= 1");
+  }
+  out.options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  absl::StatusOr<pstrain::GradientComputerFactory> compute = pstrain::ComputeFactoryForDevice(absl::GetFlag(FLAGS_device));
+  if (!compute.ok()) return compute.status();
+  out.compute = *compute;
+  out.listen = absl::GetFlag(FLAGS_listen);
+  if (out.listen.empty()) out.listen = absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<pstrain::PsClient>> ConnectPs(const std::string& address, int index) {
+  return pstrain::NewGrpcPsClient(address, absl::StrCat("ps:", index));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  auto config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
-  absl::Status s = config.ok() ? pstrain::ValidateTaskForRole(*config, "worker") : config.status();
-  if (!s.ok()) {
-    std::cerr << "pstrain-worker: bad configuration: " << s.message() << "\n";
+  absl::StatusOr<WorkerConfig> config = LoadConfig();
+  if (!config.ok()) {
+    std::cerr << "pstrain-worker: bad configuration: " << config.status().message() << "\n";
     return pstrain::kExitBadConfiguration;
   }
-  std::cerr << "pstrain-worker: " << config->task->ToString() << " configuration is valid; serving is not built yet\n";
-  return pstrain::kExitRuntimeFailure;
+  // Block the stop signals before any thread starts so only sigwait below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const std::string task = config->options.task;
+  pstrain::Worker worker(config->options, ConnectPs, config->compute);
+  auto server = pstrain::WorkerGrpcServer::Start(&worker, config->listen);
+  if (!server.ok()) {
+    std::cerr << "pstrain-worker: " << task << ": " << server.status().message() << "\n";
+    return pstrain::kExitRuntimeFailure;
+  }
+  std::cerr << "pstrain-worker: " << task << " serving on " << config->listen << " (device "
+            << absl::GetFlag(FLAGS_device) << ", " << config->options.threads << " threads, "
+            << config->options.replicas << " replicas)" << std::endl;
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::cerr << "pstrain-worker: " << task << " stopping on " << strsignal(signal_number) << std::endl;
+  (*server)->Shutdown(absl::Seconds(1));
+  return pstrain::kExitOk;
 }

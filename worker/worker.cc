@@ -77,12 +77,15 @@ absl::StatusOr<std::unique_ptr<Worker::Job>> Worker::BuildJob(const ConfigureReq
   ASSIGN_OR_RETURN(job->exchange, VariableExchange::Create(variables, request.plan(), std::move(ps)));
   ASSIGN_OR_RETURN(job->replicas, ReplicaSet::Create(job->spec.model, options_.replicas, options_.threads, compute_));
   ASSIGN_OR_RETURN(Dataset train, LoadDataset(job->spec, Split::kTrain, options_.data_dir));
-  ASSIGN_OR_RETURN(Dataset test, LoadDataset(job->spec, Split::kTest, options_.data_dir));
+  // A csv job without a test file trains but cannot evaluate (Evaluate says so).
+  if (job->spec.data.dataset != "csv" || !job->spec.data.test_file.empty()) {
+    ASSIGN_OR_RETURN(Dataset test, LoadDataset(job->spec, Split::kTest, options_.data_dir));
+    job->test = std::make_shared<const Dataset>(std::move(test));
+  }
   if (train.size <= job->worker_index) {
     return absl::InvalidArgumentError(absl::StrCat("the training set has ", train.size, " examples, too few for ",
                                                    job->num_workers, " workers"));
   }
-  job->test = std::make_shared<const Dataset>(std::move(test));
   job->train = std::make_unique<ShardIterator>(std::make_shared<const Dataset>(std::move(train)), job->worker_index,
                                                job->num_workers, TrainShuffleSeed(job->spec));
   return job;
@@ -135,9 +138,12 @@ absl::Status Worker::Evaluate(const EvaluateRequest& request, EvaluateResponse* 
                                                    request.num_shards(), " is out of range"));
   }
   Job& job = *job_;
+  if (job.test == nullptr) {
+    return absl::FailedPreconditionError("the job has no test data to evaluate: set data.test_file in the job spec");
+  }
   RETURN_IF_ERROR(job.exchange->PullAll(0, &job.params));
   auto [begin, end] = EvalRange(job.test->size, request.shard_index(), request.num_shards());
-  constexpr int64_t kEvalBatch = 1000;
+  constexpr int64_t kEvalBatch = 256;  // keeps activations cache-sized
   BatchMetrics metrics;
   for (int64_t b = begin; b < end; b += kEvalBatch) {
     FillRange(*job.test, b, std::min(end, b + kEvalBatch), &job.batch_buffer);

@@ -46,7 +46,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Conv2DGradTest,
                                            ConvCase{5, 6, 3, 2, 3, true, false, true},
                                            ConvCase{5, 5, 2, 3, 2, true, true, false},
                                            ConvCase{7, 7, 2, 2, 5, true, false, true},
-                                           ConvCase{4, 4, 2, 3, 1, false, false, true}));
+                                           ConvCase{4, 4, 2, 3, 1, false, false, true},
+                                           // small patches with 8/16/32 filters take the vectorised path
+                                           ConvCase{6, 6, 1, 8, 3, false, true, true},
+                                           ConvCase{5, 5, 1, 16, 3, true, false, true},
+                                           ConvCase{5, 6, 2, 32, 2, false, true, false},
+                                           ConvCase{4, 5, 2, 32, 3, true, true, true}));
 
 TEST(Conv2DTest, SamePaddingKeepsSizeAndMatchesDirectSum) {
   const Conv2DGeometry g{3, 3, 1, 1, 3, true, false, false};

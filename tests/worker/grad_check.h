@@ -28,18 +28,24 @@ inline void ExpectGradientMatches(const std::string& what, std::vector<float>* v
   ASSERT_EQ(values->size(), analytic.size()) << what;
   const size_t stride = std::max<size_t>(1, values->size() / max_checks);
   int bad = 0;
-  for (size_t i = 0; i < values->size(); i += stride) {
+  auto numeric_at = [&](size_t i, float step) {
     const float saved = (*values)[i];
-    (*values)[i] = saved + eps;
+    (*values)[i] = saved + step;
     const double up = loss();
-    (*values)[i] = saved - eps;
+    (*values)[i] = saved - step;
     const double down = loss();
     (*values)[i] = saved;
-    const double numeric = (up - down) / (2.0 * eps);
-    const double tol = 3e-3 + 2e-2 * std::fabs(numeric);
-    if (std::fabs(numeric - analytic[i]) > tol && ++bad <= 5) {
-      ADD_FAILURE() << what << "[" << i << "]: analytic " << analytic[i] << " vs numeric " << numeric;
-    }
+    return (up - down) / (2.0 * step);
+  };
+  auto close = [&](double numeric, double analytic) {
+    return std::fabs(numeric - analytic) <= 3e-3 + 2e-2 * std::fabs(numeric);
+  };
+  for (size_t i = 0; i < values->size(); i += stride) {
+    const double numeric = numeric_at(i, eps);
+    // A ReLU or max-pool kink inside +-eps breaks the difference; a second, smaller step rarely
+    // meets one too, while a wrong gradient fails both.
+    if (close(numeric, analytic[i]) || close(numeric_at(i, eps / 4), analytic[i])) continue;
+    if (++bad <= 5) ADD_FAILURE() << what << "[" << i << "]: analytic " << analytic[i] << " vs numeric " << numeric;
   }
   EXPECT_EQ(bad, 0) << what << ": " << bad << " mismatches";
 }

@@ -96,7 +96,8 @@ absl::Status CpuGradientComputer::Compute(absl::Span<const Tensor> params, const
     }
   }
   param_ptrs_.resize(nv);
-  grad_ptrs_.assign(threads, std::vector<float*>(nv));
+  grad_ptrs_.resize(threads);
+  for (auto& ptrs : grad_ptrs_) ptrs.resize(nv);
   for (size_t i = 0; i < nv; ++i) {
     param_ptrs_[i] = params[i].data<float>();
     grad_ptrs_[0][i] = (*grads)[i].data<float>();

@@ -1,0 +1,153 @@
+// GrpcPsClient against an in-process PsGrpcServer on 127.0.0.1: unary and chunked streaming paths
+// give the same answers and the same errors.
+#include "ps/grpc_ps_client.h"
+
+#include <thread>
+
+#include "common/protocol_version.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ps/grpc_tuning.h"
+#include "ps/ps_grpc_server.h"
+#include "ps/ps_server.h"
+#include "tests/ps/ps_test_util.h"
+
+namespace pstrain {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_util::OnePull;
+using testing_util::OnePush;
+using testing_util::Spec;
+using testing_util::ToFloats;
+
+// Rows of 1 KiB: 3000 rows is ~2.9 MiB, three stream chunks.
+constexpr int64_t kRows = 3000, kCols = 256;
+
+class GrpcPsClientTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    auto server = PsGrpcServer::Start(&ps_, "127.0.0.1:0");
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    client_ = std::make_unique<GrpcPsClient>("127.0.0.1:" + std::to_string(server_->port()), "ps:0",
+                                             absl::Seconds(30));
+    client_->set_stream_threshold_bytes(GetParam() ? 0 : int64_t{1} << 40);  // param: streaming
+  }
+
+  absl::Status Create(UpdateMode mode, int workers) {
+    CreateShardsRequest r;
+    r.set_protocol_version(kProtocolVersion);
+    *r.add_shards() = Spec("big", {kRows, kCols}, 0, kRows, "glorot_uniform");
+    *r.add_shards() = Spec("small", {3}, 0, 3, "ones");
+    *r.add_shards() = Spec("empty", {0, 4}, 0, 0, "ones");
+    *r.mutable_optimizer() = testing_util::Sgd(1.0);
+    r.set_mode(mode);
+    r.set_num_workers(workers);
+    r.set_sync_timeout_ms(10000);
+    r.set_initialize(true);
+    CreateShardsResponse resp;
+    return client_->CreateShards(r, &resp);
+  }
+
+  PsServer ps_{PsServer::Options{"ps:0"}};
+  std::unique_ptr<PsGrpcServer> server_;
+  std::unique_ptr<GrpcPsClient> client_;
+};
+
+TEST_P(GrpcPsClientTest, PullAndPushSeveralShardsAcrossChunks) {
+  ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
+  PullRequest pull;
+  for (const char* n : {"small", "big", "empty"}) pull.add_shard_names(n);
+  PullResponse before;
+  ASSERT_TRUE(client_->Pull(pull, &before).ok());
+  ASSERT_EQ(before.values_size(), 3);
+  EXPECT_EQ(before.values(0).name(), "small");
+  EXPECT_EQ(ToFloats(before.values(0).value()), std::vector<float>(3, 1.0f));
+  EXPECT_EQ(before.values(1).value().data().size(), static_cast<size_t>(kRows * kCols * 4));
+  EXPECT_THAT(before.values(1).value().shape(), ::testing::ElementsAre(kRows, kCols));
+  EXPECT_EQ(before.values(2).value().data().size(), 0u);
+
+  std::vector<float> grad(kRows * kCols);
+  for (size_t i = 0; i < grad.size(); ++i) grad[i] = static_cast<float>(i % 1000) * 1e-3f;
+  PushRequest push = OnePush("big", {kRows, kCols}, grad);
+  *push.add_gradients() = OnePush("small", {3}, {1, 2, 3}).gradients(0);
+  *push.add_gradients() = OnePush("empty", {0, 4}, {}).gradients(0);
+  PushResponse pushed;
+  ASSERT_TRUE(client_->Push(push, &pushed).ok());
+  EXPECT_THAT(pushed.versions(), ::testing::ElementsAre(1, 1, 1));
+
+  PullResponse after = before;  // reused response object: buffers are recycled
+  ASSERT_TRUE(client_->Pull(pull, &after).ok());
+  std::vector<float> b0 = ToFloats(before.values(1).value()), b1 = ToFloats(after.values(1).value());
+  for (size_t i = 0; i < grad.size(); i += 997) ASSERT_EQ(b1[i], b0[i] - grad[i]) << i;
+  EXPECT_EQ(b1.back(), b0.back() - grad.back());
+  EXPECT_EQ(ToFloats(after.values(0).value()), (std::vector<float>{0, -1, -2}));
+  EXPECT_EQ(after.values(1).version(), 1);
+}
+
+TEST_P(GrpcPsClientTest, ErrorsNameTheShardAndPeer) {
+  ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
+  PushResponse pushed;
+  absl::Status s = client_->Push(OnePush("big", {kRows, kCols + 1}, std::vector<float>(kRows * (kCols + 1))), &pushed);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("shard big: gradient shape"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("ps:0 at 127.0.0.1"));
+  s = client_->Push(OnePush("nope", {kRows, kCols}, std::vector<float>(kRows * kCols)), &pushed);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  PullResponse pulled;
+  s = client_->Pull(OnePull("nope"), &pulled);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("shard nope is not held by ps:0"));
+  ASSERT_TRUE(client_->Pull(OnePull("big"), &pulled).ok());
+  EXPECT_EQ(pulled.values(0).version(), 0);  // nothing was applied
+}
+
+TEST_P(GrpcPsClientTest, SyncStepOverTheNetwork) {
+  ASSERT_TRUE(Create(UPDATE_SYNC, 2).ok());
+  auto second = std::make_unique<GrpcPsClient>("127.0.0.1:" + std::to_string(server_->port()), "ps:0",
+                                                absl::Seconds(30));
+  second->set_stream_threshold_bytes(GetParam() ? 0 : int64_t{1} << 40);
+  absl::Status s0, s1;
+  PullResponse waited;
+  absl::Status pull_status;
+  std::thread waiter([&] { pull_status = client_->Pull(OnePull("small", 1), &waited); });
+  std::thread w0([&] {
+    PushResponse r;
+    s0 = client_->Push(OnePush("small", {3}, {1, 1, 1}, 0, 0), &r);
+  });
+  std::thread w1([&] {
+    PushResponse r;
+    s1 = second->Push(OnePush("small", {3}, {2, 2, 2}, 1, 0), &r);
+  });
+  w0.join();
+  w1.join();
+  waiter.join();
+  EXPECT_TRUE(s0.ok()) << s0;
+  EXPECT_TRUE(s1.ok()) << s1;
+  ASSERT_TRUE(pull_status.ok()) << pull_status;
+  EXPECT_EQ(waited.values(0).version(), 1);
+  EXPECT_EQ(ToFloats(waited.values(0).value()), std::vector<float>(3, -2.0f));
+  PushResponse r;
+  s0 = client_->Push(OnePush("small", {3}, {1, 1, 1}, 0, 0), &r);
+  EXPECT_EQ(s0.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s0.message()), HasSubstr("stale push from worker 0 for step 0"));
+}
+
+INSTANTIATE_TEST_SUITE_P(UnaryAndStreaming, GrpcPsClientTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Streaming" : "Unary";
+                         });
+
+TEST(GrpcPsClient, UnreachablePsIsUnavailable) {
+  GrpcPsClient client("127.0.0.1:1", "ps:3", absl::Seconds(5));
+  HandshakeRequest r;
+  r.set_protocol_version(kProtocolVersion);
+  HandshakeResponse resp;
+  absl::Status s = client.Handshake(r, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("ps:3 at 127.0.0.1:1"));
+}
+
+}  // namespace
+}  // namespace pstrain

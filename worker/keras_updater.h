@@ -1,0 +1,29 @@
+// The pieces that make single-process training start and move exactly as the cluster does: the
+// ps's initializers (same seed, name and full shape give the same values as the shards of any
+// partitioning) and the ps's Keras optimizers applied to whole variables.
+// Thread-safety: InitializeVariable is a pure function; an updater is used by one thread.
+#ifndef PSTRAIN_WORKER_KERAS_UPDATER_H_
+#define PSTRAIN_WORKER_KERAS_UPDATER_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/job_spec.h"
+#include "common/model_variables.h"
+#include "worker/local_trainer.h"
+
+namespace pstrain {
+
+// Initial value of the whole variable `var` (as a ps holding it unpartitioned would create it).
+// InvalidArgument for an unknown initializer.
+absl::Status InitializeVariable(const VariableSpec& var, uint64_t seed, Tensor* value);
+
+// A ParameterUpdater running the ps's Keras optimizer with per-variable slots, counting steps.
+// InvalidArgument naming the field for a bad optimizer spec.
+absl::StatusOr<std::unique_ptr<ParameterUpdater>> NewKerasUpdater(const OptimizerSpec& optimizer,
+                                                                  const std::vector<VariableSpec>& variables);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_KERAS_UPDATER_H_

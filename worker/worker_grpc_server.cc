@@ -1,0 +1,45 @@
+#include "worker/worker_grpc_server.h"
+
+#include <climits>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "worker/worker_service.h"
+
+namespace pstrain {
+
+absl::StatusOr<std::unique_ptr<WorkerGrpcServer>> WorkerGrpcServer::Start(Worker* worker,
+                                                                           const std::string& listen_address) {
+  grpc::EnableDefaultHealthCheckService(true);
+  std::unique_ptr<WorkerGrpcServer> s(new WorkerGrpcServer);
+  s->service_ = std::make_unique<WorkerServiceImpl>(worker);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(s->service_.get());
+  builder.SetMaxReceiveMessageSize(INT_MAX);
+  builder.SetMaxSendMessageSize(INT_MAX);
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen_address,
+                                               ": the port is in use or the address is not local"));
+  }
+  if (grpc::HealthCheckServiceInterface* health = s->server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+    health->SetServingStatus(pstrain::WorkerService::service_full_name(), true);
+  }
+  return s;
+}
+
+WorkerGrpcServer::~WorkerGrpcServer() { Shutdown(absl::Seconds(1)); }
+
+void WorkerGrpcServer::Shutdown(absl::Duration grace) {
+  if (stopped_) return;
+  stopped_ = true;
+  if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+  service_.reset();  // drains the work queue: queued calls finish on their (cancelled) reactors
+}
+
+}  // namespace pstrain
