@@ -105,15 +105,17 @@ netns_wait_until() {
   return 1
 }
 
-netns_down() {
-  local pid i host
-  for pid in "${NETNS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for i in $(seq 1 25); do  # at most 5 s for them to stop
-    local alive=0
-    for pid in "${NETNS_PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [ "$alive" -eq 1 ] || break
-    sleep 0.2
+netns_all_stopped() {
+  local pid
+  for pid in "${NETNS_PIDS[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then return 1; fi
   done
+}
+
+netns_down() {
+  local pid host
+  for pid in "${NETNS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  netns_wait_until 5 netns_all_stopped || true
   for pid in "${NETNS_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   for pid in "${NETNS_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   NETNS_PIDS=()
