@@ -35,10 +35,10 @@ echo "short run: 40 steps over 5 hosts, test accuracy $accuracy ($steps_per_seco
 
 # 2. worker1 cut off for 8 s once training is under way. Closures time out after 4 s, so worker 1 is
 # declared lost during the cut and polled every second; it is back some 4-12 s after the cut ends
-# (gRPC's reconnect backoff), 16-25 s into training. The run is sized to about 40 s of training at
-# the short run's speed.
+# (gRPC's reconnect backoff), 16-25 s into training. The run is sized to about 50 s of training at
+# the short run's speed, so that it still outlasts that if training runs twice as fast.
 cut_seconds=8
-steps=$(awk -v r="$steps_per_second" 'BEGIN { n = int(r * 40); print (n < 100 ? 100 : (n > 5000 ? 5000 : n)) }')
+steps=$(awk -v r="$steps_per_second" 'BEGIN { n = int(r * 50); print (n < 100 ? 100 : (n > 20000 ? 20000 : n)) }')
 run_cluster --logs "$logs/cut" --steps "$steps" --timeout 400 \
   --cut worker1 --cut-seconds "$cut_seconds" -- \
   --progress_secs=1 --closure_timeout_secs=4 --poll_secs=1 --steps_per_closure=5 ||
