@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctest multihost_cluster: the real binaries on five "hosts" (network namespaces on a bridge, host
 # names in TF_CONFIG; deploy/netns/run-cluster.sh), one process per host.
-#  1. A short training run completes and reports a test accuracy.
+#  1. A short training run (100 steps) completes and reports a test accuracy; its speed sizes run 2.
 #  2. A longer run during which worker1 is cut off the network (nft drop) for a while: the job still
 #     completes, and the chief's log names worker 1 as lost and as back.
 # The second run's length is sized from the first run's speed so that training outlasts the cut on
@@ -23,7 +23,7 @@ run_cluster() { bash "$src/deploy/netns/run-cluster.sh" --bin-dir "$bin_dir" "$@
 summary_field() { grep -o "\"$2\": *[0-9.e+-]*" "$1" | tail -n1 | sed 's/.*: *//'; }
 
 # 1. A short run.
-run_cluster --logs "$logs/short" --steps 40 --timeout 240 -- --progress_secs=1 ||
+run_cluster --logs "$logs/short" --steps 100 --timeout 240 -- --progress_secs=1 ||
   fail "the short run did not complete (exit status $?)"
 accuracy=$(summary_field "$logs/short/chief.log" final_test_accuracy)
 [ -n "$accuracy" ] || fail "the short run's summary has no final_test_accuracy"
@@ -31,7 +31,7 @@ seconds=$(summary_field "$logs/short/chief.log" train_seconds)  # training only,
 [ -n "$seconds" ] || seconds=$(summary_field "$logs/short/chief.log" seconds)
 steps_per_second=$(awk -v s="$(summary_field "$logs/short/chief.log" global_step)" -v t="$seconds" \
   'BEGIN { printf "%.2f", (t > 0 ? s / t : 10) }')
-echo "short run: 40 steps over 5 hosts, test accuracy $accuracy ($steps_per_second steps/s)"
+echo "short run: 100 steps over 5 hosts, test accuracy $accuracy ($steps_per_second steps/s)"
 
 # 2. worker1 cut off for 8 s once training is under way. Closures time out after 4 s, so worker 1 is
 # declared lost during the cut and polled every second; it is back some 4-12 s after the cut ends
