@@ -9,6 +9,7 @@ PACKAGES=(
   libabsl-dev libeigen3-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3
+  docker-compose nftables iproute2  # deploy tests: compose file check, several-hosts cluster
 )
 PACKAGES+=("$@")
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Builds the pstrain image and runs the docker-compose cluster (1 chief, 2 workers, 2 ps) until the
+# chief finishes, then prints the final test accuracy and removes the containers and the volume.
+#
+#   deploy/docker/run-compose.sh [--steps N] [--job cnn|linear|FILE] [--bin-dir DIR] [--keep]
+#
+#   --steps N     training steps (default 200: a short job; the chief's --steps)
+#   --job J       job spec preset or a JSON file inside the image (default cnn)
+#   --bin-dir D   use binaries built elsewhere instead of a portable build (build-image.sh)
+#   --keep        leave the cluster and its volume (and an engine started here) up afterwards
+#   --timeout S   give up after S seconds of training (default 1800)
+#
+# When no docker engine answers, one is started in a network namespace of its own for the length of
+# the run (deploy/docker/engine.sh) and stopped afterwards. Logs of every task are kept in
+# build-docker/logs/<service>.log. Exit status: the chief's (0 done, 2 bad configuration, 1 failure).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+WORK=${PSTRAIN_DOCKER_WORK:-$REPO/build-docker}
+COMPOSE_FILE=$REPO/deploy/docker/docker-compose.yml
+PROJECT=pstrain
+STEPS=200
+JOB=cnn
+TIMEOUT=1800
+KEEP=0
+IMAGE_ARGS=()
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) STEPS=$2; shift 2 ;;
+    --job) JOB=$2; shift 2 ;;
+    --bin-dir) IMAGE_ARGS+=(--bin-dir "$2"); shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    --timeout) TIMEOUT=$2; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run-compose: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+log() { echo "run-compose: $*" >&2; }
+# docker-compose and debootstrap from Debian; docker.io only when no engine answers and none is
+# installed (an existing Docker installation stays as it is).
+extra=(docker-compose debootstrap)
+if ! command -v dockerd >/dev/null && ! docker info >/dev/null 2>&1; then extra+=(docker.io); fi
+bash deploy/install-deps.sh "${extra[@]}"
+
+export PSTRAIN_STEPS=$STEPS PSTRAIN_JOB=$JOB PSTRAIN_IMAGE=pstrain:latest
+compose() { docker-compose -p "$PROJECT" -f "$COMPOSE_FILE" "$@"; }
+
+LOGS_PID=""
+cleanup() {
+  local status=$?
+  [ -z "$LOGS_PID" ] || kill "$LOGS_PID" 2>/dev/null || true
+  if [ "$KEEP" -eq 0 ]; then
+    if docker info >/dev/null 2>&1; then
+      compose down -v --timeout 10 >/dev/null 2>&1 || log "docker-compose down failed"
+    fi
+    engine_stop
+  elif [ -n "$ENGINE_PID" ]; then
+    log "--keep: the engine started here stays up: export DOCKER_HOST=$DOCKER_HOST; stop it with"
+    log "  docker-compose -p $PROJECT -f $COMPOSE_FILE down -v; kill $ENGINE_PID; ip netns del $ENGINE_NS"
+  fi
+  exit "$status"
+}
+
+# shellcheck source=deploy/docker/engine.sh
+source deploy/docker/engine.sh
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+engine_start "$WORK/engine"
+
+t0=$(date +%s)
+bash deploy/docker/build-image.sh "${IMAGE_ARGS[@]}"
+t1=$(date +%s)
+log "image ready in $((t1 - t0)) s; starting the cluster (job $JOB, $STEPS steps)"
+
+compose down -v --timeout 5 >/dev/null 2>&1 || true  # leftovers of an interrupted run
+compose up -d --no-color 2>&1 | sed 's/^/  /' >&2
+chief=$(compose ps -q chief)
+[ -n "$chief" ] || { log "the chief container did not start"; exit 1; }
+compose logs -f --no-color chief >&2 &
+LOGS_PID=$!
+
+# `docker wait` prints the chief's exit status once it stops; timeout bounds the whole training.
+status=$(timeout "$TIMEOUT" docker wait "$chief") || { log "the chief did not finish within $TIMEOUT s"; status=124; }
+t2=$(date +%s)
+kill "$LOGS_PID" 2>/dev/null || true
+LOGS_PID=""
+
+mkdir -p "$WORK/logs"
+for service in $(compose config --services); do
+  compose logs --no-color --no-log-prefix "$service" 2>&1 | grep -v "^Attaching to " >"$WORK/logs/$service.log" || true
+done
+log "logs of every task: $WORK/logs/<service>.log (or: docker-compose -p $PROJECT -f $COMPOSE_FILE logs)"
+log "cluster ran $((t2 - t1)) s; chief exit status $status"
+
+# The chief's final JSON summary (stdout) has "final_test_accuracy": <fraction>.
+accuracy=$(grep -o '"final_test_accuracy": *[0-9.]*' "$WORK/logs/chief.log" | tail -n1 | grep -o '[0-9.]*$' || true)
+if [ "$status" = 0 ] && [ -n "$accuracy" ]; then
+  echo "final test accuracy: $accuracy"
+elif [ "$status" = 0 ]; then
+  log "the chief finished but its log names no test accuracy; see $WORK/logs/chief.log"
+  status=1
+fi
+exit "$status"

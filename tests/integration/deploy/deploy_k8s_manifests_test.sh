@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# ctest deploy_k8s_manifests: deploy/k8s/tfjob and deploy/k8s/plain render with kustomize, every
+# object passes schema validation (kubernetes-models; the TFJob against its own schema), references
+# between objects hold, and the TF_CONFIG each pod would get (the operator's for the TFJob, the
+# entry script's for the plain manifests) forms one cluster that pstrain's parser accepts. Broken
+# copies must be caught. Skips (exit 77) without kubectl/kustomize, node/npm, or when npm cannot
+# install the validator's packages (offline).
+#   deploy_k8s_manifests_test.sh SOURCE_DIR PSTRAIN_BINARY WORK_DIR
+set -euo pipefail
+src=$1
+pstrain=$2
+work=$3
+# shellcheck source=tests/integration/deploy/tf_config_lib.sh
+source "$src/tests/integration/deploy/tf_config_lib.sh"
+
+skip() { echo "SKIP: $*"; exit 77; }
+if command -v kubectl >/dev/null; then
+  render() { kubectl kustomize "$1"; }
+elif command -v kustomize >/dev/null; then
+  render() { kustomize build "$1"; }
+else
+  skip "neither kubectl nor kustomize is installed (apt-get install kubernetes-client to run this test)"
+fi
+command -v node >/dev/null && command -v npm >/dev/null || skip "node and npm are needed (apt-get install nodejs npm)"
+
+# The validator and its locked packages, installed once under the build dir.
+validator=$work/k8s-validate
+mkdir -p "$validator"
+if ! cmp -s "$src/deploy/k8s/validate/package-lock.json" "$validator/package-lock.json" ||
+   [ ! -d "$validator/node_modules" ]; then
+  cp "$src/deploy/k8s/validate/package.json" "$src/deploy/k8s/validate/package-lock.json" "$validator/"
+  if ! (cd "$validator" && timeout 300 npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1); then
+    rm -f "$validator/package-lock.json"  # retry next time
+    skip "npm ci could not install the validator's packages (offline?); see $validator/npm.log"
+  fi
+fi
+cp "$src/deploy/k8s/validate/validate.mjs" "$src/deploy/k8s/validate/tfjob.schema.json" "$validator/"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for variant in tfjob plain; do
+  render "$src/deploy/k8s/$variant" >"$tmp/$variant.yaml"
+  mkdir "$tmp/$variant"
+  node "$validator/validate.mjs" --tf-configs "$tmp/$variant" "$tmp/$variant.yaml"
+  check_tf_config_dir "$tmp/$variant" "$pstrain"
+done
+
+# The checks must bite. expect_failure VARIANT MESSAGE FILTER...: the rendering of VARIANT passed
+# through the command FILTER must fail, saying MESSAGE.
+expect_failure() {
+  local variant=$1 message=$2 out
+  shift 2
+  "$@" <"$tmp/$variant.yaml" >"$tmp/broken.yaml"
+  rm -rf "$tmp/broken" && mkdir "$tmp/broken"
+  if out=$(node "$validator/validate.mjs" --tf-configs "$tmp/broken" "$tmp/broken.yaml" &&
+           check_tf_config_dir "$tmp/broken" "$pstrain"); then
+    echo "FAIL: $variant through '$*' was accepted"; exit 1
+  fi
+  grep -q -- "$message" <<<"$out" || { echo "FAIL: $variant through '$*': expected '$message', got: $out"; exit 1; }
+  echo "caught ($variant, $*): $(grep -m1 -- "$message" <<<"$out")"
+}
+expect_failure tfjob "restartPolicy must be equal to one of the allowed values" \
+  sed 's/restartPolicy: OnFailure/restartPolicy: Sometimes/'
+expect_failure tfjob 'named "tensorflow"' sed 's/name: tensorflow/name: trainer/'
+expect_failure plain "replicas must be integer" sed 's/replicas: 2/replicas: two/'
+expect_failure plain "the Service is not headless" sed 's/clusterIP: None/clusterIP: 10.96.0.10/'
+expect_failure plain "no PersistentVolumeClaim" sed 's/claimName: pstrain-model/claimName: pstrain-models/'
+# Three worker pods while every TF_CONFIG still lists two workers: pod pstrain-worker-2's task
+# is outside the cluster.
+expect_failure plain "task worker:2 is not in the cluster" \
+  awk 'BEGIN { RS = "---\n"; ORS = "---\n" } /serviceName: pstrain-worker/ { sub(/replicas: 2/, "replicas: 3") } { print }'
+echo "PASS: Kubernetes manifests valid; their TF_CONFIGs form one cluster; broken copies caught"
