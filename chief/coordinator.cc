@@ -72,7 +72,7 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
     if (s.ok()) MaybeReport(true);  // the last training window, before the final evaluation
   }
   JobSummary summary;
-  if (s.ok() && !stop_requested_) {
+  if (s.ok() && !stop_requested_ && HasTestData()) {
     SetState("evaluating");
     absl::StatusOr<EvalResult> eval = Evaluate();
     if (eval.ok()) summary.final_eval = *eval;
@@ -101,6 +101,10 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   summary.checkpoint = last_checkpoint_;
   summary.lost_workers = lost_workers_;
   return summary;
+}
+
+bool Coordinator::HasTestData() const {
+  return spec_.data.dataset != "csv" || !spec_.data.test_file.empty();
 }
 
 absl::StatusOr<JobSummary> Coordinator::InitOnly() {
@@ -138,6 +142,7 @@ absl::Status Coordinator::Prepare() {
   tracker_ = std::make_unique<ProgressTracker>(env_, num_workers_, spec_.batch_size, budget_.total_steps,
                                                budget_.steps_per_epoch, start_step_, spec_.model.loss != "mse");
   if (!options_.init_only) RETURN_IF_ERROR(ConfigureAll());
+  if (!HasTestData()) Log("the job has no test data (data.test_file is not set): no evaluation");
   pool_ = std::make_unique<WorkerPool>(env_, workers_, &queue_, this,
                                        [this](int worker) { return MakeConfigure(worker); }, options_.pool);
   last_report_micros_ = last_checkpoint_micros_ = train_start_micros_ = env_->NowMicros();

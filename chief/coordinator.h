@@ -93,6 +93,7 @@ class Coordinator : public WorkerPoolSink {
  private:
   absl::Status Prepare();
   absl::StatusOr<JobSummary> InitOnly();
+  bool HasTestData() const;  // csv jobs without data.test_file cannot evaluate
   absl::Status CreateOrRestore();
   absl::Status ConfigureAll();
   ConfigureRequest MakeConfigure(int worker) const;

@@ -29,7 +29,7 @@ absl::Status Coordinator::TrainLoop() {
     RETURN_IF_ERROR(RunTrainingPhase(std::min(eval_at, ckpt_at)));
     const int64_t now_step = tracker_->global_step();
     if (now_step >= budget_.total_steps) break;  // the final evaluation and checkpoint follow
-    if (sched.eval_every_steps > 0 && now_step % sched.eval_every_steps == 0) {
+    if (sched.eval_every_steps > 0 && now_step % sched.eval_every_steps == 0 && HasTestData()) {
       SetState("evaluating");
       RETURN_IF_ERROR(Evaluate().status());
       SetState("training");

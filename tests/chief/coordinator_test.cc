@@ -294,3 +294,30 @@ TEST(WorkerPoolTest, RestartedWorkerIsRetryable) {
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+TEST_F(CoordinatorTest, CsvJobWithoutTestDataTrainsWithoutEvaluating) {
+  const std::string dir = TempDir("csv");
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream csv(dir + "/train.csv");
+    for (int i = 0; i < 128; ++i) csv << i * 0.01 << "," << i * 0.02 << "," << i * 0.03 << "\n";
+  }
+  spec_.data.dataset = "csv";
+  spec_.data.train_file = dir + "/train.csv";
+  spec_.schedule.eval_every_steps = 10;
+  auto summary = Make()->Run();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->global_step, 40);
+  EXPECT_FALSE(summary->final_eval.has_value());
+  for (auto& w : workers_) {
+    absl::MutexLock lock(&w->mu);
+    EXPECT_TRUE(w->eval_shards.empty());
+  }
+  EXPECT_THAT(log(), HasSubstr("no test data"));
+}
+
+}  // namespace
+}  // namespace pstrain

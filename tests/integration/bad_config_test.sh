@@ -28,4 +28,11 @@ expect_exit2 job-units "units" env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrai
 expect_exit2 job-json "bad-json" env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job="$WORK/bad-json.json"
 expect_exit2 job-mode "mode" env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job=linear --mode=sometimes
 expect_exit2 evaluate-missing "no-such-dir" "$BIN/pstrain" evaluate --checkpoint="$WORK/no-such-dir"
-echo "PASS: every binary exits 2 with a clear message"
+# Nobody answers: the chief gives up after --wait_timeout_secs naming every silent task.
+rc=0
+TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job=linear --wait_timeout_secs=1 >"$WORK/silent.log" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "chief with a silent cluster exited $rc, expected 1"
+for task in "ps:0 at 127.0.0.1:${PS_PORTS[0]}" "worker:0 at 127.0.0.1:${WORKER_PORTS[0]}"; do
+  grep -q "$task" "$WORK/silent.log" || fail "the chief did not name $task as silent: $(cat "$WORK/silent.log")"
+done
+echo "PASS: every binary exits 2 with a clear message; a silent cluster is named"
