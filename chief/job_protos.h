@@ -1,4 +1,4 @@
-// Wire forms the chief derives from a job spec: the optimizer, the update mode, and the requests
+// Wire forms the chief derives from a job spec: the update mode and the requests
 // that create or restore each ps task's shards.
 // Thread-safety: pure functions.
 #ifndef PSTRAIN_CHIEF_JOB_PROTOS_H_
@@ -11,8 +11,6 @@
 #include "proto/ps.pb.h"
 
 namespace pstrain {
-
-OptimizerProto OptimizerToProto(const OptimizerSpec& spec);
 
 UpdateMode UpdateModeOf(const JobSpec& spec);
 
