@@ -4,6 +4,8 @@
 // serve.
 #include <signal.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -89,6 +91,15 @@ int main(int argc, char** argv) {
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::cerr << "pstrain-worker: " << task << " stopping on " << strsignal(signal_number) << std::endl;
-  (*server)->Shutdown(absl::Seconds(1));
+  worker.Shutdown();
+  // A step blocked on a ps (a sync pull waiting for other workers) cannot be interrupted; do not
+  // let it hold the exit longer than a few seconds.
+  std::thread stopper([&server] { (*server)->Shutdown(absl::Seconds(1)); });
+  for (int i = 0; i < 50 && !(*server)->stopped(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (!(*server)->stopped()) {
+    std::cerr << "pstrain-worker: " << task << " exiting with a call still waiting on a ps" << std::endl;
+    std::_Exit(pstrain::kExitOk);
+  }
+  stopper.join();
   return pstrain::kExitOk;
 }
