@@ -1,21 +1,122 @@
-// pstrain-chief: validates its TF_CONFIG and job flags. Serving is added by the chief library.
+// pstrain-chief: the coordinator of a training cluster (TF_CONFIG task type "chief"), or, with task
+// type "evaluator", the sidecar that evaluates each new checkpoint of the model dir. Flags are
+// parsed here only and passed down as a config struct.
 #include <iostream>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "chief/chief_runner.h"
+#include "chief/evaluator_runner.h"
 #include "common/cluster_spec.h"
 #include "common/exit_codes.h"
+#include "common/job_spec.h"
+#include "common/status_macros.h"
 
+ABSL_FLAG(std::string, job, "cnn", "job spec: a preset (linear, mlp, cnn) or a JSON file");
+ABSL_FLAG(std::string, model_dir, "", "directory for checkpoints, metrics.jsonl and summary.json");
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
+ABSL_FLAG(int64_t, epochs, 0, "train this many epochs (overrides the job's schedule)");
+ABSL_FLAG(int64_t, steps, 0, "train this many global steps (overrides the job's schedule)");
+ABSL_FLAG(int64_t, steps_per_closure, 0, "worker steps per scheduled closure (overrides the job's)");
+ABSL_FLAG(std::string, mode, "", "async or sync (overrides the job's)");
+ABSL_FLAG(int64_t, eval_every_steps, -1, "evaluate every N global steps (overrides the job's; 0 = at the end)");
+ABSL_FLAG(int64_t, checkpoint_every_steps, -1, "checkpoint every N global steps (overrides the job's)");
+ABSL_FLAG(int64_t, checkpoint_every_secs, -1, "checkpoint every N seconds (overrides the job's)");
+ABSL_FLAG(int64_t, wait_timeout_secs, 120, "how long to wait for every ps and worker to answer at start");
+ABSL_FLAG(int64_t, progress_secs, 5, "seconds between progress lines");
+ABSL_FLAG(int64_t, closure_timeout_secs, 600, "a worker that does not finish a closure in time is lost");
+ABSL_FLAG(int64_t, poll_secs, 1, "how often a lost worker is polled");
+ABSL_FLAG(int64_t, all_workers_lost_timeout_secs, 600, "fail when no worker answers for this long");
+ABSL_FLAG(bool, restore, true, "resume from the newest checkpoint in --model_dir");
+ABSL_FLAG(bool, init_only, false,
+          "create (or restore) the variables on the ps, save a checkpoint in --model_dir and stop (no workers "
+          "needed): for inspecting initial weights or re-partitioning a checkpoint");
+ABSL_FLAG(std::string, data_dir, "", "evaluator: data directory (overrides the job's data.dir)");
+ABSL_FLAG(int64_t, eval_poll_secs, 2, "evaluator: how often to look for a new checkpoint");
+
+namespace pstrain {
+namespace {
+
+absl::StatusOr<JobSpec> JobFromFlags() {
+  ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(absl::GetFlag(FLAGS_job)));
+  if (absl::GetFlag(FLAGS_epochs) > 0) {
+    job.schedule.epochs = absl::GetFlag(FLAGS_epochs);
+    job.schedule.steps = 0;
+  }
+  if (absl::GetFlag(FLAGS_steps) > 0) {
+    job.schedule.steps = absl::GetFlag(FLAGS_steps);
+    job.schedule.epochs = 0;
+  }
+  if (absl::GetFlag(FLAGS_steps_per_closure) > 0) job.schedule.steps_per_closure = absl::GetFlag(FLAGS_steps_per_closure);
+  if (!absl::GetFlag(FLAGS_mode).empty()) job.mode = absl::GetFlag(FLAGS_mode);
+  if (absl::GetFlag(FLAGS_eval_every_steps) >= 0) job.schedule.eval_every_steps = absl::GetFlag(FLAGS_eval_every_steps);
+  if (absl::GetFlag(FLAGS_checkpoint_every_steps) >= 0) {
+    job.schedule.checkpoint_every_steps = absl::GetFlag(FLAGS_checkpoint_every_steps);
+  }
+  if (absl::GetFlag(FLAGS_checkpoint_every_secs) >= 0) {
+    job.schedule.checkpoint_every_secs = absl::GetFlag(FLAGS_checkpoint_every_secs);
+  }
+  if (!absl::GetFlag(FLAGS_data_dir).empty()) job.data.dir = absl::GetFlag(FLAGS_data_dir);
+  return JobSpecFromJson(JobSpecToJson(job));  // validates the overrides too
+}
+
+int Main() {
+  absl::StatusOr<TfConfig> config = LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
+  if (!config.ok()) {
+    std::cerr << "pstrain-chief: bad TF_CONFIG: " << config.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
+  const bool evaluator = config->task.has_value() && config->task->type == kEvaluator;
+  absl::Status valid = ValidateTaskForRole(*config, evaluator ? kEvaluator : kChief);
+  if (!valid.ok()) {
+    std::cerr << "pstrain-chief: bad TF_CONFIG: " << valid.message() << "\n";
+    return kExitBadConfiguration;
+  }
+  absl::StatusOr<JobSpec> job = JobFromFlags();
+  if (!job.ok()) {
+    std::cerr << "pstrain-chief: bad job spec (--job=" << absl::GetFlag(FLAGS_job) << "): " << job.status().message()
+              << "\n";
+    return kExitBadConfiguration;
+  }
+  if (evaluator) {
+    EvaluatorConfig e;
+    e.model_dir = absl::GetFlag(FLAGS_model_dir);
+    e.job = *job;
+    e.poll_interval_secs = absl::GetFlag(FLAGS_eval_poll_secs);
+    if (e.model_dir.empty()) {
+      std::cerr << "pstrain-chief: the evaluator needs --model_dir (where the chief writes checkpoints)\n";
+      return kExitBadConfiguration;
+    }
+    return RunEvaluator(e);
+  }
+  ChiefConfig c;
+  c.tf_config = *config;
+  c.job = *job;
+  if (!absl::GetFlag(FLAGS_model_dir).empty() && c.job.schedule.checkpoint_every_steps == 0 &&
+      c.job.schedule.checkpoint_every_secs == 0) {
+    // As TensorFlow's Estimator: without a checkpoint schedule, a checkpoint every 10 minutes, so a
+    // restarted chief never loses more than that.
+    c.job.schedule.checkpoint_every_secs = 600;
+  }
+  c.model_dir = absl::GetFlag(FLAGS_model_dir);
+  c.wait_timeout_secs = absl::GetFlag(FLAGS_wait_timeout_secs);
+  c.progress_interval_secs = absl::GetFlag(FLAGS_progress_secs);
+  c.closure_timeout_secs = absl::GetFlag(FLAGS_closure_timeout_secs);
+  c.poll_interval_secs = absl::GetFlag(FLAGS_poll_secs);
+  c.all_workers_lost_timeout_secs = absl::GetFlag(FLAGS_all_workers_lost_timeout_secs);
+  c.restore = absl::GetFlag(FLAGS_restore);
+  c.init_only = absl::GetFlag(FLAGS_init_only);
+  return RunChief(c);
+}
+
+}  // namespace
+}  // namespace pstrain
 
 int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "pstrain-chief --job=cnn --model_dir=DIR   (TF_CONFIG in the environment, task type chief or evaluator)");
   absl::ParseCommandLine(argc, argv);
-  auto config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
-  absl::Status s = config.ok() ? pstrain::ValidateTaskForRole(*config, "chief") : config.status();
-  if (!s.ok()) {
-    std::cerr << "pstrain-chief: bad configuration: " << s.message() << "\n";
-    return pstrain::kExitBadConfiguration;
-  }
-  std::cerr << "pstrain-chief: " << config->task->ToString() << " configuration is valid; serving is not built yet\n";
-  return pstrain::kExitRuntimeFailure;
+  return pstrain::Main();
 }

@@ -2,6 +2,8 @@
 #include <cstring>
 #include <iostream>
 
+#include "chief/evaluate_command.h"
+#include "chief/inspect_command.h"
 #include "chief/plan_command.h"
 #include "common/exit_codes.h"
 #include "worker/train_command.h"
@@ -17,6 +19,8 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"plan", pstrain::PlanMain, "show how a job's variables are partitioned and placed on the ps tasks"},
     {"train", pstrain::TrainMain, "train a job in this one process, no cluster (debugging, compute baseline)"},
+    {"evaluate", pstrain::EvaluateMain, "evaluate a checkpoint on the test set in one process, with no cluster"},
+    {"inspect", pstrain::InspectMain, "list a checkpoint's variables with digests, whatever its partitioning"},
 };
 
 void PrintUsage(std::ostream& out) {

@@ -64,18 +64,20 @@ absl::StatusOr<const std::string*> CheckpointReader::VerifiedFile(const SavedSha
   if (it != files_.end()) return &it->second;
   const std::string path = dir_ + "/" + shard.file();
   absl::StatusOr<std::string> data = env_->ReadFile(path);
-  if (!data.ok()) return absl::DataLossError(absl::StrCat("checkpoint file ", path, " is missing: ", data.status().message()));
-  const size_t expected = static_cast<size_t>(shard.rows() * RowElements(shard) * DTypeSize(FromProtoDType(shard.dtype())) *
-                                              (1 + shard.slot_names_size()));
+  if (!data.ok())
+    return absl::DataLossError(absl::StrCat("checkpoint file ", path, " is missing: ", data.status().message()));
+  const size_t expected = static_cast<size_t>(shard.rows() * RowElements(shard) *
+                                              DTypeSize(FromProtoDType(shard.dtype())) * (1 + shard.slot_names_size()));
   if (data->size() != expected) {
     return absl::DataLossError(absl::StrCat("checkpoint file ", path, " holds ", data->size(), " bytes, expected ",
                                             expected, " (truncated or corrupted)"));
   }
   const uint64_t sum = Checksum64(*data);
   if (sum != shard.checksum()) {
-    return absl::DataLossError(absl::StrFormat("checkpoint file %s fails its checksum (index %016x, file %016x): "
-                                               "the checkpoint is corrupted",
-                                               path, shard.checksum(), sum));
+    return absl::DataLossError(
+        absl::StrFormat("checkpoint file %s fails its checksum (index %016x, file %016x): "
+                        "the checkpoint is corrupted",
+                        path, shard.checksum(), sum));
   }
   return &files_.emplace(shard.file(), std::move(*data)).first->second;
 }
@@ -111,7 +113,8 @@ absl::StatusOr<Tensor> CheckpointReader::ReadRows(const std::string& variable, i
     if (std::vector<int64_t>(s->full_shape().begin(), s->full_shape().end()) !=
             std::vector<int64_t>(first.full_shape().begin(), first.full_shape().end()) ||
         s->dtype() != first.dtype()) {
-      return absl::DataLossError(absl::StrCat("checkpoint slices of variable ", variable, " disagree on shape or dtype"));
+      return absl::DataLossError(
+          absl::StrCat("checkpoint slices of variable ", variable, " disagree on shape or dtype"));
     }
     const int64_t lo = std::max(next, s->row_offset());
     const int64_t hi = std::min(row_offset + rows, s->row_offset() + s->rows());
@@ -135,8 +138,8 @@ absl::StatusOr<Tensor> CheckpointReader::ReadRows(const std::string& variable, i
     next = hi;
   }
   if (next < row_offset + rows) {
-    return absl::DataLossError(absl::StrCat("no saved slice of variable ", variable, " holds rows [", next, ", ",
-                                            row_offset + rows, ")"));
+    return absl::DataLossError(
+        absl::StrCat("no saved slice of variable ", variable, " holds rows [", next, ", ", row_offset + rows, ")"));
   }
   return out;
 }

@@ -55,8 +55,7 @@ void DeadlineTimer::Loop() {
   while (!stopping_) {
     if (by_time_.empty()) {
       mu_.Await(absl::Condition(
-          +[](DeadlineTimer* t) ABSL_NO_THREAD_SAFETY_ANALYSIS { return t->stopping_ || !t->by_time_.empty(); },
-          this));
+          +[](DeadlineTimer* t) ABSL_NO_THREAD_SAFETY_ANALYSIS { return t->stopping_ || !t->by_time_.empty(); }, this));
       continue;
     }
     const absl::Time first = by_time_.begin()->first;

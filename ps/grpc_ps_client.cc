@@ -12,9 +12,10 @@ namespace pstrain {
 GrpcPsClient::GrpcPsClient(const std::string& address, const std::string& peer_name, absl::Duration deadline)
     : peer_(absl::StrCat(peer_name, " at ", address)),
       deadline_(deadline),
-      stream_threshold_bytes_(kDefaultStreamThresholdBytes),
-      stub_(PsService::NewStub(
-          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), PsChannelArguments()))) {}
+      channel_(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), PsChannelArguments())),
+      stub_(PsService::NewStub(channel_)),
+      streams_(channel_),
+      stream_threshold_bytes_(kDefaultStreamThresholdBytes) {}
 
 void GrpcPsClient::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + deadline_));
@@ -90,7 +91,7 @@ absl::Status GrpcPsClient::GetStats(const PsStatsRequest& request, PsStatsRespon
 absl::Status GrpcPsClient::PullStreamed(const PullRequest& request, PullResponse* response) {
   grpc::ClientContext context;
   Prepare(&context);
-  absl::Status s = FromGrpcStatus(PullOverStream(stub_.get(), &context, request, response), peer_);
+  absl::Status s = FromGrpcStatus(streams_.Pull(&context, request, response), peer_);
   if (s.ok()) RememberSizes(*response);
   return s;
 }
@@ -98,7 +99,7 @@ absl::Status GrpcPsClient::PullStreamed(const PullRequest& request, PullResponse
 absl::Status GrpcPsClient::PushStreamed(const PushRequest& request, PushResponse* response) {
   grpc::ClientContext context;
   Prepare(&context);
-  return FromGrpcStatus(PushOverStream(stub_.get(), &context, request, response), peer_);
+  return FromGrpcStatus(streams_.Push(&context, request, response), peer_);
 }
 
 std::unique_ptr<PsClient> NewGrpcPsClient(const std::string& address, const std::string& peer_name) {

@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/ps.grpc.pb.h"
+#include "ps/grpc_stream_client.h"
 #include "ps/ps_client.h"
 
 namespace pstrain {
@@ -47,7 +48,9 @@ class GrpcPsClient : public PsClient {
 
   const std::string peer_;
   const absl::Duration deadline_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<PsService::Stub> stub_;
+  PsStreamClient streams_;
   std::atomic<int64_t> stream_threshold_bytes_;
   mutable absl::Mutex mu_;
   std::map<std::string, int64_t> shard_bytes_ ABSL_GUARDED_BY(mu_);  // sizes seen in pulls

@@ -4,21 +4,24 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/sync_stream.h"
+#include "ps/borrowed_bytes_codec.h"
 #include "ps/grpc_tuning.h"
 
 namespace pstrain {
 namespace {
 
+constexpr int kTensorChunkDataField = 3;
+constexpr int kPushChunkDataField = 4;
+
 grpc::Status Violation(const std::string& what) {
   return grpc::Status(grpc::StatusCode::INTERNAL, "pull stream protocol violation: " + what);
 }
 
-// Starts tensor `index` of the response from its first chunk, reusing an existing entry.
-grpc::Status StartTensor(const TensorChunk& c, PullResponse* response, std::string** data) {
-  if (c.index() != response->values_size() && c.index() >= response->values_size()) {
-    return Violation(absl::StrCat("tensor ", c.index(), " started out of order"));
-  }
+// Starts tensor `c.index()` of the response from its first chunk, reusing an existing entry.
+std::string* StartTensor(const TensorChunk& c, PullResponse* response) {
   ShardValue* v = c.index() < response->values_size() ? response->mutable_values(c.index()) : response->add_values();
   v->set_name(c.name());
   v->set_version(c.version());
@@ -26,36 +29,44 @@ grpc::Status StartTensor(const TensorChunk& c, PullResponse* response, std::stri
   t->set_dtype(c.dtype());
   t->clear_shape();
   for (int64_t d : c.shape()) t->add_shape(d);
-  *data = t->mutable_data();
-  if (c.total_bytes() < 0) return Violation("negative size");
-  if ((*data)->size() != static_cast<size_t>(c.total_bytes())) (*data)->resize(static_cast<size_t>(c.total_bytes()));
-  return grpc::Status::OK;
+  std::string* data = t->mutable_data();
+  if (data->size() != static_cast<size_t>(c.total_bytes())) data->resize(static_cast<size_t>(c.total_bytes()));
+  return data;
 }
 
 }  // namespace
 
-grpc::Status PullOverStream(PsService::StubInterface* stub, grpc::ClientContext* context, const PullRequest& request,
-                            PullResponse* response) {
-  std::unique_ptr<grpc::ClientReaderInterface<TensorChunk>> reader = stub->PullStream(context, request);
-  TensorChunk chunk;  // reused: its buffer is recycled by every Read
+PsStreamClient::PsStreamClient(std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)),
+      pull_method_("/pstrain.PsService/PullStream", grpc::internal::RpcMethod::SERVER_STREAMING, channel_),
+      push_method_("/pstrain.PsService/PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING, channel_) {}
+
+grpc::Status PsStreamClient::Pull(grpc::ClientContext* context, const PullRequest& request, PullResponse* response) {
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel_.get(), pull_method_, context, request));
+  grpc::ByteBuffer in;
+  DecodedMessage m;
+  TensorChunk fields;
   int started = 0;
   std::string* data = nullptr;
   grpc::Status violation;
-  while (reader->Read(&chunk)) {
-    if (chunk.offset() == 0 && chunk.index() == started) {
-      violation = StartTensor(chunk, response, &data);
+  while (reader->Read(&in)) {
+    if (!DecodeWithBorrowedBytes(in, kTensorChunkDataField, &m).ok() || !fields.ParseFromString(m.small_fields)) {
+      violation = Violation("a chunk does not parse");
+    } else if (fields.offset() == 0 && fields.index() == started && fields.total_bytes() >= 0) {
+      data = StartTensor(fields, response);
       ++started;
-    } else if (chunk.index() != started - 1 || data == nullptr) {
-      violation = Violation(absl::StrCat("chunk for tensor ", chunk.index(), " out of order"));
+    } else if (fields.index() != started - 1 || data == nullptr) {
+      violation = Violation(absl::StrCat("chunk for tensor ", fields.index(), " out of order"));
     }
-    if (violation.ok() && chunk.offset() + chunk.data().size() > data->size()) {
-      violation = Violation(absl::StrCat("chunk beyond the end of tensor ", chunk.index()));
+    if (violation.ok() && fields.offset() + m.bytes_size > data->size()) {
+      violation = Violation(absl::StrCat("chunk beyond the end of tensor ", fields.index()));
     }
     if (!violation.ok()) {
       context->TryCancel();
       break;
     }
-    if (!chunk.data().empty()) std::memcpy(&(*data)[chunk.offset()], chunk.data().data(), chunk.data().size());
+    if (m.bytes_size > 0) m.CopyBytesTo(&(*data)[fields.offset()]);
   }
   grpc::Status s = reader->Finish();
   if (!violation.ok()) return violation;
@@ -67,11 +78,13 @@ grpc::Status PullOverStream(PsService::StubInterface* stub, grpc::ClientContext*
   return s;
 }
 
-grpc::Status PushOverStream(PsService::StubInterface* stub, grpc::ClientContext* context, const PushRequest& request,
-                            PushResponse* response) {
-  std::unique_ptr<grpc::ClientWriterInterface<PushChunk>> writer = stub->PushStream(context, response);
-  PushChunk message;
-  PushRequest* header = message.mutable_header();
+grpc::Status PsStreamClient::Push(grpc::ClientContext* context, const PushRequest& request, PushResponse* response) {
+  grpc::ByteBuffer raw_response;
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
+      grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(channel_.get(), push_method_, context,
+                                                                    &raw_response));
+  PushChunk fields;
+  PushRequest* header = fields.mutable_header();
   header->set_worker_index(request.worker_index());
   header->set_step(request.step());
   for (const ShardGradient& g : request.gradients()) {
@@ -81,23 +94,32 @@ grpc::Status PushOverStream(PsService::StubInterface* stub, grpc::ClientContext*
     *h->mutable_gradient()->mutable_shape() = g.gradient().shape();
   }
   bool ok = true;
+  if (request.gradients_size() == 0)
+    ok = writer->Write(EncodeWithBorrowedBytes(fields.SerializeAsString(), kPushChunkDataField, nullptr, 0));
   for (int i = 0; ok && i < request.gradients_size(); ++i) {
     const std::string& bytes = request.gradients(i).gradient().data();
     size_t offset = 0;
-    do {  // at least one chunk per tensor, so empty tensors are announced too
+    do {  // at least one chunk per tensor
       const size_t size = std::min(static_cast<size_t>(kStreamChunkBytes), bytes.size() - offset);
-      TensorChunk* c = message.mutable_chunk();
-      c->set_index(i);
-      c->set_offset(static_cast<int64_t>(offset));
-      c->set_data(bytes.data() + offset, size);
-      ok = writer->Write(message);
-      message.clear_header();  // only the first message carries it
+      fields.set_index(i);
+      fields.set_offset(static_cast<int64_t>(offset));
+      ok = writer->Write(
+          EncodeWithBorrowedBytes(fields.SerializeAsString(), kPushChunkDataField, bytes.data() + offset, size));
+      fields.clear_header();  // only the first message carries it
       offset += size;
     } while (ok && offset < bytes.size());
   }
-  if (request.gradients_size() == 0) ok = writer->Write(message);
   if (ok) writer->WritesDone();
-  return writer->Finish();
+  grpc::Status s = writer->Finish();
+  if (!s.ok()) return s;
+  std::vector<grpc::Slice> slices;
+  std::string bytes;
+  if (raw_response.Dump(&slices).ok()) {
+    for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  if (!response->ParseFromString(bytes))
+    return grpc::Status(grpc::StatusCode::INTERNAL, "push response does not parse");
+  return s;
 }
 
 }  // namespace pstrain

@@ -74,7 +74,8 @@ absl::StatusOr<std::vector<int64_t>> ShardShape(const ShardSpecProto& spec) {
     if (d < 0) return Invalid(spec, absl::StrCat("negative dimension in full shape ", ShapeString(full)));
   }
   if (full.empty()) {
-    if (spec.row_offset() != 0 || spec.rows() != 1) return Invalid(spec, "a rank-0 variable needs row_offset 0, rows 1");
+    if (spec.row_offset() != 0 || spec.rows() != 1)
+      return Invalid(spec, "a rank-0 variable needs row_offset 0, rows 1");
     return std::vector<int64_t>{};
   }
   if (spec.row_offset() < 0 || spec.rows() < 0 || spec.row_offset() + spec.rows() > full[0]) {
@@ -111,7 +112,8 @@ absl::Status InitializeRows(const ShardSpecProto& spec, Tensor* out) {
   } else if (type == "random_normal") {
     for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(init.mean() + init.stddev() * Normal(key, first + i, 0));
   } else if (type == "truncated_normal") {
-    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(init.mean() + init.stddev() * TruncatedNormal(key, first + i));
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = static_cast<float>(init.mean() + init.stddev() * TruncatedNormal(key, first + i));
   } else if (type == "glorot_uniform") {
     const double limit = std::sqrt(6.0 / std::max(1.0, fan_in + fan_out));
     for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(limit * (2.0 * Uniform01(key, first + i, 0) - 1.0));

@@ -135,8 +135,9 @@ absl::Status FillDefaultsAndValidate(OptimizerProto* p) {
                                                           " entries, got ", lr->values_size()));
     }
   } else if (lr->schedule() != "constant") {
-    return Invalid("learning_rate.schedule",
-                   absl::StrCat("\"", lr->schedule(), "\" is unknown (constant, exponential_decay, piecewise_constant)"));
+    return Invalid(
+        "learning_rate.schedule",
+        absl::StrCat("\"", lr->schedule(), "\" is unknown (constant, exponential_decay, piecewise_constant)"));
   }
   return absl::OkStatus();
 }

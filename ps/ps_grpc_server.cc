@@ -21,8 +21,8 @@ absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, 
   ConfigurePsServerBuilder(&builder);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen_address,
-                                               ": the port is in use or the address is not local"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen_address, ": the port is in use or the address is not local"));
   }
   if (grpc::HealthCheckServiceInterface* health = s->server_->GetHealthCheckService()) {
     health->SetServingStatus(true);

@@ -56,7 +56,8 @@ void PsServer::Shutdown() {
 }
 
 absl::Status PsServer::Handshake(const HandshakeRequest& request, HandshakeResponse* response) {
-  RETURN_IF_ERROR(CheckProtocolVersion(request.protocol_version(), request.caller().empty() ? "the caller" : request.caller()));
+  RETURN_IF_ERROR(
+      CheckProtocolVersion(request.protocol_version(), request.caller().empty() ? "the caller" : request.caller()));
   response->set_protocol_version(kProtocolVersion);
   response->set_task(options_.task);
   response->set_build(absl::StrCat("pstrain-ps protocol ", kProtocolVersion));
@@ -226,7 +227,7 @@ void PsServer::PullSnapshots(const PullRequest* request, PulledCallback done) {
 }
 
 absl::StatusOr<std::shared_ptr<Tensor>> PsServer::GradientBuffer(const std::string& name, DataType dtype,
-                                                                  absl::Span<const int64_t> shape) const {
+                                                                 absl::Span<const int64_t> shape) const {
   ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards, Lookup({name}));
   RETURN_IF_ERROR(shards[0]->CheckGradient(dtype, shape, shards[0]->num_bytes()));
   return shards[0]->GradientBuffer();
@@ -263,7 +264,9 @@ void PsServer::Push(const PushRequest* request, PushResponse* response, DoneCall
   std::vector<GradientView> views;
   views.reserve(static_cast<size_t>(request->gradients_size()));
   for (const ShardGradient& g : request->gradients()) {
-    views.push_back({g.name(), g.gradient().dtype(), {g.gradient().shape().begin(), g.gradient().shape().end()},
+    views.push_back({g.name(),
+                     g.gradient().dtype(),
+                     {g.gradient().shape().begin(), g.gradient().shape().end()},
                      g.gradient().data()});
   }
   PushGradients(request->worker_index(), request->step(), views, response, std::move(done));
@@ -363,6 +366,19 @@ absl::Status PsServer::Restore(const RestoreRequest& request, RestoreResponse* r
                                             {request.shards().begin(), request.shards().end()}, opts));
   Install(std::move(shards));
   return absl::OkStatus();
+}
+
+void PsServer::CreateShardsInBackground(const CreateShardsRequest* request, CreateShardsResponse* response,
+                                        DoneCallback done) {
+  background_.Run([this, request, response, done = std::move(done)] { done(CreateShards(*request, response)); });
+}
+
+void PsServer::SaveInBackground(const SaveRequest* request, SaveResponse* response, DoneCallback done) {
+  background_.Run([this, request, response, done = std::move(done)] { done(Save(*request, response)); });
+}
+
+void PsServer::RestoreInBackground(const RestoreRequest* request, RestoreResponse* response, DoneCallback done) {
+  background_.Run([this, request, response, done = std::move(done)] { done(Restore(*request, response)); });
 }
 
 absl::Status PsServer::GetStats(const PsStatsRequest& request, PsStatsResponse* response) {

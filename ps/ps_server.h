@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "common/env.h"
 #include "proto/ps.pb.h"
+#include "ps/background_queue.h"
 #include "ps/deadline_timer.h"
 #include "ps/shard.h"
 
@@ -61,8 +62,8 @@ class PsServer {
   using PulledCallback = std::function<void(absl::Status, std::vector<PulledTensor>)>;
 
   struct Options {
-    std::string task = "ps:0";                        // names this ps in messages
-    Env* env = nullptr;                               // not owned; nullptr = Env::Default()
+    std::string task = "ps:0";                           // names this ps in messages
+    Env* env = nullptr;                                  // not owned; nullptr = Env::Default()
     absl::Duration default_timeout = absl::Seconds(60);  // when a request gives sync_timeout_ms 0
   };
 
@@ -87,8 +88,8 @@ class PsServer {
   void Push(const PushRequest* request, PushResponse* response, DoneCallback done);
   // Push over borrowed gradient bytes (the streaming path): the views are only read before this
   // returns; `response` must stay valid until `done` runs.
-  void PushGradients(int worker_index, int64_t step, const std::vector<GradientView>& gradients,
-                     PushResponse* response, DoneCallback done);
+  void PushGradients(int worker_index, int64_t step, const std::vector<GradientView>& gradients, PushResponse* response,
+                     DoneCallback done);
   // Pull for the streaming path: same waiting and codes as Pull, answers with pooled snapshots.
   void PullSnapshots(const PullRequest* request, PulledCallback done);
   // A pooled buffer to assemble a streamed gradient for `name`; NotFound / InvalidArgument as Push.
@@ -104,6 +105,13 @@ class PsServer {
   // Counters per shard (sorted by name) and their total (total.version: the smallest version).
   absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response);
 
+  // The same three on the ps's background thread, for callers that must not block (the gRPC
+  // service): `done` runs there once the call finished. Requests and responses must stay valid
+  // until then.
+  void CreateShardsInBackground(const CreateShardsRequest* request, CreateShardsResponse* response, DoneCallback done);
+  void SaveInBackground(const SaveRequest* request, SaveResponse* response, DoneCallback done);
+  void RestoreInBackground(const RestoreRequest* request, RestoreResponse* response, DoneCallback done);
+
   // Fails every parked call with Unavailable and every later one that would park. Idempotent.
   void Shutdown();
 
@@ -115,14 +123,12 @@ class PsServer {
                                            int64_t sync_timeout_ms, NonFinitePolicy non_finite) const;
   // Swaps in `shards`, aborting the calls parked on the ones they replace.
   void Install(std::vector<std::shared_ptr<Shard>> shards);
-  absl::Status ValidatePush(int worker, int64_t step, const std::vector<GradientView>& gradients,
-                            PushPlan* plan) const;
+  absl::Status ValidatePush(int worker, int64_t step, const std::vector<GradientView>& gradients, PushPlan* plan) const;
   void ParkSyncPush(int worker, int64_t step, PushResponse* response, PushPlan plan, DoneCallback done);
   // Calls `ready(shards)` once every named shard has version >= min_version (maybe on another
   // thread), or `failed(status)`.
   void WhenPullReady(const PullRequest* request,
-                     std::function<absl::Status(const std::vector<std::shared_ptr<Shard>>&)> ready,
-                     DoneCallback done);
+                     std::function<absl::Status(const std::vector<std::shared_ptr<Shard>>&)> ready, DoneCallback done);
   absl::Status UnavailableStatus() const;
 
   const Options options_;
@@ -130,6 +136,8 @@ class PsServer {
   DeadlineTimer timer_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Shard>> shards_ ABSL_GUARDED_BY(mu_);
+  // Checkpoint I/O and shard creation. Last, so it finishes its tasks before the members they use go.
+  BackgroundQueue background_;
 };
 
 }  // namespace pstrain

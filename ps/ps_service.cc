@@ -19,11 +19,13 @@ grpc::ServerUnaryReactor* PsServiceImpl::Handshake(grpc::CallbackServerContext* 
   return FinishNow(context, server_->Handshake(*request, response));
 }
 
-// Checkpoint writes and shard creation run inline: they are bounded local work, not waits.
+// Shard creation and checkpoint I/O can take seconds: they run on the ps's background thread.
 grpc::ServerUnaryReactor* PsServiceImpl::CreateShards(grpc::CallbackServerContext* context,
                                                       const CreateShardsRequest* request,
                                                       CreateShardsResponse* response) {
-  return FinishNow(context, server_->CreateShards(*request, response));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  server_->CreateShardsInBackground(request, response, [reactor](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::Pull(grpc::CallbackServerContext* context, const PullRequest* request,
@@ -40,28 +42,32 @@ grpc::ServerUnaryReactor* PsServiceImpl::Push(grpc::CallbackServerContext* conte
   return reactor;
 }
 
-grpc::ServerWriteReactor<TensorChunk>* PsServiceImpl::PullStream(grpc::CallbackServerContext* context,
-                                                                 const PullRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* PsServiceImpl::PullStream(grpc::CallbackServerContext* context,
+                                                                      const grpc::ByteBuffer* request) {
   return new PullStreamReactor(server_, request);
 }
 
-grpc::ServerReadReactor<PushChunk>* PsServiceImpl::PushStream(grpc::CallbackServerContext* context,
-                                                              PushResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* PsServiceImpl::PushStream(grpc::CallbackServerContext* context,
+                                                                     grpc::ByteBuffer* response) {
   return new PushStreamReactor(server_, response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::Save(grpc::CallbackServerContext* context, const SaveRequest* request,
                                               SaveResponse* response) {
-  return FinishNow(context, server_->Save(*request, response));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  server_->SaveInBackground(request, response, [reactor](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::Restore(grpc::CallbackServerContext* context, const RestoreRequest* request,
                                                  RestoreResponse* response) {
-  return FinishNow(context, server_->Restore(*request, response));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  server_->RestoreInBackground(request, response, [reactor](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  return reactor;
 }
 
-grpc::ServerUnaryReactor* PsServiceImpl::GetStats(grpc::CallbackServerContext* context,
-                                                  const PsStatsRequest* request, PsStatsResponse* response) {
+grpc::ServerUnaryReactor* PsServiceImpl::GetStats(grpc::CallbackServerContext* context, const PsStatsRequest* request,
+                                                  PsStatsResponse* response) {
   return FinishNow(context, server_->GetStats(*request, response));
 }
 

@@ -10,7 +10,9 @@
 
 namespace pstrain {
 
-class PsServiceImpl final : public PsService::CallbackService {
+// PullStream and PushStream are raw (ByteBuffer) methods so tensor bytes skip protobuf copies.
+class PsServiceImpl final : public PsService::WithRawCallbackMethod_PullStream<
+                                PsService::WithRawCallbackMethod_PushStream<PsService::CallbackService>> {
  public:
   explicit PsServiceImpl(PsServer* server) : server_(server) {}
 
@@ -22,10 +24,10 @@ class PsServiceImpl final : public PsService::CallbackService {
                                  PullResponse* response) override;
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context, const PushRequest* request,
                                  PushResponse* response) override;
-  grpc::ServerWriteReactor<TensorChunk>* PullStream(grpc::CallbackServerContext* context,
-                                                    const PullRequest* request) override;
-  grpc::ServerReadReactor<PushChunk>* PushStream(grpc::CallbackServerContext* context,
-                                                 PushResponse* response) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* PullStream(grpc::CallbackServerContext* context,
+                                                         const grpc::ByteBuffer* request) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* PushStream(grpc::CallbackServerContext* context,
+                                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Save(grpc::CallbackServerContext* context, const SaveRequest* request,
                                  SaveResponse* response) override;
   grpc::ServerUnaryReactor* Restore(grpc::CallbackServerContext* context, const RestoreRequest* request,

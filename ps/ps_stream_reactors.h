@@ -1,6 +1,6 @@
-// Server reactors for the streaming PullStream / PushStream RPCs: tensors travel in chunks
-// (kStreamChunkBytes), pulled values come from pooled snapshots and pushed gradients are assembled
-// in pooled buffers, so large shards move without fresh large allocations. Part of the gRPC edge.
+// Server reactors for the streaming PullStream / PushStream RPCs (raw ByteBuffer methods): pulled
+// values go out in kStreamChunkBytes chunks sent straight from pooled snapshots, pushed chunks are
+// copied once from the received slices into pooled gradient buffers. Part of the gRPC edge.
 // Thread-safety: each reactor serves one call; gRPC serialises its reactions.
 #ifndef PSTRAIN_PS_PS_STREAM_REACTORS_H_
 #define PSTRAIN_PS_PS_STREAM_REACTORS_H_
@@ -8,16 +8,17 @@
 #include <memory>
 #include <vector>
 
+#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
 #include "proto/ps.pb.h"
 #include "ps/ps_server.h"
 
 namespace pstrain {
 
-// Deletes itself when the call is done. `ps` and `request` must outlive the call (gRPC owns request).
-class PullStreamReactor : public grpc::ServerWriteReactor<TensorChunk> {
+// Deletes itself when the call is done. `ps` must outlive the call.
+class PullStreamReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  PullStreamReactor(PsServer* ps, const PullRequest* request);
+  PullStreamReactor(PsServer* ps, const grpc::ByteBuffer* raw_request);
   void OnWriteDone(bool ok) override;
   void OnDone() override { delete this; }
 
@@ -25,30 +26,33 @@ class PullStreamReactor : public grpc::ServerWriteReactor<TensorChunk> {
   void OnPulled(absl::Status status, std::vector<PulledTensor> tensors);
   void WriteNext();
 
-  std::vector<PulledTensor> tensors_;
-  size_t tensor_ = 0;   // tensor of the next chunk
-  int64_t offset_ = 0;  // byte offset of the next chunk
-  TensorChunk chunk_;   // reused for every write
+  PullRequest request_;
+  std::vector<PulledTensor> tensors_;  // kept until the call ends: writes borrow their bytes
+  size_t tensor_ = 0;                  // tensor of the next chunk
+  int64_t offset_ = 0;                 // byte offset of the next chunk
+  TensorChunk fields_;                 // the chunk's small fields, reused
+  grpc::ByteBuffer out_;               // the chunk being written
 };
 
-// Deletes itself when the call is done. `ps` and `response` must outlive the call.
-class PushStreamReactor : public grpc::ServerReadReactor<PushChunk> {
+// Deletes itself when the call is done. `ps` must outlive the call.
+class PushStreamReactor : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
-  PushStreamReactor(PsServer* ps, PushResponse* response);
+  PushStreamReactor(PsServer* ps, grpc::ByteBuffer* raw_response);
   void OnReadDone(bool ok) override;
   void OnDone() override { delete this; }
 
  private:
-  absl::Status Accept(const PushChunk& message);
+  absl::Status Accept();
   void Apply();
 
   PsServer* const ps_;
-  PushResponse* const response_;
+  grpc::ByteBuffer* const raw_response_;
+  PushResponse response_;
   bool have_header_ = false;
   PushRequest header_;
   std::vector<std::shared_ptr<Tensor>> buffers_;
   std::vector<int64_t> received_;
-  PushChunk message_;  // reused for every read
+  grpc::ByteBuffer in_;  // reused for every read
 };
 
 }  // namespace pstrain

@@ -22,8 +22,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/tensor.h"
@@ -37,7 +37,7 @@ namespace pstrain {
 struct ShardOptions {
   std::shared_ptr<const Optimizer> optimizer;  // never null
   UpdateMode mode = UPDATE_ASYNC;
-  int num_workers = 1;                          // sync mode: gradients per step
+  int num_workers = 1;  // sync mode: gradients per step
   absl::Duration sync_timeout = absl::Seconds(60);
   NonFinitePolicy non_finite = NON_FINITE_REJECT;
 };

@@ -29,8 +29,9 @@ absl::Status CheckSameVariable(const CheckpointIndex& index, const ShardSpecProt
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::shared_ptr<Shard>>> LoadShardsFromCheckpoint(
-    Env* env, const std::string& dir, const std::vector<ShardSpecProto>& specs, const ShardOptions& options) {
+absl::StatusOr<std::vector<std::shared_ptr<Shard>>> LoadShardsFromCheckpoint(Env* env, const std::string& dir,
+                                                                             const std::vector<ShardSpecProto>& specs,
+                                                                             const ShardOptions& options) {
   ASSIGN_OR_RETURN(CheckpointIndex index, ReadCheckpointIndex(env, dir));
   CheckpointReader reader(env, dir, &index);
   const std::vector<std::string> slot_names = options.optimizer->SlotNames();

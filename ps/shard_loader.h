@@ -20,8 +20,9 @@ namespace pstrain {
 // the checkpoint (another optimizer saved it) start from their initial value. Errors: NotFound
 // (no index, variable absent), DataLoss (checksum, truncation, uncovered rows), InvalidArgument
 // (bad spec, or a full shape that differs from the saved variable's).
-absl::StatusOr<std::vector<std::shared_ptr<Shard>>> LoadShardsFromCheckpoint(
-    Env* env, const std::string& dir, const std::vector<ShardSpecProto>& specs, const ShardOptions& options);
+absl::StatusOr<std::vector<std::shared_ptr<Shard>>> LoadShardsFromCheckpoint(Env* env, const std::string& dir,
+                                                                             const std::vector<ShardSpecProto>& specs,
+                                                                             const ShardOptions& options);
 
 }  // namespace pstrain
 

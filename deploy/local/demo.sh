@@ -1,6 +1,121 @@
 #!/usr/bin/env bash
-# The local demo. Builds pstrain and prints the plan of the cnn job on 2 ps tasks.
+# The local multi-process demo: builds pstrain, starts N ps, M workers and the chief as separate
+# processes on free 127.0.0.1 ports (each with its own TF_CONFIG), shows the chief's progress,
+# and ends with the final test accuracy and where the checkpoint and metrics went. Every process
+# it started is stopped on exit, Ctrl-C or any failure.
+#
+#   deploy/local/demo.sh [--workers 2] [--ps 2] [--job cnn] [--epochs 1] [--steps N]
+#                        [--mode async|sync] [--run_dir DIR] [--no-build] [-- extra chief flags]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bash deploy/build.sh
-build/bin/pstrain plan --job=cnn --num_ps=2
+ROOT=$(pwd)
+
+WORKERS=2 PS=2 JOB=cnn EPOCHS=1 STEPS="" MODE="" BUILD=1 RUN_DIR="" WORKER_THREADS=1
+EXTRA=()
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --workers) WORKERS=$2; shift 2 ;;
+    --ps) PS=$2; shift 2 ;;
+    --job) JOB=$2; shift 2 ;;
+    --epochs) EPOCHS=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --mode) MODE=$2; shift 2 ;;
+    --worker_threads) WORKER_THREADS=$2; shift 2 ;;
+    --run_dir) RUN_DIR=$2; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; EXTRA=("$@"); break ;;
+    *) echo "demo: unknown option $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+for n in "$WORKERS" "$PS" "$EPOCHS"; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "demo: --workers, --ps and --epochs need positive integers" >&2; exit 2; }
+done
+
+if [ "$BUILD" = 1 ]; then
+  echo "demo: building (deploy/build.sh) ..." >&2
+  bash deploy/build.sh >/dev/null
+fi
+BIN="$ROOT/build/bin"
+RUN_DIR=${RUN_DIR:-"$ROOT/runs/$(date +%Y%m%d-%H%M%S)-$JOB"}
+mkdir -p "$RUN_DIR/logs"
+MODEL_DIR="$RUN_DIR/model"
+
+PIDS=()
+CHIEF_PID=""
+stop_all() {
+  local pid
+  trap - EXIT INT TERM
+  if [ -n "$CHIEF_PID" ] && kill -0 "$CHIEF_PID" 2>/dev/null; then
+    kill -TERM "$CHIEF_PID" 2>/dev/null || true   # the chief checkpoints, then stops
+    for _ in $(seq 1 100); do kill -0 "$CHIEF_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$CHIEF_PID" 2>/dev/null || true
+  fi
+  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap 'stop_all' EXIT
+trap 'echo; echo "demo: interrupted; stopping every process it started" >&2; stop_all; exit 130' INT TERM
+
+read -r -a PORTS <<<"$(python3 - $((PS + WORKERS + 1)) <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+)"
+list() { local out="" p; for p in "$@"; do out+="${out:+,}\"127.0.0.1:$p\""; done; echo "$out"; }
+CLUSTER="{\"chief\":[\"127.0.0.1:${PORTS[0]}\"],\"ps\":[$(list "${PORTS[@]:1:PS}")],\"worker\":[$(list "${PORTS[@]:$((1 + PS)):WORKERS}")]}"
+echo "$CLUSTER" >"$RUN_DIR/cluster.json"
+
+start_task() {  # start_task TYPE INDEX BINARY ARGS...
+  local type=$1 index=$2 binary=$3
+  shift 3
+  # A session of its own: Ctrl-C reaches only this script and the chief, which checkpoints while
+  # the ps are still up; this script then stops the ps and workers.
+  TF_CONFIG="{\"cluster\":$CLUSTER,\"task\":{\"type\":\"$type\",\"index\":$index}}" \
+    setsid "$BIN/$binary" "$@" >"$RUN_DIR/logs/$type-$index.log" 2>&1 &
+  PIDS+=("$!")
+}
+for ((i = 0; i < PS; i++)); do start_task ps "$i" pstrain-ps; done
+for ((i = 0; i < WORKERS; i++)); do start_task worker "$i" pstrain-worker --threads="$WORKER_THREADS"; done
+echo "demo: started $PS ps and $WORKERS workers; logs in $RUN_DIR/logs/ (one file per task)" >&2
+
+CHIEF_ARGS=(--job="$JOB" --model_dir="$MODEL_DIR" --progress_secs=5)
+if [ -n "$STEPS" ]; then CHIEF_ARGS+=(--steps="$STEPS"); else CHIEF_ARGS+=(--epochs="$EPOCHS"); fi
+[ -n "$MODE" ] && CHIEF_ARGS+=(--mode="$MODE")
+CHIEF_ARGS+=("${EXTRA[@]}")
+TF_CONFIG="{\"cluster\":$CLUSTER,\"task\":{\"type\":\"chief\",\"index\":0}}" \
+  "$BIN/pstrain-chief" "${CHIEF_ARGS[@]}" >"$RUN_DIR/summary.json" 2> >(tee "$RUN_DIR/logs/chief-0.log" >&2) &
+CHIEF_PID=$!
+rc=0
+wait "$CHIEF_PID" || rc=$?
+CHIEF_PID=""
+sleep 0.2  # let tee flush the chief's last lines
+if [ "$rc" = 143 ]; then
+  echo "demo: stopped; the checkpoint is in $MODEL_DIR; to resume, run this again with --run_dir $RUN_DIR" >&2
+  exit 130
+elif [ "$rc" != 0 ]; then
+  echo "demo: the chief exited with status $rc; see $RUN_DIR/logs/" >&2
+  exit "$rc"
+fi
+python3 - "$RUN_DIR/summary.json" "$RUN_DIR" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+acc = d.get("final_test_accuracy")
+print()
+print("final test accuracy: %s   (test loss %s, %d steps, %.0f examples/s, %.0f s)" % (
+    "%.2f%%" % (100 * acc) if acc is not None else "n/a",
+    "%.4f" % d["final_test_loss"] if d.get("final_test_loss") is not None else "n/a",
+    d["global_step"], d["examples_per_second"], d["seconds"]))
+print("checkpoint:   %s" % d["checkpoint"])
+print("metrics:      %s" % d["metrics_file"])
+print("summary:      %s" % sys.argv[1])
+print("logs:         %s/logs/" % sys.argv[2])
+PY

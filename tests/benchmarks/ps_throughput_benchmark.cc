@@ -2,10 +2,12 @@
 // same run as the ceiling. Prints one table: per shard size and client count, GB/s and calls/s
 // for pull and push, and each as a fraction of the raw TCP stream.
 //
-// Usage: ps_throughput_benchmark [--seconds=0.5] [--max_mib=64] [--clients=1,2,4]
+// Usage: ps_throughput_benchmark [--seconds=0.5] [--min_kib=4] [--max_mib=64] [--clients=1,2,4]
+//                                [--stream_threshold_kib=N]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@
 #include "ps/ps_server.h"
 
 ABSL_FLAG(double, seconds, 0.5, "measuring time per cell");
+ABSL_FLAG(int64_t, stream_threshold_kib, -1, "client streams tensors from this size (-1: the default)");
 ABSL_FLAG(int, max_mib, 64, "largest shard size in MiB");
 ABSL_FLAG(int, min_kib, 4, "smallest shard size in KiB");
 ABSL_FLAG(std::string, clients, "1,2,4", "concurrent client counts");
@@ -38,8 +41,39 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-// ---- raw loopback TCP: one connection streaming `total` bytes in 4 MiB writes. ----
-double RawTcpStreamGBps(double seconds) {
+// CPU seconds (user + system) this process has used: both ends of every transfer run here, so CPU
+// per byte is a cost figure that holds up when other work shares the machine.
+double CpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+// ---- raw loopback TCP on one connection ----
+// message_bytes == 0: a one-way stream of 4 MiB writes (the ceiling). Otherwise request/response:
+// `message_bytes` one way, a 1-byte answer back, as a push or pull of that size needs at least.
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t r = ::read(fd, p, n);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+double RawTcpGBps(size_t message_bytes, double seconds, double* cpu_s_per_gb = nullptr) {
   int listener = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -48,46 +82,57 @@ double RawTcpStreamGBps(double seconds) {
   socklen_t len = sizeof(addr);
   ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
   ::listen(listener, 1);
-  std::atomic<bool> stop{false};
+  const size_t chunk = message_bytes == 0 ? (4 << 20) : message_bytes;
   std::atomic<int64_t> received{0};
-  std::thread reader([&] {
+  std::thread server([&] {
     int fd = ::accept(listener, nullptr, nullptr);
-    std::vector<char> buf(4 << 20);
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    std::vector<char> buf(chunk);
     for (;;) {
-      ssize_t n = ::read(fd, buf.data(), buf.size());
-      if (n <= 0) break;
-      received += n;
+      if (message_bytes == 0) {
+        ssize_t n = ::read(fd, buf.data(), buf.size());
+        if (n <= 0) break;
+        received += n;
+      } else {
+        if (!ReadAll(fd, buf.data(), message_bytes)) break;
+        received += static_cast<int64_t>(message_bytes);
+        char ack = 1;
+        if (!WriteAll(fd, &ack, 1)) break;
+      }
     }
     ::close(fd);
   });
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  std::vector<char> buf(4 << 20, 1);
-  // Warm up, then measure what the reader received.
-  for (int i = 0; i < 16; ++i) ::write(fd, buf.data(), buf.size());
+  std::vector<char> buf(chunk, 1);
+  auto one_message = [&] {
+    if (!WriteAll(fd, buf.data(), buf.size())) return false;
+    char ack;
+    return message_bytes == 0 || ReadAll(fd, &ack, 1);
+  };
+  for (int i = 0; i < 8; ++i) one_message();  // warm-up
   const int64_t start_bytes = received.load();
   const auto start = Clock::now();
-  while (Seconds(start, Clock::now()) < seconds) {
-    size_t done = 0;
-    while (done < buf.size()) {
-      ssize_t n = ::write(fd, buf.data() + done, buf.size() - done);
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
+  const double cpu_start = CpuSeconds();
+  while (Seconds(start, Clock::now()) < seconds && one_message()) {
   }
   const double elapsed = Seconds(start, Clock::now());
   const int64_t bytes = received.load() - start_bytes;
+  if (cpu_s_per_gb != nullptr) *cpu_s_per_gb = (CpuSeconds() - cpu_start) / (static_cast<double>(bytes) / 1e9);
   ::shutdown(fd, SHUT_WR);
-  reader.join();
+  server.join();
   ::close(fd);
   ::close(listener);
-  (void)stop;
   return static_cast<double>(bytes) / elapsed / 1e9;
 }
 
 // ---- ps over gRPC ----
 struct Cell {
   double pull_gbps = 0, push_gbps = 0, pull_per_s = 0, push_per_s = 0;
+  double pull_cpu = 0, push_cpu = 0;  // CPU seconds per GB
 };
 
 std::string ShardName(int client) { return "bench/part_" + std::to_string(client); }
@@ -137,7 +182,12 @@ double RunConcurrent(int clients, double seconds, const std::function<bool(int)>
 Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double seconds) {
   const int64_t floats = bytes / 4;
   std::vector<std::unique_ptr<PsClient>> stubs;
-  for (int c = 0; c < clients; ++c) stubs.push_back(NewGrpcPsClient(address, "ps:0"));
+  for (int c = 0; c < clients; ++c) {
+    auto stub = std::make_unique<GrpcPsClient>(address, "ps:0", absl::Minutes(1));
+    const int64_t kib = absl::GetFlag(FLAGS_stream_threshold_kib);
+    if (kib >= 0) stub->set_stream_threshold_bytes(kib << 10);
+    stubs.push_back(std::move(stub));
+  }
   Cell cell;
   absl::Status s = CreateShards(stubs[0].get(), floats, clients);
   if (!s.ok()) {
@@ -167,11 +217,17 @@ Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double se
     return st.ok();
   };
   RunConcurrent(clients, seconds / 5, pull);  // warm-up: connections, buffers
+  double cpu = CpuSeconds();
+  auto start = Clock::now();
   cell.pull_per_s = RunConcurrent(clients, seconds, pull);
-  RunConcurrent(clients, seconds / 5, push);
-  cell.push_per_s = RunConcurrent(clients, seconds, push);
   cell.pull_gbps = cell.pull_per_s * static_cast<double>(bytes) / 1e9;
+  cell.pull_cpu = (CpuSeconds() - cpu) / (cell.pull_gbps * Seconds(start, Clock::now()));
+  RunConcurrent(clients, seconds / 5, push);
+  cpu = CpuSeconds();
+  start = Clock::now();
+  cell.push_per_s = RunConcurrent(clients, seconds, push);
   cell.push_gbps = cell.push_per_s * static_cast<double>(bytes) / 1e9;
+  cell.push_cpu = (CpuSeconds() - cpu) / (cell.push_gbps * Seconds(start, Clock::now()));
   return cell;
 }
 
@@ -183,10 +239,9 @@ std::string SizeName(int64_t bytes) {
 int Main() {
   const double seconds = absl::GetFlag(FLAGS_seconds);
   std::vector<int> client_counts;
-  for (absl::string_view c : absl::StrSplit(absl::GetFlag(FLAGS_clients), ',')) client_counts.push_back(std::stoi(std::string(c)));
-  const double raw = RawTcpStreamGBps(std::max(1.0, seconds * 2));
-  std::printf("raw loopback TCP, one connection, 4 MiB writes: %.2f GB/s\n\n", raw);
-
+  for (absl::string_view c : absl::StrSplit(absl::GetFlag(FLAGS_clients), ',')) {
+    client_counts.push_back(std::stoi(std::string(c)));
+  }
   PsServer ps(PsServer::Options{"ps:0"});
   auto server = PsGrpcServer::Start(&ps, "127.0.0.1:0");
   if (!server.ok()) {
@@ -194,18 +249,26 @@ int Main() {
     return 1;
   }
   const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
-  std::printf("%-8s %7s | %9s %9s %7s | %9s %9s %7s\n", "shard", "clients", "pull GB/s", "pulls/s", "vs TCP",
-              "push GB/s", "updates/s", "vs TCP");
-  for (int64_t bytes = int64_t{absl::GetFlag(FLAGS_min_kib)} << 10; bytes <= (int64_t{absl::GetFlag(FLAGS_max_mib)} << 20); bytes *= 4) {
+  std::printf(
+      "TCP stream: raw loopback TCP, one connection, 4 MiB writes, measured before each size.\n"
+      "TCP msg: the same with one message of the shard's size and a 1-byte answer per call.\n"
+      "vs TCP: ps GB/s over the TCP stream figure.\n"
+      "cpu: CPU seconds per GB moved, both ends (client and server share this process).\n\n");
+  std::printf("%-7s %5s %7s %4s | %7s | %9s %8s %6s %5s | %9s %9s %6s %5s\n", "shard", "TCP", "TCP msg", "cpu",
+              "clients", "pull GB/s", "pulls/s", "vs TCP", "cpu", "push GB/s", "updates/s", "vs TCP", "cpu");
+  for (int64_t bytes = int64_t{absl::GetFlag(FLAGS_min_kib)} << 10;
+       bytes <= (int64_t{absl::GetFlag(FLAGS_max_mib)} << 20); bytes *= 4) {
+    double raw_cpu = 0;
+    const double raw = RawTcpGBps(0, seconds, &raw_cpu);
+    const double raw_msg = RawTcpGBps(static_cast<size_t>(bytes), seconds);
     for (int clients : client_counts) {
       Cell c = MeasurePs(address, bytes, clients, seconds);
-      std::printf("%-8s %7d | %9.3f %9.1f %6.0f%% | %9.3f %9.1f %6.0f%%\n", SizeName(bytes).c_str(), clients,
-                  c.pull_gbps, c.pull_per_s, 100 * c.pull_gbps / raw, c.push_gbps, c.push_per_s,
-                  100 * c.push_gbps / raw);
+      std::printf("%-7s %5.2f %7.2f %4.2f | %7d | %9.3f %8.1f %5.0f%% %5.2f | %9.3f %9.1f %5.0f%% %5.2f\n",
+                  SizeName(bytes).c_str(), raw, raw_msg, raw_cpu, clients, c.pull_gbps, c.pull_per_s,
+                  100 * c.pull_gbps / raw, c.pull_cpu, c.push_gbps, c.push_per_s, 100 * c.push_gbps / raw, c.push_cpu);
       std::fflush(stdout);
     }
   }
-  std::printf("\nraw loopback TCP again (ceiling drift check): %.2f GB/s\n", RawTcpStreamGBps(std::max(1.0, seconds * 2)));
   (*server)->Shutdown(absl::Seconds(1));
   return 0;
 }

@@ -32,9 +32,8 @@ OptimizerProto Adam() {
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("pstrain_ckpt_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("pstrain_ckpt_test_" + std::to_string(::getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -149,7 +148,8 @@ TEST_F(CheckpointTest, RestoresUnderADifferentPartitioningAndPsCount) {
   ASSERT_TRUE(cw.Pull(OnePull("w"), &after_whole).ok());
   ASSERT_TRUE(c1.Pull(OnePull("w/part_1"), &after_part).ok());
   std::vector<float> whole_rows = ToFloats(after_whole.values(0).value());
-  EXPECT_EQ(std::vector<float>(whole_rows.begin() + 16, whole_rows.begin() + 28), ToFloats(after_part.values(0).value()));
+  EXPECT_EQ(std::vector<float>(whole_rows.begin() + 16, whole_rows.begin() + 28),
+            ToFloats(after_part.values(0).value()));
   EXPECT_NE(whole_rows, saved_w_);
 }
 

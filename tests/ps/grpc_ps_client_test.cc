@@ -21,8 +21,8 @@ using testing_util::OnePush;
 using testing_util::Spec;
 using testing_util::ToFloats;
 
-// Rows of 1 KiB: 3000 rows is ~2.9 MiB, three stream chunks.
-constexpr int64_t kRows = 3000, kCols = 256;
+// Rows of 1 KiB: 4500 rows is ~4.4 MiB, two stream chunks.
+constexpr int64_t kRows = 4500, kCols = 256;
 
 class GrpcPsClientTest : public ::testing::TestWithParam<bool> {
  protected:
@@ -30,8 +30,7 @@ class GrpcPsClientTest : public ::testing::TestWithParam<bool> {
     auto server = PsGrpcServer::Start(&ps_, "127.0.0.1:0");
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    client_ = std::make_unique<GrpcPsClient>("127.0.0.1:" + std::to_string(server_->port()), "ps:0",
-                                             absl::Seconds(30));
+    client_ = std::make_unique<GrpcPsClient>("127.0.0.1:" + std::to_string(server_->port()), "ps:0", absl::Seconds(30));
     client_->set_stream_threshold_bytes(GetParam() ? 0 : int64_t{1} << 40);  // param: streaming
   }
 
@@ -105,8 +104,8 @@ TEST_P(GrpcPsClientTest, ErrorsNameTheShardAndPeer) {
 
 TEST_P(GrpcPsClientTest, SyncStepOverTheNetwork) {
   ASSERT_TRUE(Create(UPDATE_SYNC, 2).ok());
-  auto second = std::make_unique<GrpcPsClient>("127.0.0.1:" + std::to_string(server_->port()), "ps:0",
-                                                absl::Seconds(30));
+  auto second =
+      std::make_unique<GrpcPsClient>("127.0.0.1:" + std::to_string(server_->port()), "ps:0", absl::Seconds(30));
   second->set_stream_threshold_bytes(GetParam() ? 0 : int64_t{1} << 40);
   absl::Status s0, s1;
   PullResponse waited;
@@ -135,9 +134,7 @@ TEST_P(GrpcPsClientTest, SyncStepOverTheNetwork) {
 }
 
 INSTANTIATE_TEST_SUITE_P(UnaryAndStreaming, GrpcPsClientTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "Streaming" : "Unary";
-                         });
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Streaming" : "Unary"; });
 
 TEST(GrpcPsClient, UnreachablePsIsUnavailable) {
   GrpcPsClient client("127.0.0.1:1", "ps:3", absl::Seconds(5));

@@ -75,7 +75,8 @@ pid_t Spawn(const std::string& tf_config, const std::vector<std::string>& flags)
 int WaitExit(pid_t pid, int seconds) {
   for (int i = 0; i < seconds * 50; ++i) {
     int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ::kill(pid, SIGKILL);
@@ -86,8 +87,8 @@ int WaitExit(pid_t pid, int seconds) {
 TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
   const int port = FreePort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
-  const std::string tf_config = R"({"cluster":{"ps":[")" + address +
-                                R"("],"worker":["127.0.0.1:1"]},"task":{"type":"ps","index":0}})";
+  const std::string tf_config =
+      R"({"cluster":{"ps":[")" + address + R"("],"worker":["127.0.0.1:1"]},"task":{"type":"ps","index":0}})";
   const pid_t pid = Spawn(tf_config, {"--listen=" + address});
   ASSERT_GT(pid, 0);
   // Wait for the listener first: a gRPC channel that saw "connection refused" backs off for seconds.
@@ -129,8 +130,8 @@ TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
   const auto stop = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   EXPECT_EQ(WaitExit(pid, 10), 0);
-  std::cerr << "pstrain-ps stopped " << std::chrono::duration_cast<std::chrono::milliseconds>(
-                                           std::chrono::steady_clock::now() - stop).count()
+  std::cerr << "pstrain-ps stopped "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - stop).count()
             << " ms after SIGTERM\n";
 }
 

@@ -1,0 +1,40 @@
+// Evaluating a checkpoint in one process with no cluster ("restore without strategy"): the full
+// variables are assembled from whatever slices the checkpoint holds (any ps count or partitioner),
+// the model comes from the job spec stored in the checkpoint, and the test set is evaluated on
+// the CPU reference implementation in the same shards and order the workers use.
+// Thread-safety: pure functions over files.
+#ifndef PSTRAIN_CHIEF_CHECKPOINT_EVALUATOR_H_
+#define PSTRAIN_CHIEF_CHECKPOINT_EVALUATOR_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "chief/evaluation.h"
+#include "common/env.h"
+#include "common/job_spec.h"
+#include "common/tensor.h"
+#include "ps/checkpoint_index.h"
+
+namespace pstrain {
+
+struct CheckpointEvalOptions {
+  std::string data_dir;   // overrides the job's data.dir when non-empty
+  int threads = 1;
+  int64_t batch_size = 500;
+};
+
+// The model's variables in ModelVariables() order, read from `dir` (checksums verified).
+// NotFound / DataLoss naming the variable or file; InvalidArgument when a shape differs.
+absl::StatusOr<std::vector<Tensor>> LoadModelVariables(Env* env, const std::string& dir, const CheckpointIndex& index,
+                                                       const ModelSpec& model);
+
+// The job spec stored in the checkpoint's index. InvalidArgument when it does not parse.
+absl::StatusOr<JobSpec> JobSpecOfCheckpoint(const CheckpointIndex& index);
+
+// Test loss and accuracy of the checkpoint in `dir` (step from its index).
+absl::StatusOr<EvalResult> EvaluateCheckpoint(Env* env, const std::string& dir, const CheckpointEvalOptions& options);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_CHIEF_CHECKPOINT_EVALUATOR_H_

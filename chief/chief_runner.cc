@@ -1,0 +1,146 @@
+#include "chief/chief_runner.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "chief/chief_service.h"
+#include "chief/coordinator.h"
+#include "common/exit_codes.h"
+#include "common/json_util.h"
+#include "ps/grpc_ps_client.h"
+#include "worker/grpc_worker_client.h"
+
+namespace pstrain {
+namespace {
+
+absl::Mutex log_mu;
+
+// Turns SIGTERM/SIGINT into Coordinator::RequestStop() on a thread of its own (the signals are
+// blocked in every other thread, so no async-signal-safety concerns).
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(Coordinator* coordinator) : coordinator_(coordinator) {
+    thread_ = std::thread([this] { Watch(); });
+  }
+  ~SignalWatcher() {
+    done_ = true;
+    thread_.join();
+  }
+  bool fired() const { return fired_; }
+
+ private:
+  void Watch() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    const timespec tick = {0, 200 * 1000 * 1000};
+    while (!done_) {
+      int sig = sigtimedwait(&set, nullptr, &tick);
+      if (sig == SIGTERM || sig == SIGINT) {
+        LogLine("chief", absl::StrCat(sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                                      ": finishing running closures, saving a checkpoint, then stopping"));
+        fired_ = true;
+        coordinator_->RequestStop();
+      }
+    }
+  }
+  Coordinator* const coordinator_;
+  std::atomic<bool> done_{false};
+  std::atomic<bool> fired_{false};
+  std::thread thread_;
+};
+
+void BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+}  // namespace
+
+void LogLine(const std::string& who, const std::string& message) {
+  std::time_t now = std::time(nullptr);
+  char stamp[16];
+  std::strftime(stamp, sizeof(stamp), "%H:%M:%S", std::localtime(&now));
+  absl::MutexLock lock(&log_mu);
+  std::cerr << "[" << who << " " << stamp << "] " << message << std::endl;
+}
+
+int RunChief(const ChiefConfig& config) {
+  BlockStopSignals();  // before any thread starts, so every thread inherits the mask
+  const ClusterSpec& cluster = config.tf_config.cluster;
+  std::vector<std::unique_ptr<PsClient>> ps_owned;
+  std::vector<std::unique_ptr<WorkerClient>> workers_owned;
+  std::vector<PsClient*> ps;
+  std::vector<WorkerClient*> workers;
+  std::vector<std::string> ps_addresses = cluster.Addresses(kPs);
+  std::vector<int> ps_indices = cluster.TaskIndices(kPs);
+  for (size_t i = 0; i < ps_addresses.size(); ++i) {
+    ps_owned.push_back(NewGrpcPsClient(ps_addresses[i], absl::StrCat("ps:", ps_indices[i])));
+    ps.push_back(ps_owned.back().get());
+  }
+  std::vector<std::string> worker_addresses = cluster.Addresses(kWorker);
+  std::vector<int> worker_indices = cluster.TaskIndices(kWorker);
+  for (size_t i = 0; i < worker_addresses.size(); ++i) {
+    workers_owned.push_back(NewGrpcWorkerClient(
+        worker_addresses[i], absl::StrCat("worker:", worker_indices[i], " at ", worker_addresses[i])));
+    workers.push_back(workers_owned.back().get());
+  }
+  CoordinatorOptions options;
+  options.model_dir = config.model_dir;
+  options.wait.timeout_ms = config.wait_timeout_secs * 1000;
+  options.pool.run_steps_timeout_ms = config.closure_timeout_secs * 1000;
+  options.pool.evaluate_timeout_ms = config.closure_timeout_secs * 1000;
+  options.pool.poll_interval_ms = config.poll_interval_secs * 1000;
+  options.progress_interval_ms = config.progress_interval_secs * 1000;
+  options.all_workers_lost_timeout_ms = config.all_workers_lost_timeout_secs * 1000;
+  options.restore = config.restore;
+  options.init_only = config.init_only;
+  options.log = [](const std::string& line) { LogLine("chief", line); };
+  Coordinator coordinator(Env::Default(), config.job, ps, workers, ps_addresses, options);
+
+  const std::string task = config.tf_config.task->ToString();
+  ChiefServiceImpl service(task, [&coordinator] { return coordinator.Status(); });
+  absl::StatusOr<std::string> address = cluster.Address(kChief, config.tf_config.task->index);
+  std::unique_ptr<grpc::Server> server;
+  if (address.ok()) {
+    absl::StatusOr<std::unique_ptr<grpc::Server>> started = StartChiefServer(*address, &service);
+    if (!started.ok()) {
+      LogLine("chief", std::string(started.status().message()));
+      return kExitRuntimeFailure;
+    }
+    server = *std::move(started);
+  }
+  SignalWatcher signals(&coordinator);
+  absl::StatusOr<JobSummary> summary = coordinator.Run();
+  if (server != nullptr) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  if (!summary.ok()) {
+    LogLine("chief", absl::StrCat("the job failed: ", summary.status().message()));
+    return ExitCodeFor(summary.status());
+  }
+  const std::string json = DumpJson(summary->ToJson(), 2);
+  if (!config.model_dir.empty()) {
+    Env::Default()->WriteFileAtomic(config.model_dir + "/summary.json", json + "\n").IgnoreError();
+  }
+  std::cout << json << std::endl;
+  if (summary->final_eval.has_value()) {
+    LogLine("chief", absl::StrCat("done: ", summary->global_step, " steps; final ", FormatEval(*summary->final_eval)));
+  }
+  if (!summary->checkpoint.empty()) LogLine("chief", "checkpoint: " + summary->checkpoint);
+  if (!summary->metrics_file.empty()) LogLine("chief", "metrics: " + summary->metrics_file);
+  return summary->state == "stopped" ? kExitStoppedBySignal : kExitOk;
+}
+
+}  // namespace pstrain

@@ -1,0 +1,47 @@
+#include "chief/chief_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/protocol_version.h"
+#include "grpcpp/health_check_service_interface.h"
+
+namespace pstrain {
+
+grpc::ServerUnaryReactor* ChiefServiceImpl::Handshake(grpc::CallbackServerContext* context,
+                                                      const HandshakeRequest* request, HandshakeResponse* response) {
+  response->set_protocol_version(kProtocolVersion);
+  response->set_task(task_);
+  response->set_build("pstrain");
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ChiefServiceImpl::GetStatus(grpc::CallbackServerContext* context,
+                                                      const ChiefStatusRequest* request,
+                                                      ChiefStatusResponse* response) {
+  *response = status_();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& address,
+                                                               ChiefServiceImpl* service, int* bound_port) {
+  const size_t colon = address.rfind(':');
+  const std::string listen = absl::StrCat("0.0.0.0:", address.substr(colon + 1));
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot serve the chief status service on ", listen,
+                                               " (is the port of ", address, " already in use?)"));
+  }
+  server->GetHealthCheckService()->SetServingStatus(true);
+  if (bound_port != nullptr) *bound_port = port;
+  return server;
+}
+
+}  // namespace pstrain

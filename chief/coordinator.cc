@@ -1,0 +1,260 @@
+#include "chief/coordinator.h"
+
+#include <future>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "chief/job_protos.h"
+#include "common/json_util.h"
+#include "common/model_variables.h"
+#include "common/protocol_version.h"
+#include "common/status_macros.h"
+#include "common/variable_planner.h"
+
+namespace pstrain {
+
+nlohmann::json JobSummary::ToJson() const {
+  nlohmann::json j;
+  j["state"] = state;
+  j["global_step"] = global_step;
+  j["total_steps"] = total_steps;
+  j["start_step"] = start_step;
+  j["examples"] = examples;
+  j["seconds"] = seconds;
+  j["train_seconds"] = train_seconds;
+  j["examples_per_second"] = examples_per_second;
+  j["final_test_loss"] = final_eval ? nlohmann::json(final_eval->loss) : nlohmann::json(nullptr);
+  j["final_test_accuracy"] = final_eval ? nlohmann::json(final_eval->accuracy) : nlohmann::json(nullptr);
+  j["final_test_examples"] = final_eval ? final_eval->examples : 0;
+  j["checkpoint"] = checkpoint;
+  j["metrics_file"] = metrics_file;
+  j["lost_workers"] = lost_workers;
+  return j;
+}
+
+Coordinator::Coordinator(Env* env, JobSpec spec, std::vector<PsClient*> ps, std::vector<WorkerClient*> workers,
+                         std::vector<std::string> ps_addresses, CoordinatorOptions options)
+    : env_(env),
+      spec_(std::move(spec)),
+      spec_json_(DumpJson(JobSpecToJson(spec_))),
+      ps_(std::move(ps)),
+      workers_(std::move(workers)),
+      ps_addresses_(std::move(ps_addresses)),
+      options_(std::move(options)),
+      num_workers_(static_cast<int>(workers_.size())) {}
+
+Coordinator::~Coordinator() {
+  queue_.Shutdown();
+  if (pool_ != nullptr) pool_->Stop();
+}
+
+void Coordinator::Log(const std::string& line) const {
+  if (options_.log) options_.log(line);
+}
+
+void Coordinator::SetState(const std::string& state) {
+  absl::MutexLock lock(&mu_);
+  state_ = state;
+}
+
+void Coordinator::RequestStop() { stop_requested_ = true; }
+
+absl::StatusOr<JobSummary> Coordinator::Run() {
+  start_micros_ = env_->NowMicros();
+  absl::Status s = Prepare();
+  if (s.ok() && options_.init_only) return InitOnly();
+  if (s.ok()) {
+    pool_->Start();
+    SetState("training");
+    s = TrainLoop();
+    train_seconds_ = (env_->NowMicros() - train_start_micros_) * 1e-6;
+    if (s.ok()) MaybeReport(true);  // the last training window, before the final evaluation
+  }
+  JobSummary summary;
+  if (s.ok() && !stop_requested_) {
+    SetState("evaluating");
+    absl::StatusOr<EvalResult> eval = Evaluate();
+    if (eval.ok()) summary.final_eval = *eval;
+    s = eval.status();
+  }
+  if (s.ok() && !options_.model_dir.empty() && last_checkpoint_step_ != tracker_->global_step()) {
+    s = SaveCheckpoint();
+  }
+  queue_.Shutdown();
+  if (pool_ != nullptr) pool_->Stop();
+  if (!s.ok()) {
+    SetState("failed");
+    return s;
+  }
+  SetState(stop_requested_ ? "stopped" : "done");
+  summary.state = stop_requested_ ? "stopped" : "done";
+  summary.global_step = tracker_->global_step();
+  summary.total_steps = budget_.total_steps;
+  summary.start_step = start_step_;
+  summary.examples = tracker_->examples();
+  summary.seconds = (env_->NowMicros() - start_micros_) * 1e-6;
+  summary.train_seconds = train_seconds_;
+  summary.examples_per_second = train_seconds_ > 0 ? summary.examples / train_seconds_ : 0.0;
+  summary.metrics_file = metrics_ != nullptr ? metrics_->path() : "";
+  absl::MutexLock lock(&mu_);
+  summary.checkpoint = last_checkpoint_;
+  summary.lost_workers = lost_workers_;
+  return summary;
+}
+
+absl::StatusOr<JobSummary> Coordinator::InitOnly() {
+  if (checkpoints_ == nullptr) return absl::InvalidArgumentError("initializing only needs a model dir");
+  RETURN_IF_ERROR(SaveCheckpoint());
+  SetState("initialized");
+  JobSummary summary;
+  summary.state = "initialized";
+  summary.global_step = summary.start_step = start_step_;
+  summary.total_steps = budget_.total_steps;
+  absl::MutexLock lock(&mu_);
+  summary.checkpoint = last_checkpoint_;
+  return summary;
+}
+
+absl::Status Coordinator::Prepare() {
+  if (num_workers_ == 0 || ps_.empty()) {
+    return absl::InvalidArgumentError("the cluster needs at least one ps and one worker task");
+  }
+  ASSIGN_OR_RETURN(int64_t train_examples, TrainExamples(spec_.data));
+  ASSIGN_OR_RETURN(budget_, ComputeBudget(spec_, train_examples, num_workers_));
+  ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(spec_.model));
+  ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, spec_.partitioner, static_cast<int>(ps_.size())));
+  plan_ = VariablePlanToProto(plan, spec_.seed);
+  if (!options_.model_dir.empty()) {
+    RETURN_IF_ERROR(env_->CreateDirs(options_.model_dir));
+    checkpoints_ = std::make_unique<CheckpointManager>(env_, options_.model_dir,
+                                                       static_cast<int>(spec_.schedule.keep_checkpoints), ps_);
+    ASSIGN_OR_RETURN(metrics_, MetricsWriter::Open(options_.model_dir + "/metrics.jsonl"));
+  }
+  const std::vector<WorkerClient*> wait_workers = options_.init_only ? std::vector<WorkerClient*>() : workers_;
+  Log(absl::StrCat("waiting for ", ps_.size(), " ps and ", wait_workers.size(), " workers"));
+  RETURN_IF_ERROR(WaitForCluster(env_, ps_, wait_workers, options_.wait, options_.log));
+  RETURN_IF_ERROR(CreateOrRestore());
+  tracker_ = std::make_unique<ProgressTracker>(env_, num_workers_, spec_.batch_size, budget_.total_steps,
+                                               budget_.steps_per_epoch, start_step_, spec_.model.loss != "mse");
+  if (!options_.init_only) RETURN_IF_ERROR(ConfigureAll());
+  pool_ = std::make_unique<WorkerPool>(env_, workers_, &queue_, this,
+                                       [this](int worker) { return MakeConfigure(worker); }, options_.pool);
+  last_report_micros_ = last_checkpoint_micros_ = train_start_micros_ = env_->NowMicros();
+  sync_next_step_ = start_step_;
+  absl::MutexLock lock(&mu_);
+  ready_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::CreateOrRestore() {
+  std::optional<FoundCheckpoint> found;
+  if (checkpoints_ != nullptr && options_.restore) {
+    std::vector<std::string> warnings;
+    ASSIGN_OR_RETURN(found, checkpoints_->FindLatest(&warnings));
+    for (const std::string& w : warnings) Log(w);
+  }
+  std::vector<std::future<absl::Status>> calls;
+  for (size_t i = 0; i < ps_.size(); ++i) {
+    calls.push_back(std::async(std::launch::async, [this, i, &found]() -> absl::Status {
+      const int task = static_cast<int>(i);
+      absl::Status s;
+      if (found.has_value()) {
+        RestoreResponse restored;
+        s = ps_[i]->Restore(MakeRestoreRequest(spec_, plan_, task, num_workers_, found->dir), &restored);
+      } else {
+        CreateShardsResponse created;
+        s = ps_[i]->CreateShards(MakeCreateShardsRequest(spec_, plan_, task, num_workers_, true), &created);
+      }
+      if (s.ok()) return s;
+      return absl::Status(s.code(), absl::StrCat(found ? "restoring " + found->dir + " on " : "creating variables on ",
+                                                 ps_[i]->peer(), ": ", s.message()));
+    }));
+  }
+  absl::Status first;
+  for (auto& c : calls) {
+    absl::Status s = c.get();
+    if (first.ok()) first = s;
+  }
+  RETURN_IF_ERROR(first);
+  if (found.has_value()) {
+    start_step_ = found->index.global_step;
+    last_checkpoint_step_ = start_step_;
+    absl::MutexLock lock(&mu_);
+    last_checkpoint_ = found->dir;
+    Log(absl::StrCat("resumed from ", found->dir, " at step ", start_step_));
+  } else {
+    Log(absl::StrCat("created ", plan_.variables_size(), " variables on ", ps_.size(), " ps tasks"));
+  }
+  return absl::OkStatus();
+}
+
+ConfigureRequest Coordinator::MakeConfigure(int worker) const {
+  ConfigureRequest r;
+  r.set_protocol_version(kProtocolVersion);
+  r.set_job_spec_json(spec_json_);
+  *r.mutable_plan() = plan_;
+  for (const std::string& a : ps_addresses_) r.add_ps_addresses(a);
+  r.set_worker_index(worker);
+  r.set_num_workers(num_workers_);
+  r.set_global_step(tracker_ != nullptr ? tracker_->global_step() : start_step_);
+  return r;
+}
+
+absl::Status Coordinator::ConfigureAll() {
+  for (int i = 0; i < num_workers_; ++i) {
+    ConfigureResponse response;
+    absl::Status s = workers_[i]->Configure(MakeConfigure(i), &response, options_.pool.configure_timeout_ms);
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(workers_[i]->peer(), " rejected its configuration: ", s.message()));
+    }
+  }
+  Log(absl::StrCat("configured ", num_workers_, " workers; training ", budget_.total_steps, " steps of ",
+                   spec_.batch_size, " examples (", spec_.mode, " mode)"));
+  return absl::OkStatus();
+}
+
+void Coordinator::OnTrainResult(int worker, const Closure& closure, const RunStepsResponse& response) {
+  tracker_->OnTrainResult(worker, closure.num_steps, response);
+}
+
+void Coordinator::OnEvalResult(int worker, const Closure& closure, const EvaluateResponse& response) {
+  absl::MutexLock lock(&mu_);
+  if (eval_ != nullptr) eval_->Add(closure.shard_index, response);
+}
+
+absl::Status Coordinator::OnWorkerLost(int worker, const absl::Status& cause) {
+  RETURN_IF_ERROR(CheckPsAlive());
+  const std::string peer = workers_[worker]->peer();
+  if (spec_.mode == "sync") {
+    return absl::UnavailableError(absl::StrCat(
+        "lost ", peer, " (", cause.message(), "): sync mode needs every worker for every step; restart it "
+        "and the chief, which resumes from the last checkpoint"));
+  }
+  Log(absl::StrCat("lost ", peer, " (", cause.message(), "); its closure goes to another worker, polling it"));
+  absl::MutexLock lock(&mu_);
+  lost_workers_.push_back(peer);
+  return absl::OkStatus();
+}
+
+void Coordinator::OnWorkerBack(int worker) {
+  Log(absl::StrCat(workers_[worker]->peer(), " is back and re-configured at step ", tracker_->global_step()));
+}
+
+absl::Status Coordinator::CheckPsAlive() {
+  HandshakeRequest hello;
+  hello.set_protocol_version(kProtocolVersion);
+  hello.set_caller("chief:0");
+  for (PsClient* ps : ps_) {
+    HandshakeResponse response;
+    absl::Status s = ps->Handshake(hello, &response);
+    if (!s.ok()) {
+      return absl::UnavailableError(absl::StrCat(
+          "lost ", ps->peer(), " (", s.message(), "): the job stops because a lost ps cannot be recovered yet; "
+          "start the ps again and then the chief: it resumes from the last checkpoint"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain

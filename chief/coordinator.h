@@ -1,0 +1,156 @@
+// Coordinator: the chief's logic, over PsClient and WorkerClient interfaces (no gRPC here).
+// Run() waits for the cluster, plans the variables, creates them on the ps tasks (or restores the
+// newest complete checkpoint of the model dir), configures the workers, then schedules closures of
+// k steps until the budget is spent, evaluating and checkpointing on the job's schedule and at the
+// end. Async mode: each worker takes closures on its own; sync mode: every round of k steps goes to
+// ALL workers at once (the ps apply the mean once per step). A lost worker's closure goes to
+// another worker and the worker is polled until it comes back; a lost ps or a non-retryable error
+// stops the job with a message naming the cause.
+// Thread-safety: Run() on one thread; RequestStop() and Status() from any thread.
+#ifndef PSTRAIN_CHIEF_COORDINATOR_H_
+#define PSTRAIN_CHIEF_COORDINATOR_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "chief/checkpoint_manager.h"
+#include "chief/closure_queue.h"
+#include "chief/cluster_waiter.h"
+#include "chief/evaluation.h"
+#include "chief/metrics_writer.h"
+#include "chief/progress_tracker.h"
+#include "chief/training_budget.h"
+#include "chief/worker_pool.h"
+#include "common/env.h"
+#include "common/job_spec.h"
+#include "nlohmann/json.hpp"
+#include "proto/chief.pb.h"
+
+namespace pstrain {
+
+struct CoordinatorOptions {
+  std::string model_dir;                 // "" = no checkpoints, no metrics file
+  ClusterWaitOptions wait;
+  WorkerPoolOptions pool;
+  int64_t progress_interval_ms = 5000;
+  int eval_shards_per_worker = 2;
+  int64_t all_workers_lost_timeout_ms = 600000;  // fail when no worker answers for this long
+  bool restore = true;                   // resume from the newest checkpoint in model_dir
+  // Create (or restore) the variables on the ps, save a checkpoint and stop: no worker is needed.
+  // For inspecting initial weights and for re-partitioning a checkpoint.
+  bool init_only = false;
+  std::function<void(const std::string&)> log;  // progress and events, one line each (may be empty)
+};
+
+struct JobSummary {
+  std::string state;                     // "done", "stopped" (RequestStop) or "initialized"
+  int64_t global_step = 0;
+  int64_t total_steps = 0;
+  int64_t start_step = 0;                // > 0 when resumed
+  int64_t examples = 0;                  // trained in this run
+  double seconds = 0.0;                  // the whole run, waiting and final evaluation included
+  double train_seconds = 0.0;            // the training loop (inline evaluations included)
+  double examples_per_second = 0.0;      // examples / train_seconds
+  std::optional<EvalResult> final_eval;
+  std::string checkpoint;                // newest checkpoint written ("" when none)
+  std::string metrics_file;
+  std::vector<std::string> lost_workers;
+  nlohmann::json ToJson() const;
+};
+
+class Coordinator : public WorkerPoolSink {
+ public:
+  // Clients are not owned and must outlive the coordinator; ps_addresses[i] is where workers
+  // reach ps task i.
+  Coordinator(Env* env, JobSpec spec, std::vector<PsClient*> ps, std::vector<WorkerClient*> workers,
+              std::vector<std::string> ps_addresses, CoordinatorOptions options);
+  ~Coordinator() override;
+
+  // The whole job. Errors: DeadlineExceeded (tasks never answered), InvalidArgument and other
+  // non-retryable codes naming the task and the cause, Unavailable for a lost ps or every worker
+  // lost.
+  absl::StatusOr<JobSummary> Run();
+
+  // Asks Run() to stop: in-flight closures finish, a checkpoint is written, Run() returns
+  // state "stopped". Safe from a signal-watching thread.
+  void RequestStop();
+
+  // A snapshot for the status service.
+  ChiefStatusResponse Status() const;
+
+  // WorkerPoolSink.
+  void OnTrainResult(int worker, const Closure& closure, const RunStepsResponse& response) override;
+  void OnEvalResult(int worker, const Closure& closure, const EvaluateResponse& response) override;
+  absl::Status OnWorkerLost(int worker, const absl::Status& cause) override;
+  void OnWorkerBack(int worker) override;
+
+ private:
+  absl::Status Prepare();
+  absl::StatusOr<JobSummary> InitOnly();
+  absl::Status CreateOrRestore();
+  absl::Status ConfigureAll();
+  ConfigureRequest MakeConfigure(int worker) const;
+  absl::Status TrainLoop();
+  // Trains until global step `stop_at`, or earlier when a stop or a timed checkpoint is due.
+  absl::Status RunTrainingPhase(int64_t stop_at);
+  // Pushes the next closures (async: any worker; sync: one round for all). Returns worker steps
+  // pushed.
+  int64_t Feed(int64_t worker_steps_left);
+  // Waits for the queue to drain, reporting progress and watching for a job without workers.
+  absl::Status WaitPhase();
+  absl::Status CheckWorkersAlive();
+  absl::StatusOr<EvalResult> Evaluate();
+  absl::Status SaveCheckpoint();
+  absl::Status CheckPsAlive();
+  void MaybeReport(bool force);
+  void Log(const std::string& line) const;
+  void SetState(const std::string& state);
+  bool TimedCheckpointDue() const;
+
+  Env* const env_;
+  const JobSpec spec_;
+  const std::string spec_json_;
+  const std::vector<PsClient*> ps_;
+  const std::vector<WorkerClient*> workers_;
+  const std::vector<std::string> ps_addresses_;
+  const CoordinatorOptions options_;
+  const int num_workers_;
+
+  TrainingBudget budget_;
+  VariablePlanProto plan_;
+  int64_t start_step_ = 0;
+  int64_t next_closure_id_ = 1;
+  int64_t start_micros_ = 0;
+  int64_t last_report_micros_ = 0;
+  int64_t train_start_micros_ = 0;
+  double train_seconds_ = 0.0;
+  int64_t last_checkpoint_micros_ = 0;
+  int64_t last_checkpoint_step_ = -1;
+  int64_t all_lost_since_micros_ = 0;
+  int64_t sync_next_step_ = 0;         // sync mode: global step of the next round   // 0 while some worker is alive
+  std::atomic<bool> stop_requested_{false};
+
+  ClosureQueue queue_;
+  std::unique_ptr<ProgressTracker> tracker_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<CheckpointManager> checkpoints_;
+  std::unique_ptr<MetricsWriter> metrics_;
+
+  mutable absl::Mutex mu_;
+  std::string state_ ABSL_GUARDED_BY(mu_) = "waiting";
+  std::string last_checkpoint_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> lost_workers_ ABSL_GUARDED_BY(mu_);
+  EvalAccumulator* eval_ ABSL_GUARDED_BY(mu_) = nullptr;  // the evaluation in progress; not owned
+  std::optional<EvalResult> last_eval_ ABSL_GUARDED_BY(mu_);
+  bool ready_ ABSL_GUARDED_BY(mu_) = false;  // Prepare() set budget_, tracker_ and pool_
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_CHIEF_COORDINATOR_H_

@@ -1,0 +1,53 @@
+// Inline evaluation on the chief: the test set is split into shards, each scheduled as an Evaluate
+// closure; every shard's sums are counted once (the closure queue drops duplicate executions), so
+// each test example is counted exactly once, and the sums are combined here.
+// Thread-safety: EvalAccumulator may be fed from any thread.
+#ifndef PSTRAIN_CHIEF_EVALUATION_H_
+#define PSTRAIN_CHIEF_EVALUATION_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "chief/closure_queue.h"
+#include "proto/worker.pb.h"
+
+namespace pstrain {
+
+struct EvalResult {
+  int64_t step = 0;
+  int64_t examples = 0;
+  double loss = 0.0;      // mean per-example loss
+  double accuracy = 0.0;  // correct / examples; NaN for regression (mse) models
+};
+
+// "test loss 0.3012, test accuracy 89.12% (10000 examples)" (no accuracy for regression).
+std::string FormatEval(const EvalResult& r);
+
+// `num_shards` Evaluate closures with ids from `first_id` on (any worker may run each).
+std::vector<Closure> MakeEvalClosures(int num_shards, int64_t first_id);
+
+class EvalAccumulator {
+ public:
+  explicit EvalAccumulator(int num_shards) : num_shards_(num_shards) {}
+
+  // Records shard `shard_index`'s sums; a second result for the same shard is ignored.
+  void Add(int shard_index, const EvaluateResponse& response);
+
+  // The combined result. FailedPrecondition naming the missing shards when not all arrived;
+  // FailedPrecondition when the test set is empty.
+  // `classification` false (mse models) leaves the accuracy NaN.
+  absl::StatusOr<EvalResult> Combine(int64_t step, bool classification = true) const;
+
+ private:
+  const int num_shards_;
+  mutable absl::Mutex mu_;
+  std::map<int, EvaluateResponse> shards_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_CHIEF_EVALUATION_H_

@@ -1,0 +1,98 @@
+#include "chief/evaluator_runner.h"
+
+#include <signal.h>
+
+#include <ctime>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "chief/checkpoint_evaluator.h"
+#include "chief/checkpoint_manager.h"
+#include "chief/chief_runner.h"
+#include "chief/metrics_writer.h"
+#include "chief/training_budget.h"
+#include "common/exit_codes.h"
+
+namespace pstrain {
+namespace {
+
+// True when SIGTERM or SIGINT arrived within `secs` (the signals are blocked and waited for).
+bool WaitForStopSignal(int64_t secs) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  const timespec timeout = {static_cast<time_t>(secs), 0};
+  const int sig = sigtimedwait(&set, nullptr, &timeout);
+  return sig == SIGTERM || sig == SIGINT;
+}
+
+// The newest "ckpt-<step>" with step > `after`, or -1.
+int64_t NewestStepAfter(Env* env, const std::string& model_dir, int64_t after) {
+  absl::StatusOr<std::vector<std::string>> names = env->ListDir(model_dir);
+  int64_t best = -1;
+  if (!names.ok()) return best;
+  for (const std::string& name : *names) {
+    const int64_t step = CheckpointManager::StepOfName(name);
+    if (step > after && step > best) best = step;
+  }
+  return best;
+}
+
+}  // namespace
+
+int RunEvaluator(const EvaluatorConfig& config) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  Env* env = Env::Default();
+  int64_t final_step = -1;
+  absl::StatusOr<int64_t> examples = TrainExamples(config.job.data);
+  if (examples.ok()) {
+    absl::StatusOr<TrainingBudget> budget = ComputeBudget(config.job, *examples, 1);
+    if (budget.ok()) final_step = budget->total_steps;
+  }
+  if (!env->CreateDirs(config.model_dir + "/eval").ok()) {
+    LogLine("evaluator", "cannot create " + config.model_dir + "/eval");
+    return kExitRuntimeFailure;
+  }
+  absl::StatusOr<std::unique_ptr<MetricsWriter>> metrics = MetricsWriter::Open(config.model_dir + "/eval/metrics.jsonl");
+  if (!metrics.ok()) {
+    LogLine("evaluator", std::string(metrics.status().message()));
+    return kExitRuntimeFailure;
+  }
+  LogLine("evaluator", absl::StrCat("watching ", config.model_dir, " for checkpoints",
+                                    final_step > 0 ? absl::StrCat(" until step ", final_step) : ""));
+  CheckpointEvalOptions options;
+  options.data_dir = config.job.data.dir;
+  options.threads = config.threads;
+  int64_t last = -1;
+  while (true) {
+    const int64_t step = NewestStepAfter(env, config.model_dir, last);
+    if (step >= 0) {
+      const std::string dir = absl::StrCat(config.model_dir, "/ckpt-", step);
+      absl::StatusOr<EvalResult> r = EvaluateCheckpoint(env, dir, options);
+      if (r.ok()) {
+        LogLine("evaluator", absl::StrCat(dir, ": ", FormatEval(*r)));
+        (*metrics)->Write({{"kind", "eval"}, {"step", r->step}, {"checkpoint", dir}, {"test_loss", r->loss},
+                           {"test_accuracy", r->accuracy}, {"test_examples", r->examples}}).IgnoreError();
+        last = step;
+        if (final_step > 0 && step >= final_step) return kExitOk;
+      } else if (r.status().code() == absl::StatusCode::kNotFound && !env->FileExists(dir)) {
+        last = step;  // pruned by the chief before we got to it
+      } else {
+        LogLine("evaluator", absl::StrCat("cannot evaluate ", dir, ": ", r.status().message()));
+        last = step;
+      }
+      continue;
+    }
+    if (WaitForStopSignal(config.poll_interval_secs)) {
+      LogLine("evaluator", "stopping on a signal");
+      return kExitOk;
+    }
+  }
+}
+
+}  // namespace pstrain

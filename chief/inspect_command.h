@@ -1,0 +1,23 @@
+// `pstrain inspect --checkpoint=DIR`: lists a checkpoint's variables (assembled from all their
+// saved slices) with shape, a digest of the values' bytes and simple statistics, so two
+// checkpoints can be compared whatever ps count or partitioner wrote them (as TensorFlow's
+// inspect_checkpoint).
+// Thread-safety: runs on the calling thread only.
+#ifndef PSTRAIN_CHIEF_INSPECT_COMMAND_H_
+#define PSTRAIN_CHIEF_INSPECT_COMMAND_H_
+
+#include <cstdint>
+
+#include "absl/types/span.h"
+
+namespace pstrain {
+
+// Entry point for `pstrain inspect ARGS...`. Returns the process exit code.
+int InspectMain(int argc, char** argv);
+
+// FNV-1a 64 of `bytes`.
+uint64_t Fnv1a64(absl::Span<const uint8_t> bytes);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_CHIEF_INSPECT_COMMAND_H_

@@ -1,0 +1,296 @@
+// The coordinator over fake ps and worker clients, in one process.
+#include "chief/coordinator.h"
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/chief/fake_clients.h"
+
+namespace pstrain {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto spec = LoadJobSpec("linear");
+    ASSERT_TRUE(spec.ok());
+    spec_ = *spec;
+    spec_.schedule.steps = 40;
+    spec_.schedule.steps_per_closure = 5;
+    Build(2, 2);
+    options_.wait.timeout_ms = 2000;
+    options_.wait.retry_interval_ms = 10;
+    options_.pool.poll_interval_ms = 10;
+    options_.progress_interval_ms = 1;
+    options_.log = [this](const std::string& line) {
+      absl::MutexLock lock(&log_mu_);
+      log_ += line + "\n";
+    };
+  }
+
+  void Build(int num_ps, int num_workers) {
+    ps_.clear();
+    workers_.clear();
+    for (int i = 0; i < num_ps; ++i) ps_.push_back(std::make_unique<FakePs>(i));
+    for (int i = 0; i < num_workers; ++i) workers_.push_back(std::make_unique<FakeWorker>(i));
+  }
+
+  std::unique_ptr<Coordinator> Make() {
+    std::vector<PsClient*> ps;
+    std::vector<std::string> addresses;
+    for (auto& p : ps_) {
+      ps.push_back(p.get());
+      addresses.push_back(p->peer());
+    }
+    std::vector<WorkerClient*> workers;
+    for (auto& w : workers_) workers.push_back(w.get());
+    return std::make_unique<Coordinator>(Env::Default(), spec_, ps, workers, addresses, options_);
+  }
+
+  int64_t TotalWorkerSteps() {
+    int64_t n = 0;
+    for (auto& w : workers_) n += w->steps_run;
+    return n;
+  }
+
+  std::string log() {
+    absl::MutexLock lock(&log_mu_);
+    return log_;
+  }
+
+  std::string TempDir(const std::string& name) {
+    std::string dir = absl::StrCat(::testing::TempDir(), "/coordinator_test_", name, "_", ::getpid());
+    std::filesystem::remove_all(dir);
+    return dir;
+  }
+
+  JobSpec spec_;
+  CoordinatorOptions options_;
+  std::vector<std::unique_ptr<FakePs>> ps_;
+  std::vector<std::unique_ptr<FakeWorker>> workers_;
+  absl::Mutex log_mu_;
+  std::string log_ ABSL_GUARDED_BY(log_mu_);
+};
+
+TEST_F(CoordinatorTest, AsyncJobRunsEveryStepAndEvaluatesEachShardOnce) {
+  auto summary = Make()->Run();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->state, "done");
+  EXPECT_EQ(summary->global_step, 40);
+  EXPECT_EQ(TotalWorkerSteps(), 40 * 2);  // two worker steps of 32 examples make a global step
+  EXPECT_EQ(summary->examples, 40 * 64);
+  ASSERT_TRUE(summary->final_eval.has_value());
+  EXPECT_EQ(summary->final_eval->examples, 1000);
+  EXPECT_DOUBLE_EQ(summary->final_eval->loss, 0.5);
+  std::multiset<int> shards;
+  for (auto& w : workers_) {
+    absl::MutexLock lock(&w->mu);
+    shards.insert(w->eval_shards.begin(), w->eval_shards.end());
+    EXPECT_EQ(w->configures.size(), 1u);
+  }
+  EXPECT_EQ(shards, (std::multiset<int>{0, 1, 2, 3}));
+  // Every shard of the plan was created exactly once, initialised.
+  int created = 0;
+  for (auto& p : ps_) {
+    absl::MutexLock lock(&p->mu);
+    ASSERT_EQ(p->created.size(), 1u);
+    EXPECT_TRUE(p->created[0].initialize());
+    created += p->created[0].shards_size();
+  }
+  EXPECT_EQ(created, 2);  // dense/kernel and dense/bias, unpartitioned
+  EXPECT_THAT(log(), HasSubstr("step 40/40"));
+}
+
+TEST_F(CoordinatorTest, LostWorkerClosuresGoElsewhereAndTheJobCompletes) {
+  workers_[1]->runs_before_failing = 2;  // then it stays down
+  auto summary = Make()->Run();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->global_step, 40);
+  EXPECT_EQ(TotalWorkerSteps(), 80);  // the failed closure ran again on worker 0, counted once
+  EXPECT_THAT(summary->lost_workers, ::testing::ElementsAre("worker:1 at fake"));
+  EXPECT_THAT(log(), HasSubstr("lost worker:1 at fake"));
+}
+
+TEST_F(CoordinatorTest, WorkerThatComesBackIsReconfiguredAndUsedAgain) {
+  spec_.schedule.steps = 400;
+  workers_[1]->fail_next_runs = 1;
+  std::thread revive([this] {
+    while (!workers_[1]->down) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    workers_[1]->down = false;
+  });
+  auto summary = Make()->Run();
+  revive.join();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->global_step, 400);
+  absl::MutexLock lock(&workers_[1]->mu);
+  ASSERT_EQ(workers_[1]->configures.size(), 2u);
+  EXPECT_GT(workers_[1]->configures[1].global_step(), 0);
+  EXPECT_GT(workers_[1]->steps_run, 0);
+  EXPECT_THAT(log(), HasSubstr("worker:1 at fake is back"));
+}
+
+TEST_F(CoordinatorTest, NonRetryableWorkerErrorStopsTheJobNamingTheCause) {
+  workers_[0]->run_error = absl::InvalidArgumentError("shape mismatch for dense/kernel: [2,1] vs [3,1]");
+  auto summary = Make()->Run();
+  EXPECT_EQ(summary.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(summary.status().message(), HasSubstr("worker:0 at fake"));
+  EXPECT_THAT(summary.status().message(), HasSubstr("shape mismatch"));
+}
+
+TEST_F(CoordinatorTest, LostPsStopsTheJob) {
+  workers_[0]->runs_before_failing = 1;
+  workers_[0]->down_with = &ps_[1]->down;  // the worker fails because ps:1 went away
+  auto summary = Make()->Run();
+  EXPECT_EQ(summary.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(summary.status().message(), HasSubstr("lost ps:1 at fake"));
+}
+
+TEST_F(CoordinatorTest, SyncModeSendsEveryRoundToAllWorkers) {
+  spec_.mode = "sync";
+  auto summary = Make()->Run();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->global_step, 40);
+  for (auto& w : workers_) {
+    absl::MutexLock lock(&w->mu);
+    std::vector<int64_t> first_steps;
+    for (const auto& r : w->runs) first_steps.push_back(r.first_step());
+    EXPECT_EQ(first_steps, (std::vector<int64_t>{0, 5, 10, 15, 20, 25, 30, 35}));
+  }
+  for (auto& p : ps_) {
+    absl::MutexLock lock(&p->mu);
+    EXPECT_EQ(p->created[0].mode(), UPDATE_SYNC);
+    EXPECT_EQ(p->created[0].num_workers(), 2);
+  }
+}
+
+TEST_F(CoordinatorTest, SyncModeStopsWhenAWorkerIsLost) {
+  spec_.mode = "sync";
+  workers_[1]->runs_before_failing = 1;
+  auto summary = Make()->Run();
+  EXPECT_EQ(summary.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(summary.status().message(), HasSubstr("lost worker:1 at fake"));
+  EXPECT_THAT(summary.status().message(), HasSubstr("sync mode"));
+}
+
+TEST_F(CoordinatorTest, WaitingTimesOutNamingSilentTasks) {
+  options_.wait.timeout_ms = 50;
+  workers_[1]->down = true;
+  ps_[0]->down = true;
+  auto summary = Make()->Run();
+  EXPECT_EQ(summary.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(summary.status().message(), HasSubstr("worker:1 at fake"));
+  EXPECT_THAT(summary.status().message(), HasSubstr("ps:0 at fake"));
+  EXPECT_THAT(summary.status().message(), ::testing::Not(HasSubstr("worker:0")));
+}
+
+TEST_F(CoordinatorTest, CheckpointsKeepTheLastOnesAndARestartResumes) {
+  options_.model_dir = TempDir("resume");
+  spec_.schedule.checkpoint_every_steps = 10;
+  spec_.schedule.keep_checkpoints = 2;
+  spec_.schedule.eval_every_steps = 20;
+  auto summary = Make()->Run();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->checkpoint, options_.model_dir + "/ckpt-40");
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(options_.model_dir)) {
+    names.insert(e.path().filename().string());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"ckpt-30", "ckpt-40", "metrics.jsonl"}));
+  for (auto& p : ps_) {
+    absl::MutexLock lock(&p->mu);
+    std::vector<int64_t> steps;
+    for (const auto& s : p->saved) steps.push_back(s.global_step());
+    EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30, 40}));
+  }
+  EXPECT_THAT(log(), HasSubstr("evaluation at step 20"));
+
+  // A crash left a temporary directory and an unfinished step directory: both are ignored.
+  std::filesystem::create_directories(options_.model_dir + "/ckpt-50.tmp-999");
+  std::filesystem::create_directories(options_.model_dir + "/ckpt-45");
+  spec_.schedule.steps = 60;
+  Build(2, 2);
+  auto resumed = Make()->Run();
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->start_step, 40);
+  EXPECT_EQ(resumed->global_step, 60);
+  EXPECT_EQ(TotalWorkerSteps(), 20 * 2);
+  for (auto& p : ps_) {
+    absl::MutexLock lock(&p->mu);
+    EXPECT_TRUE(p->created.empty());
+    ASSERT_EQ(p->restored.size(), 1u);
+    EXPECT_EQ(p->restored[0].checkpoint_dir(), options_.model_dir + "/ckpt-40");
+  }
+  EXPECT_THAT(log(), HasSubstr("ignoring incomplete checkpoint " + options_.model_dir + "/ckpt-50.tmp-999"));
+  EXPECT_THAT(log(), HasSubstr("ignoring checkpoint " + options_.model_dir + "/ckpt-45"));
+  EXPECT_THAT(log(), HasSubstr("resumed from " + options_.model_dir + "/ckpt-40 at step 40"));
+  EXPECT_FALSE(std::filesystem::exists(options_.model_dir + "/ckpt-50.tmp-999"));
+}
+
+TEST_F(CoordinatorTest, StopRequestCheckpointsAndReturnsStopped) {
+  options_.model_dir = TempDir("stop");
+  spec_.schedule.steps = 100000;
+  auto coordinator = Make();
+  std::thread stopper([&] {
+    while (TotalWorkerSteps() < 20) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    coordinator->RequestStop();
+  });
+  auto summary = coordinator->Run();
+  stopper.join();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->state, "stopped");
+  EXPECT_LT(summary->global_step, 100000);
+  EXPECT_EQ(summary->checkpoint, absl::StrCat(options_.model_dir, "/ckpt-", summary->global_step));
+  EXPECT_FALSE(summary->final_eval.has_value());
+}
+
+}  // namespace
+}  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+TEST_F(CoordinatorTest, CorruptCheckpointIsSkippedForTheOneBefore) {
+  options_.model_dir = TempDir("corrupt");
+  spec_.schedule.checkpoint_every_steps = 20;
+  ASSERT_TRUE(Make()->Run().ok());
+  // Flip bytes in every data file of the newest checkpoint: it must not verify any more.
+  for (const auto& e : std::filesystem::directory_iterator(options_.model_dir + "/ckpt-40")) {
+    if (e.path().filename() == "index.json") continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-4, std::ios::end);
+    f.write("\x7f\x7f\x7f\x7f", 4);
+  }
+  CheckpointManager manager(Env::Default(), options_.model_dir, 5, {});
+  std::vector<std::string> warnings;
+  auto found = manager.FindLatest(&warnings);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->dir, options_.model_dir + "/ckpt-20");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("ignoring checkpoint " + options_.model_dir + "/ckpt-40"));
+}
+
+}  // namespace
+}  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+TEST(WorkerPoolTest, RestartedWorkerIsRetryable) {
+  EXPECT_TRUE(IsRetryableWorkerError(absl::UnavailableError("Socket closed")));
+  EXPECT_TRUE(IsRetryableWorkerError(absl::DeadlineExceededError("late")));
+  EXPECT_TRUE(IsRetryableWorkerError(absl::FailedPreconditionError("worker:1 is not configured yet")));
+  EXPECT_FALSE(IsRetryableWorkerError(absl::FailedPreconditionError("protocol version mismatch")));
+  EXPECT_FALSE(IsRetryableWorkerError(absl::InvalidArgumentError("shape mismatch")));
+}
+
+}  // namespace
+}  // namespace pstrain

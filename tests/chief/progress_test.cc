@@ -1,0 +1,108 @@
+#include "chief/evaluation.h"
+#include "chief/progress_tracker.h"
+#include "chief/training_budget.h"
+#include "common/job_spec.h"
+#include "gtest/gtest.h"
+
+namespace pstrain {
+namespace {
+
+class ManualClockEnv : public Env {
+ public:
+  int64_t NowMicros() override { return now; }
+  void SleepForMicros(int64_t micros) override { now += micros; }
+  absl::Status WriteFileAtomic(const std::string& p, absl::string_view d) override {
+    return Env::Default()->WriteFileAtomic(p, d);
+  }
+  absl::StatusOr<std::string> ReadFile(const std::string& p) override { return Env::Default()->ReadFile(p); }
+  bool FileExists(const std::string& p) override { return Env::Default()->FileExists(p); }
+  absl::Status CreateDirs(const std::string& p) override { return Env::Default()->CreateDirs(p); }
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& p) override {
+    return Env::Default()->ListDir(p);
+  }
+  absl::Status Rename(const std::string& a, const std::string& b) override { return Env::Default()->Rename(a, b); }
+  absl::Status RemoveAll(const std::string& p) override { return Env::Default()->RemoveAll(p); }
+  absl::Status SyncDir(const std::string& p) override { return Env::Default()->SyncDir(p); }
+  int64_t now = 1000000;
+};
+
+TEST(ProgressTrackerTest, WindowsGiveRateLossAccuracyAndEta) {
+  ManualClockEnv env;
+  ProgressTracker t(&env, /*num_workers=*/2, /*batch_size=*/64, /*total_steps=*/100, /*steps_per_epoch=*/10, 0);
+  RunStepsResponse r;
+  r.set_examples(320);  // 10 worker steps of 32
+  r.set_loss_sum(160.0);
+  r.set_correct(240);
+  r.set_max_staleness(3);
+  t.OnTrainResult(1, 10, r);
+  env.now += 2000000;  // 2 s
+  ProgressWindow w = t.TakeWindow();
+  EXPECT_EQ(w.global_step, 5);
+  EXPECT_DOUBLE_EQ(w.epoch, 0.5);
+  EXPECT_DOUBLE_EQ(w.examples_per_second, 160.0);
+  EXPECT_DOUBLE_EQ(w.loss, 0.5);
+  EXPECT_DOUBLE_EQ(w.accuracy, 0.75);
+  EXPECT_DOUBLE_EQ(w.eta_seconds, 2.0 / 5 * 95);
+  EXPECT_EQ(w.max_staleness, (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(ProgressTracker::FormatLine(w),
+            "step 5/100 (epoch 0.50) | 160.0 examples/s | loss 0.5000 | accuracy 75.0% | ETA 38s");
+  EXPECT_EQ(ProgressTracker::ToJson(w)["staleness"][1], 3);
+  ProgressWindow empty = t.TakeWindow();
+  EXPECT_TRUE(ProgressTracker::ToJson(empty)["loss"].is_null());
+}
+
+TEST(ProgressTrackerTest, ResumedJobsCountFromTheirStartStep) {
+  ManualClockEnv env;
+  ProgressTracker t(&env, 2, 64, 100, 10, /*start_step=*/40);
+  EXPECT_EQ(t.global_step(), 40);
+  EXPECT_EQ(t.worker_steps(), 80);
+}
+
+TEST(FormatDurationTest, Units) {
+  EXPECT_EQ(FormatDuration(45), "45s");
+  EXPECT_EQ(FormatDuration(192), "3m12s");
+  EXPECT_EQ(FormatDuration(3720), "1h02m");
+}
+
+TEST(TrainingBudgetTest, EpochsCountTheLastPartialBatch) {
+  auto spec = LoadJobSpec("cnn");
+  ASSERT_TRUE(spec.ok());
+  spec->schedule.epochs = 2;
+  spec->schedule.steps = 0;
+  auto b = ComputeBudget(*spec, 60000, 2);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->steps_per_epoch, 938);
+  EXPECT_EQ(b->total_steps, 1876);
+}
+
+TEST(TrainingBudgetTest, SyncNeedsABatchThatSplitsEvenly) {
+  auto spec = LoadJobSpec("cnn");
+  ASSERT_TRUE(spec.ok());
+  spec->mode = "sync";
+  auto b = ComputeBudget(*spec, 60000, 3);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(b.status().message().find("multiple of the number of workers (3)"), std::string::npos);
+}
+
+TEST(EvalAccumulatorTest, CombinesEachShardOnceAndNamesMissingOnes) {
+  EvalAccumulator acc(3);
+  EvaluateResponse r;
+  r.set_examples(10);
+  r.set_loss_sum(5.0);
+  r.set_correct(8);
+  acc.Add(0, r);
+  acc.Add(0, r);  // a duplicate execution of shard 0
+  acc.Add(2, r);
+  auto missing = acc.Combine(7);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(missing.status().message().find("1"), std::string::npos);
+  acc.Add(1, r);
+  auto all = acc.Combine(7);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->examples, 30);
+  EXPECT_DOUBLE_EQ(all->loss, 0.5);
+  EXPECT_DOUBLE_EQ(all->accuracy, 0.8);
+}
+
+}  // namespace
+}  // namespace pstrain

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Bad TF_CONFIG or job spec: every binary exits 2 with a message naming the problem.
+source "$(dirname "$0")/lib.sh" "$1"
+
+expect_exit2() {  # expect_exit2 NAME PATTERN COMMAND...
+  local name=$1 pattern=$2 rc=0
+  shift 2
+  "$@" >"$WORK/$name.log" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "$name: exit status $rc, expected 2 ($(cat "$WORK/$name.log"))"
+  grep -Eq "$pattern" "$WORK/$name.log" || fail "$name: message does not match '$pattern': $(cat "$WORK/$name.log")"
+}
+
+make_cluster 1 1
+for role in chief worker ps; do
+  expect_exit2 "$role-missing" "TF_CONFIG" env -u TF_CONFIG "$BIN/pstrain-$role"
+  expect_exit2 "$role-json" "TF_CONFIG" env TF_CONFIG='{"cluster": {"ps": [' "$BIN/pstrain-$role"
+  expect_exit2 "$role-range" "index 5" env TF_CONFIG="{\"cluster\":$CLUSTER,\"task\":{\"type\":\"$role\",\"index\":5}}" \
+    "$BIN/pstrain-$role"
+  expect_exit2 "$role-port" "port" env TF_CONFIG="{\"cluster\":{\"chief\":[\"127.0.0.1:1\"],\"worker\":[\"127.0.0.1:99999\"],\"ps\":[\"127.0.0.1:2\"]},\"task\":{\"type\":\"$role\",\"index\":0}}" \
+    "$BIN/pstrain-$role"
+done
+expect_exit2 chief-wrong-type "task.type is \"worker\"" env TF_CONFIG="$(tf_config worker 0)" "$BIN/pstrain-chief"
+
+echo '{"model": {"input_shape": [2], "layers": [{"type": "dense", "units": -3}]}}' >"$WORK/bad-units.json"
+echo '{"model": ' >"$WORK/bad-json.json"
+expect_exit2 job-missing "no-such-job" env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job="$WORK/no-such-job.json"
+expect_exit2 job-units "units" env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job="$WORK/bad-units.json"
+expect_exit2 job-json "bad-json" env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job="$WORK/bad-json.json"
+expect_exit2 job-mode "mode" env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job=linear --mode=sometimes
+expect_exit2 evaluate-missing "no-such-dir" "$BIN/pstrain" evaluate --checkpoint="$WORK/no-such-dir"
+echo "PASS: every binary exits 2 with a clear message"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# kill -9 the chief mid-training and start it again: it resumes from the newest checkpoint's step
+# and completes the job.
+source "$(dirname "$0")/lib.sh" "$1"
+
+make_cluster 2 2
+start_servers 2 2
+MODEL="$WORK/model"
+STEPS=${STEPS:-4000}
+ARGS=(--job=linear --steps="$STEPS" --steps_per_closure=5 --checkpoint_every_steps=200 --model_dir="$MODEL"
+      --progress_secs=1 --wait_timeout_secs=30)
+start chief 0 pstrain-chief "${ARGS[@]}"
+wait_for_line "$WORK/chief-0.log" "saved checkpoint .*ckpt-[1-9]" 120
+kill -9 "$LAST_PID"
+wait "$LAST_PID" 2>/dev/null || true
+mv "$WORK/chief-0.log" "$WORK/chief-0-first.log"
+newest=$(ls "$MODEL" | sed -n 's/^ckpt-\([0-9]*\)$/\1/p' | sort -n | tail -1)
+[ -n "$newest" ] || fail "no checkpoint before the kill"
+
+start chief 0 pstrain-chief "${ARGS[@]}"
+wait_pid "$LAST_PID" 300
+[ "$WAIT_RC" = 0 ] || fail "restarted chief exited with $WAIT_RC"
+grep -q "resumed from $MODEL/ckpt-$newest at step $newest" "$WORK/chief-0.log" \
+  || fail "the restarted chief did not resume from ckpt-$newest"
+[ "$(json_get "$MODEL/summary.json" "d['start_step']")" = "$newest" ] || fail "summary start_step is not $newest"
+[ "$(json_get "$MODEL/summary.json" "d['global_step']")" = "$STEPS" ] || fail "the resumed job did not finish"
+echo "PASS: resumed at step $newest and finished $STEPS steps"

@@ -1,0 +1,101 @@
+# Shared helpers for the integration tests: free loopback ports, TF_CONFIG per task, processes
+# started in the background and always stopped (by PID) when the test exits.
+# Usage: source lib.sh BIN_DIR   (sets BIN, WORK; installs the cleanup trap)
+set -euo pipefail
+
+BIN="$(cd "$1" && pwd)"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/pstrain-it.XXXXXX")"
+PIDS=()
+
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ "${KEEP_WORK:-0}" = 1 ]; then echo "work dir kept: $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$WORK"/*.log; do
+    [ -f "$f" ] || continue
+    echo "---- $(basename "$f") (last 30 lines)" >&2
+    tail -n 30 "$f" >&2
+  done
+  exit 1
+}
+
+# free_ports N: N distinct free TCP ports on 127.0.0.1 (held together while chosen).
+free_ports() {
+  python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+
+# make_cluster NUM_PS NUM_WORKERS: sets CLUSTER (JSON) and PS_PORTS/WORKER_PORTS/CHIEF_PORT.
+make_cluster() {
+  local nps=$1 nw=$2 ports i
+  read -r -a ports <<<"$(free_ports $((nps + nw + 1)))"
+  CHIEF_PORT=${ports[0]}
+  PS_PORTS=("${ports[@]:1:nps}")
+  WORKER_PORTS=("${ports[@]:$((1 + nps)):nw}")
+  local ps_list="" w_list=""
+  for i in "${PS_PORTS[@]}"; do ps_list+="${ps_list:+,}\"127.0.0.1:$i\""; done
+  for i in "${WORKER_PORTS[@]}"; do w_list+="${w_list:+,}\"127.0.0.1:$i\""; done
+  CLUSTER="{\"chief\":[\"127.0.0.1:$CHIEF_PORT\"],\"worker\":[$w_list],\"ps\":[$ps_list]}"
+}
+
+tf_config() {  # tf_config TYPE INDEX
+  echo "{\"cluster\":$CLUSTER,\"task\":{\"type\":\"$1\",\"index\":$2}}"
+}
+
+# start TYPE INDEX BINARY [ARGS...]: starts a task in the background, log in $WORK/TYPE-INDEX.log;
+# sets LAST_PID.
+start() {
+  local type=$1 index=$2 binary=$3
+  shift 3
+  TF_CONFIG="$(tf_config "$type" "$index")" "$BIN/$binary" "$@" >"$WORK/$type-$index.log" 2>&1 &
+  LAST_PID=$!
+  PIDS+=("$LAST_PID")
+}
+
+# start_servers NUM_PS NUM_WORKERS [WORKER_ARGS...]: every ps and worker of the cluster.
+start_servers() {
+  local nps=$1 nw=$2 i
+  shift 2
+  for ((i = 0; i < nps; i++)); do start ps "$i" pstrain-ps; done
+  for ((i = 0; i < nw; i++)); do start worker "$i" pstrain-worker "$@"; WORKER_PIDS[$i]=$LAST_PID; done
+}
+
+# wait_pid PID SECONDS: waits for the process to exit (its status in WAIT_RC); fails on timeout.
+wait_pid() {
+  local pid=$1 secs=$2 i
+  for ((i = 0; i < secs * 10; i++)); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      WAIT_RC=0
+      wait "$pid" || WAIT_RC=$?
+      return 0
+    fi
+    sleep 0.1
+  done
+  fail "process $pid still running after ${secs}s"
+}
+
+# wait_for_line FILE PATTERN SECONDS: waits until FILE has a line matching the grep -E pattern.
+wait_for_line() {
+  local file=$1 pattern=$2 secs=$3 i
+  for ((i = 0; i < secs * 10; i++)); do
+    grep -Eq "$pattern" "$file" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "no line matching '$pattern' in $(basename "$file") after ${secs}s"
+}
+
+# json_get FILE EXPR: evaluates a Python expression over the JSON document `d` in FILE.
+json_get() {
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
+}
