@@ -21,7 +21,7 @@
 
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
 ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
-ABSL_FLAG(std::string, device, "cpu", "where gradients are computed: cpu (or cuda when built with it)");
+ABSL_FLAG(std::string, device, "cpu", "where gradients are computed: cpu, cuda or cuda:N (builds with CUDA)");
 ABSL_FLAG(int, threads, 0, "compute threads (default: all cores)");
 ABSL_FLAG(int, replicas, 1, "local replicas: each batch is split over them and their gradients summed");
 ABSL_FLAG(std::string, data_dir, "", "directory of the dataset files (overrides the job's data.dir)");
@@ -50,7 +50,8 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
     return absl::InvalidArgumentError("--threads must be >= 0 and --replicas >= 1");
   }
   out.options.data_dir = absl::GetFlag(FLAGS_data_dir);
-  absl::StatusOr<pstrain::GradientComputerFactory> compute = pstrain::ComputeFactoryForDevice(absl::GetFlag(FLAGS_device));
+  absl::StatusOr<pstrain::GradientComputerFactory> compute =
+      pstrain::ComputeFactoryForDevice(absl::GetFlag(FLAGS_device), out.options.replicas);
   if (!compute.ok()) return compute.status();
   out.compute = *compute;
   out.listen = absl::GetFlag(FLAGS_listen);
