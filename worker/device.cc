@@ -1,16 +1,20 @@
 #include "worker/device.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "worker/cpu/cpu_gradient_computer.h"
+#include "worker/cuda/cuda_gradient_computer.h"
 
 namespace pstrain {
 
-absl::StatusOr<GradientComputerFactory> ComputeFactoryForDevice(const std::string& device) {
+absl::StatusOr<GradientComputerFactory> ComputeFactoryForDevice(const std::string& device, int replicas) {
   if (device == "cpu") return GradientComputerFactory(NewCpuGradientComputer);
-  if (device == "cuda") {
-    return absl::InvalidArgumentError("--device=cuda: this build has no CUDA kernels; use --device=cpu");
+  if (absl::StartsWith(device, "cuda")) {
+    ASSIGN_OR_RETURN(CudaComputerFactory cuda, CudaFactoryForDevice(device, std::max(1, replicas)));
+    return GradientComputerFactory(std::move(cuda));
   }
-  return absl::InvalidArgumentError(absl::StrCat("--device=", device, " is not a device; use cpu"));
+  return absl::InvalidArgumentError(absl::StrCat("--device=", device, " is not a device; use cpu, cuda or cuda:N"));
 }
 
 }  // namespace pstrain

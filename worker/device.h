@@ -1,5 +1,5 @@
-// Maps a --device name to the GradientComputer factory that runs on it. "cpu" is always there;
-// other devices are added here when their kernels are built.
+// Maps a --device name to the GradientComputer factory that runs on it: "cpu" (always there) or
+// "cuda" / "cuda:N" (GPU N, when this build has CUDA support and the GPU is visible).
 // Thread-safety: pure function.
 #ifndef PSTRAIN_WORKER_DEVICE_H_
 #define PSTRAIN_WORKER_DEVICE_H_
@@ -11,8 +11,10 @@
 
 namespace pstrain {
 
-// InvalidArgument naming the devices this build supports for an unknown or unavailable device.
-absl::StatusOr<GradientComputerFactory> ComputeFactoryForDevice(const std::string& device);
+// `replicas` local replicas will be built from the factory (on GPUs they occupy consecutive
+// devices). InvalidArgument for an unknown device or GPU index; FailedPrecondition when CUDA
+// support was not built or no GPU is visible.
+absl::StatusOr<GradientComputerFactory> ComputeFactoryForDevice(const std::string& device, int replicas);
 
 }  // namespace pstrain
 

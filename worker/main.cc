@@ -4,6 +4,8 @@
 // serve.
 #include <signal.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -19,7 +21,7 @@
 
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
 ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
-ABSL_FLAG(std::string, device, "cpu", "where gradients are computed: cpu (or cuda when built with it)");
+ABSL_FLAG(std::string, device, "cpu", "where gradients are computed: cpu, cuda or cuda:N (builds with CUDA)");
 ABSL_FLAG(int, threads, 0, "compute threads (default: all cores)");
 ABSL_FLAG(int, replicas, 1, "local replicas: each batch is split over them and their gradients summed");
 ABSL_FLAG(std::string, data_dir, "", "directory of the dataset files (overrides the job's data.dir)");
@@ -48,7 +50,8 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
     return absl::InvalidArgumentError("--threads must be >= 0 and --replicas >= 1");
   }
   out.options.data_dir = absl::GetFlag(FLAGS_data_dir);
-  absl::StatusOr<pstrain::GradientComputerFactory> compute = pstrain::ComputeFactoryForDevice(absl::GetFlag(FLAGS_device));
+  absl::StatusOr<pstrain::GradientComputerFactory> compute =
+      pstrain::ComputeFactoryForDevice(absl::GetFlag(FLAGS_device), out.options.replicas);
   if (!compute.ok()) return compute.status();
   out.compute = *compute;
   out.listen = absl::GetFlag(FLAGS_listen);
@@ -89,6 +92,15 @@ int main(int argc, char** argv) {
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::cerr << "pstrain-worker: " << task << " stopping on " << strsignal(signal_number) << std::endl;
-  (*server)->Shutdown(absl::Seconds(1));
+  worker.Shutdown();
+  // A step blocked on a ps (a sync pull waiting for other workers) cannot be interrupted; do not
+  // let it hold the exit longer than a few seconds.
+  std::thread stopper([&server] { (*server)->Shutdown(absl::Seconds(1)); });
+  for (int i = 0; i < 50 && !(*server)->stopped(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (!(*server)->stopped()) {
+    std::cerr << "pstrain-worker: " << task << " exiting with a call still waiting on a ps" << std::endl;
+    std::_Exit(pstrain::kExitOk);
+  }
+  stopper.join();
   return pstrain::kExitOk;
 }

@@ -23,7 +23,7 @@ const std::vector<FlagDef>& TrainFlags() {
       {"steps", "", "steps to train (overrides the job's schedule and --epochs)"},
       {"threads", "", "compute threads (default: all cores)"},
       {"replicas", "1", "local replicas: each batch is split over them, gradients summed"},
-      {"device", "cpu", "where gradients are computed"},
+      {"device", "cpu", "where gradients are computed: cpu, cuda or cuda:N (builds with CUDA)"},
       {"data_dir", "", "directory of the dataset files (overrides the job's data.dir)"},
       {"seed", "", "job seed (initial weights and shuffles)"},
       {"eval", "true", "evaluate on the test set after every epoch", true},
@@ -64,7 +64,7 @@ absl::Status RunTrain(const CommandLine& cl) {
   options.replicas = static_cast<int>(replicas);
   options.data_dir = cl.Get("data_dir");
   job.seed = static_cast<uint64_t>(seed);
-  ASSIGN_OR_RETURN(GradientComputerFactory compute, ComputeFactoryForDevice(cl.Get("device")));
+  ASSIGN_OR_RETURN(GradientComputerFactory compute, ComputeFactoryForDevice(cl.Get("device"), options.replicas));
   ASSIGN_OR_RETURN(auto trainer, LocalTrainer::Create(job, options, InitializeVariable, NewKerasUpdater, compute));
   const int64_t total = trainer->total_steps(), per_epoch = trainer->steps_per_epoch();
   const int64_t epochs = (total + per_epoch - 1) / per_epoch;

@@ -98,6 +98,8 @@ absl::Status Worker::Configure(const ConfigureRequest& request, ConfigureRespons
   return absl::OkStatus();
 }
 
+void Worker::Shutdown() { stopping_ = true; }
+
 absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* response) {
   absl::MutexLock lock(&mu_);
   if (job_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(options_.task, " is not configured yet"));
@@ -108,6 +110,7 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
   int64_t staleness = 0;
   BatchMetrics metrics;
   for (int k = 0; k < request.num_steps(); ++k) {
+    if (stopping_) return absl::CancelledError(absl::StrCat(options_.task, " is shutting down"));
     const int64_t t0 = env->NowMicros();
     RETURN_IF_ERROR(job.exchange->PullAll(job.sync ? request.first_step() + k : 0, &job.params));
     const int64_t t1 = env->NowMicros();

@@ -7,6 +7,7 @@
 #ifndef PSTRAIN_WORKER_WORKER_H_
 #define PSTRAIN_WORKER_WORKER_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,6 +66,10 @@ class Worker {
   // Pulls the current variables and evaluates test examples EvalRange(size, shard_index, num_shards).
   absl::Status Evaluate(const EvaluateRequest& request, EvaluateResponse* response);
 
+  // Makes RunSteps stop before its next step (Cancelled) and refuses new work; for shutdown.
+  // A ps call already in flight is not interrupted.
+  void Shutdown();
+
  private:
   struct Job;  // everything Configure builds
 
@@ -75,6 +80,7 @@ class Worker {
   const GradientComputerFactory compute_;
   absl::Mutex mu_;
   std::unique_ptr<Job> job_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace pstrain

@@ -40,6 +40,7 @@ void WorkerGrpcServer::Shutdown(absl::Duration grace) {
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();
   service_.reset();  // drains the work queue: queued calls finish on their (cancelled) reactors
+  done_ = true;
 }
 
 }  // namespace pstrain

@@ -4,6 +4,7 @@
 #ifndef PSTRAIN_WORKER_WORKER_GRPC_SERVER_H_
 #define PSTRAIN_WORKER_WORKER_GRPC_SERVER_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,8 @@ class WorkerGrpcServer {
   ~WorkerGrpcServer();
 
   int port() const { return port_; }
+  // True once Shutdown has returned (safe to poll from another thread).
+  bool stopped() const { return done_; }
   // Marks the health service not serving, then stops gRPC, cancelling calls still running after
   // `grace`, and waits for the service's queued work to finish.
   void Shutdown(absl::Duration grace);
@@ -39,6 +42,7 @@ class WorkerGrpcServer {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool stopped_ = false;
+  std::atomic<bool> done_{false};
 };
 
 }  // namespace pstrain

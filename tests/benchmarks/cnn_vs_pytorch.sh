@@ -42,10 +42,12 @@ peer_run() {
     grep '^RESULT ' | grep -o '"train_examples_per_sec": [0-9.e+]*' | cut -d' ' -f2
 }
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+best() { sort -g | tail -n 1; }
 
 echo "cnn preset, batch 64, $STEPS steps per run, $REPS alternating repetitions; $(nproc) cores"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-printf "%-8s %-10s %12s %10s %10s\n" threads tool "examples/s" "GFLOP/s" "% peak"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (figures are only comparable on an idle machine)"
+printf "%-8s %-10s %12s %10s %10s %12s\n" threads tool "examples/s" "GFLOP/s" "% peak" "best ex/s"
 for threads in 1 2; do
   ours=() theirs=()
   for ((r = 1; r <= REPS; r++)); do
@@ -55,10 +57,14 @@ for threads in 1 2; do
   done
   a=$(printf '%s\n' "${ours[@]}" | median)
   b=$(printf '%s\n' "${theirs[@]}" | median)
-  for row in "pstrain $a" "pytorch $b"; do
+  a_best=$(printf '%s\n' "${ours[@]}" | best)
+  b_best=$(printf '%s\n' "${theirs[@]}" | best)
+  for row in "pstrain $a $a_best" "pytorch $b $b_best"; do
     set -- $row
-    awk -v t="$threads" -v n="$1" -v x="$2" -v m="$MFLOP_PER_EXAMPLE" -v p="$PEAK_GFLOPS" \
-      'BEGIN {g = x * m / 1000; printf "%-8s %-10s %12.0f %10.1f %9.1f%%\n", t, n, x, g, 100 * g / p}'
+    awk -v t="$threads" -v n="$1" -v x="$2" -v y="$3" -v m="$MFLOP_PER_EXAMPLE" -v p="$PEAK_GFLOPS" \
+      'BEGIN {g = x * m / 1000; printf "%-8s %-10s %12.0f %10.1f %9.1f%% %12.0f\n", t, n, x, g, 100 * g / p, y}'
   done
-  awk -v t="$threads" -v a="$a" -v b="$b" 'BEGIN {printf "%-8s ratio pstrain/pytorch = %.2fx\n", t, a / b}'
+  awk -v t="$threads" -v a="$a" -v b="$b" -v c="$a_best" -v d="$b_best" \
+    'BEGIN {printf "%-8s ratio pstrain/pytorch = %.2fx (medians), %.2fx (best runs)\n", t, a / b, c / d}'
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

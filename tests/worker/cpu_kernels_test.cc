@@ -51,7 +51,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Conv2DGradTest,
                                            ConvCase{6, 6, 1, 8, 3, false, true, true},
                                            ConvCase{5, 5, 1, 16, 3, true, false, true},
                                            ConvCase{5, 6, 2, 32, 2, false, true, false},
-                                           ConvCase{4, 5, 2, 32, 3, true, true, true}));
+                                           ConvCase{4, 5, 2, 32, 3, true, true, true},
+                                           // 16k filters / patches use the register-blocked GEMMs
+                                           ConvCase{5, 5, 16, 16, 3, false, true, true},
+                                           ConvCase{5, 4, 32, 32, 3, true, false, true},
+                                           ConvCase{6, 5, 4, 48, 3, false, true, true}));
 
 TEST(Conv2DTest, SamePaddingKeepsSizeAndMatchesDirectSum) {
   const Conv2DGeometry g{3, 3, 1, 1, 3, true, false, false};

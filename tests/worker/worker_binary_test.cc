@@ -89,58 +89,86 @@ std::pair<int, std::string> RunCommand(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-TEST(WorkerBinaryTest, TrainsWithARealPsAndStopsOnSigterm) {
-  const int ps_port = FreePort(), worker_port = FreePort();
-  const std::string ps_address = absl::StrCat("127.0.0.1:", ps_port);
-  const std::string worker_address = absl::StrCat("127.0.0.1:", worker_port);
-  const std::string cluster =
-      absl::StrCat(R"({"cluster":{"ps":[")", ps_address, R"("],"worker":[")", worker_address, R"("]},)");
-  const pid_t ps = Spawn(Bin("pstrain-ps"), cluster + R"("task":{"type":"ps","index":0}})",
-                         {"--listen=" + ps_address});
-  const pid_t worker = Spawn(Bin("pstrain-worker"), cluster + R"("task":{"type":"worker","index":0}})",
-                             {"--listen=" + worker_address, "--threads=1"});
-  for (int i = 0; i < 400 && !(Accepts(ps_port) && Accepts(worker_port)); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+// A real pstrain-ps and pstrain-worker on free ports, the linear job's variables created on the ps
+// (in `mode`, for `num_workers` workers) and the worker configured as worker 0, as the chief would.
+struct RealCluster {
+  explicit RealCluster(const std::string& mode, int num_workers) {
+    const int ps_port = FreePort(), worker_port = FreePort();
+    ps_address = absl::StrCat("127.0.0.1:", ps_port);
+    worker_address = absl::StrCat("127.0.0.1:", worker_port);
+    const std::string cluster =
+        absl::StrCat(R"({"cluster":{"ps":[")", ps_address, R"("],"worker":[")", worker_address, R"("]},)");
+    ps = Spawn(Bin("pstrain-ps"), cluster + R"("task":{"type":"ps","index":0}})", {"--listen=" + ps_address});
+    worker = Spawn(Bin("pstrain-worker"), cluster + R"("task":{"type":"worker","index":0}})",
+                   {"--listen=" + worker_address, "--threads=1"});
+    for (int i = 0; i < 400 && !(Accepts(ps_port) && Accepts(worker_port)); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    JobSpec job = *LoadJobSpec("linear");
+    job.mode = mode;
+    const VariablePlanProto plan =
+        VariablePlanToProto(*PlanVariables(*ModelVariables(job.model), job.partitioner, 1), job.seed);
+    GrpcPsClient ps_client(ps_address, "ps:0", absl::Seconds(10));
+    CreateShardsRequest create;
+    create.set_protocol_version(kProtocolVersion);
+    for (const auto& v : plan.variables()) *create.add_shards() = v.shards(0);
+    *create.mutable_optimizer() = OptimizerProtoFromSpec(job.optimizer);
+    create.set_mode(mode == "sync" ? UPDATE_SYNC : UPDATE_ASYNC);
+    create.set_num_workers(num_workers);
+    create.set_initialize(true);
+    CreateShardsResponse created;
+    EXPECT_TRUE(ps_client.CreateShards(create, &created).ok());
+    client = NewGrpcWorkerClient(worker_address, "worker:0");
+    ConfigureRequest configure;
+    configure.set_protocol_version(kProtocolVersion);
+    configure.set_job_spec_json(DumpJson(JobSpecToJson(job)));
+    *configure.mutable_plan() = plan;
+    configure.add_ps_addresses(ps_address);
+    configure.set_num_workers(num_workers);
+    ConfigureResponse configured;
+    const absl::Status s = client->Configure(configure, &configured, 20000);
+    EXPECT_TRUE(s.ok()) << s;
   }
-  // Create the linear job's variables on the ps, as the chief would.
-  const JobSpec job = *LoadJobSpec("linear");
-  const VariablePlanProto plan =
-      VariablePlanToProto(*PlanVariables(*ModelVariables(job.model), job.partitioner, 1), job.seed);
-  GrpcPsClient ps_client(ps_address, "ps:0", absl::Seconds(10));
-  CreateShardsRequest create;
-  create.set_protocol_version(kProtocolVersion);
-  for (const auto& v : plan.variables()) *create.add_shards() = v.shards(0);
-  *create.mutable_optimizer() = OptimizerProtoFromSpec(job.optimizer);
-  create.set_initialize(true);
-  CreateShardsResponse created;
-  ASSERT_TRUE(ps_client.CreateShards(create, &created).ok());
 
-  auto client = NewGrpcWorkerClient(worker_address, "worker:0");
-  ConfigureRequest configure;
-  configure.set_protocol_version(kProtocolVersion);
-  configure.set_job_spec_json(DumpJson(JobSpecToJson(job)));
-  *configure.mutable_plan() = plan;
-  configure.add_ps_addresses(ps_address);
-  configure.set_num_workers(1);
-  ConfigureResponse configured;
-  ASSERT_TRUE(client->Configure(configure, &configured, 20000).ok());
+  std::string ps_address, worker_address;
+  pid_t ps = 0, worker = 0;
+  std::unique_ptr<WorkerClient> client;
+};
+
+TEST(WorkerBinaryTest, TrainsWithARealPsAndStopsOnSigterm) {
+  RealCluster c("async", 1);
   EvaluateRequest eval;
   eval.set_num_shards(1);
   EvaluateResponse before, after;
-  ASSERT_TRUE(client->Evaluate(eval, &before, 20000).ok());
+  ASSERT_TRUE(c.client->Evaluate(eval, &before, 20000).ok());
   RunStepsRequest run;
   run.set_num_steps(50);
   RunStepsResponse done;
-  ASSERT_TRUE(client->RunSteps(run, &done, 20000).ok());
+  ASSERT_TRUE(c.client->RunSteps(run, &done, 20000).ok());
   EXPECT_EQ(done.examples(), 50 * 64);
-  ASSERT_TRUE(client->Evaluate(eval, &after, 20000).ok());
+  ASSERT_TRUE(c.client->Evaluate(eval, &after, 20000).ok());
   EXPECT_EQ(after.examples(), 1024);
   EXPECT_LT(after.loss_sum(), before.loss_sum());
+  ::kill(c.worker, SIGTERM);
+  ::kill(c.ps, SIGTERM);
+  EXPECT_EQ(WaitExit(c.worker, 20), 0);
+  EXPECT_EQ(WaitExit(c.ps, 20), 0);
+}
 
-  ::kill(worker, SIGTERM);
-  ::kill(ps, SIGTERM);
-  EXPECT_EQ(WaitExit(worker, 20), 0);
-  EXPECT_EQ(WaitExit(ps, 20), 0);
+TEST(WorkerBinaryTest, SigtermWhileWaitingForOtherSyncWorkersStillExits) {
+  RealCluster c("sync", 2);  // the second worker never comes: the first step waits on the ps
+  std::thread stuck([&c] {
+    RunStepsRequest run;
+    run.set_num_steps(3);
+    RunStepsResponse done;
+    EXPECT_FALSE(c.client->RunSteps(run, &done, 30000).ok());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(c.worker, SIGTERM);
+  EXPECT_EQ(WaitExit(c.worker, 15), 0);
+  stuck.join();
+  ::kill(c.ps, SIGTERM);
+  EXPECT_EQ(WaitExit(c.ps, 20), 0);
 }
 
 TEST(WorkerBinaryTest, BadConfigurationExitsTwo) {

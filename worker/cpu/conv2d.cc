@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "worker/cpu/eigen_maps.h"
+#include "worker/cpu/gemm.h"
 
 namespace pstrain {
 
@@ -178,10 +179,12 @@ void Conv2D::Forward(const float* in, int64_t batch, const float* kernel, const 
     SmallPatchForward(col_.data(), rows, g_.patch(), kernel, g_.filters, g_.bias ? bias : nullptr, g_.relu, out);
     return;
   }
-  ConstMatrixMap col(col_.data(), rows, g_.patch());
-  ConstMatrixMap w(kernel, g_.patch(), g_.filters);
-  MatrixMap y(out, rows, g_.filters);
-  y.noalias() = col * w;
+  if (BlockedGemmFits(g_.filters)) {
+    GemmNN(col_.data(), kernel, out, rows, g_.patch(), g_.filters);
+  } else {
+    MatrixMap(out, rows, g_.filters).noalias() =
+        ConstMatrixMap(col_.data(), rows, g_.patch()) * ConstMatrixMap(kernel, g_.patch(), g_.filters);
+  }
   AddBiasActivation(out, rows, g_.filters, g_.bias ? bias : nullptr, g_.relu);
 }
 
@@ -194,14 +197,23 @@ void Conv2D::Backward(const float* out, float* dout, int64_t batch, const float*
   if (g_.patch() < kSmallPatch) {
     SmallPatchWeightGradient(col_.data(), dout, rows, g_.patch(), g_.filters, dkernel, g_.bias ? dbias : nullptr);
   } else {
-    MatrixMap(dkernel, g_.patch(), g_.filters).noalias() = col.transpose() * dy;
+    if (BlockedGemmFits(g_.filters)) {
+      GemmTN(col_.data(), dout, dkernel, rows, g_.patch(), g_.filters);
+    } else {
+      MatrixMap(dkernel, g_.patch(), g_.filters).noalias() = col.transpose() * dy;
+    }
     if (g_.bias && dbias != nullptr) RowVectorMap(dbias, g_.filters) = dy.colwise().sum();
   }
   if (din == nullptr) return;
   dcol_.resize(col_.size());
-  MatrixMap dcol(dcol_.data(), rows, g_.patch());
   ConstMatrixMap w(kernel, g_.patch(), g_.filters);
-  dcol.noalias() = dy * w.transpose();
+  if (BlockedGemmFits(g_.patch())) {
+    kernel_t_.resize(static_cast<size_t>(g_.patch() * g_.filters));
+    MatrixMap(kernel_t_.data(), g_.filters, g_.patch()) = w.transpose();
+    GemmNN(dout, kernel_t_.data(), dcol_.data(), rows, g_.filters, g_.patch());
+  } else {
+    MatrixMap(dcol_.data(), rows, g_.patch()).noalias() = dy * w.transpose();
+  }
   Col2Im(dcol_.data(), batch, din);
 }
 

@@ -47,6 +47,7 @@ class Conv2D {
   Conv2DGeometry g_;
   std::vector<float> col_;   // [batch * oh * ow, patch]
   std::vector<float> dcol_;  // same shape, backward scratch
+  std::vector<float> kernel_t_;  // [filters, patch]: the kernel transposed for the input gradient
 };
 
 }  // namespace pstrain
