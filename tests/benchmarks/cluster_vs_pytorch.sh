@@ -9,7 +9,6 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 REPS=3 EPOCHS=1 BIN="$ROOT/build/bin" PEERS="$ROOT/../shared/peers/pytorch"
-[ -d "$PEERS" ] || PEERS=/work/shared/peers/pytorch
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) REPS=$2; shift 2 ;;

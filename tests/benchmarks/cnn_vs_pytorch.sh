@@ -5,8 +5,7 @@
 # example forward+backward. Timing covers the training loop only (both tools report it that way).
 #
 # Usage: tests/benchmarks/cnn_vs_pytorch.sh [STEPS=300] [REPS=3]
-#   env: BUILD_DIR (default build), PEER_DIR (default ../shared/peers/pytorch next to the repo, or
-#        /work/shared/peers/pytorch), PEAK_GFLOPS (for the fraction of peak; default 294.4)
+#   env: BUILD_DIR (default build), PEER_DIR (default ../shared/peers/pytorch next to the repo), PEAK_GFLOPS (for the fraction of peak; default 294.4)
 # Needs: a built `pstrain` (deploy/build.sh) and deploy/install-bench-deps.sh.
 set -euo pipefail
 
@@ -17,7 +16,7 @@ BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 PSTRAIN=$BUILD_DIR/bin/pstrain
 PEER_DIR=${PEER_DIR:-}
 if [ -z "$PEER_DIR" ]; then
-  for d in "$ROOT/../shared/peers/pytorch" /work/shared/peers/pytorch; do
+  for d in "$ROOT/../shared/peers/pytorch"; do
     if [ -f "$d/cnn_fmnist.py" ]; then PEER_DIR=$d; break; fi
   done
 fi
