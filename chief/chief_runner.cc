@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "chief/chief_service.h"
 #include "chief/coordinator.h"
+#include "chief/job_shutdown.h"
 #include "common/exit_codes.h"
 #include "common/json_util.h"
 #include "ps/grpc_ps_client.h"
@@ -127,7 +128,11 @@ int RunChief(const ChiefConfig& config) {
   absl::StatusOr<JobSummary> summary = coordinator.Run();
   if (server != nullptr) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   if (!summary.ok()) {
-    LogLine("chief", absl::StrCat("the job failed: ", summary.status().message()));
+    const std::string reason(summary.status().message());
+    LogLine("chief", absl::StrCat("the job failed: ", reason));
+    for (const std::string& line : TellTasksJobFailed(ps, workers, task, reason, /*timeout_ms=*/3000)) {
+      LogLine("chief", line);
+    }
     return ExitCodeFor(summary.status());
   }
   const std::string json = DumpJson(summary->ToJson(), 2);

@@ -88,6 +88,12 @@ absl::Status GrpcPsClient::GetStats(const PsStatsRequest& request, PsStatsRespon
   return FromGrpcStatus(stub_->GetStats(&context, request, response), peer_);
 }
 
+absl::Status GrpcPsClient::Shutdown(const ShutdownRequest& request, ShutdownResponse* response) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + std::min(deadline_, absl::Seconds(3))));
+  return FromGrpcStatus(stub_->Shutdown(&context, request, response), peer_);
+}
+
 absl::Status GrpcPsClient::PullStreamed(const PullRequest& request, PullResponse* response) {
   grpc::ClientContext context;
   Prepare(&context);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
 #include "common/exit_codes.h"
+#include "common/stop_signals.h"
 #include "ps/ps_grpc_server.h"
 #include "ps/ps_server.h"
 
@@ -47,28 +48,22 @@ int main(int argc, char** argv) {
     std::cerr << "pstrain-ps: bad configuration: " << config.status().message() << "\n";
     return pstrain::kExitBadConfiguration;
   }
-  // Block the stop signals before gRPC starts its threads so only sigwait below receives them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  pstrain::BlockStopSignals();  // before gRPC starts its threads, so only WaitForStop receives them
 
   pstrain::PsServer::Options options;
   options.task = config->task;
   pstrain::PsServer ps(options);
-  absl::StatusOr<std::unique_ptr<pstrain::PsGrpcServer>> server = pstrain::PsGrpcServer::Start(&ps, config->listen);
+  absl::StatusOr<std::unique_ptr<pstrain::PsGrpcServer>> server = pstrain::PsGrpcServer::Start(&ps, config->listen, pstrain::RequestRemoteShutdown);
   if (!server.ok()) {
     std::cerr << "pstrain-ps: " << config->task << ": " << server.status().message() << "\n";
     return pstrain::kExitRuntimeFailure;
   }
   std::cerr << "pstrain-ps: " << config->task << " serving on " << config->listen << std::endl;
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  std::cerr << "pstrain-ps: " << config->task << " stopping on " << strsignal(signal_number) << std::endl;
+  const pstrain::StopReason stop = pstrain::WaitForStop();
+  std::cerr << "pstrain-ps: " << config->task << " stopping: " << stop.description << std::endl;
   (*server)->Shutdown(absl::Milliseconds(500));
   std::cerr << "pstrain-ps: " << config->task << " stopped" << std::endl;
   // Every call has finished and the ps keeps nothing to flush (checkpoints are written by Save).
   // Skip the destructors: gRPC 1.51's library teardown can sit ~10 s in an idle poller's wait.
-  std::_Exit(pstrain::kExitOk);
+  std::_Exit(stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitOk);
 }

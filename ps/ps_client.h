@@ -30,6 +30,11 @@ class PsClient {
   virtual absl::Status Save(const SaveRequest& request, SaveResponse* response) = 0;
   virtual absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) = 0;
   virtual absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) = 0;
+  // Tells the ps that the job failed so it stops serving. Implementations without a process to
+  // stop (in-process, fakes) keep this default: Unimplemented.
+  virtual absl::Status Shutdown(const ShutdownRequest& request, ShutdownResponse* response) {
+    return absl::UnimplementedError(peer() + " cannot be shut down remotely");
+  }
 };
 
 }  // namespace pstrain

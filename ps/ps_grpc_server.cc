@@ -10,11 +10,12 @@
 
 namespace pstrain {
 
-absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, const std::string& listen_address) {
+absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, const std::string& listen_address,
+                                                                   RemoteShutdownHandler on_shutdown) {
   grpc::EnableDefaultHealthCheckService(true);
   std::unique_ptr<PsGrpcServer> s(new PsGrpcServer);
   s->ps_ = ps;
-  s->service_ = std::make_unique<PsServiceImpl>(ps);
+  s->service_ = std::make_unique<PsServiceImpl>(ps, std::move(on_shutdown));
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/stop_signals.h"
 #include "ps/ps_server.h"
 
 namespace grpc {
@@ -24,7 +25,9 @@ class PsGrpcServer {
  public:
   // Listens on `listen_address` ("0.0.0.0:2222"; port 0 picks a free one). Unavailable naming the
   // address when it cannot bind (port in use, bad host).
-  static absl::StatusOr<std::unique_ptr<PsGrpcServer>> Start(PsServer* ps, const std::string& listen_address);
+  // `on_shutdown` answers the chief's Shutdown calls (empty: Unimplemented).
+  static absl::StatusOr<std::unique_ptr<PsGrpcServer>> Start(PsServer* ps, const std::string& listen_address,
+                                                             RemoteShutdownHandler on_shutdown = nullptr);
   // Runs Shutdown(absl::Seconds(1)).
   ~PsGrpcServer();
 

@@ -71,4 +71,10 @@ grpc::ServerUnaryReactor* PsServiceImpl::GetStats(grpc::CallbackServerContext* c
   return FinishNow(context, server_->GetStats(*request, response));
 }
 
+grpc::ServerUnaryReactor* PsServiceImpl::Shutdown(grpc::CallbackServerContext* context, const ShutdownRequest* request,
+                                                  ShutdownResponse* response) {
+  if (!on_shutdown_) return FinishNow(context, absl::UnimplementedError("this ps cannot be shut down remotely"));
+  return FinishNow(context, on_shutdown_(*request));
+}
+
 }  // namespace pstrain

@@ -5,6 +5,7 @@
 #ifndef PSTRAIN_PS_PS_SERVICE_H_
 #define PSTRAIN_PS_PS_SERVICE_H_
 
+#include "common/stop_signals.h"
 #include "proto/ps.grpc.pb.h"
 #include "ps/ps_server.h"
 
@@ -14,7 +15,9 @@ namespace pstrain {
 class PsServiceImpl final : public PsService::WithRawCallbackMethod_PullStream<
                                 PsService::WithRawCallbackMethod_PushStream<PsService::CallbackService>> {
  public:
-  explicit PsServiceImpl(PsServer* server) : server_(server) {}
+  // `on_shutdown` answers the chief's Shutdown calls; empty: they fail with Unimplemented.
+  explicit PsServiceImpl(PsServer* server, RemoteShutdownHandler on_shutdown = nullptr)
+      : server_(server), on_shutdown_(std::move(on_shutdown)) {}
 
   grpc::ServerUnaryReactor* Handshake(grpc::CallbackServerContext* context, const HandshakeRequest* request,
                                       HandshakeResponse* response) override;
@@ -34,9 +37,12 @@ class PsServiceImpl final : public PsService::WithRawCallbackMethod_PullStream<
                                     RestoreResponse* response) override;
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context, const PsStatsRequest* request,
                                      PsStatsResponse* response) override;
+  grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context, const ShutdownRequest* request,
+                                     ShutdownResponse* response) override;
 
  private:
   PsServer* const server_;  // not owned
+  const RemoteShutdownHandler on_shutdown_;
 };
 
 }  // namespace pstrain

@@ -33,6 +33,9 @@ class GrpcWorkerClient : public WorkerClient {
   absl::Status Evaluate(const EvaluateRequest& request, EvaluateResponse* response, int64_t timeout_ms) override {
     return Call(&pstrain::WorkerService::Stub::Evaluate, request, response, timeout_ms);
   }
+  absl::Status Shutdown(const ShutdownRequest& request, ShutdownResponse* response, int64_t timeout_ms) override {
+    return Call(&pstrain::WorkerService::Stub::Shutdown, request, response, timeout_ms);
+  }
 
  private:
   template <typename Method, typename Request, typename Response>

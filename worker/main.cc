@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
 #include "common/exit_codes.h"
+#include "common/stop_signals.h"
 #include "ps/grpc_ps_client.h"
 #include "worker/device.h"
 #include "worker/worker.h"
@@ -72,16 +73,11 @@ int main(int argc, char** argv) {
     std::cerr << "pstrain-worker: bad configuration: " << config.status().message() << "\n";
     return pstrain::kExitBadConfiguration;
   }
-  // Block the stop signals before any thread starts so only sigwait below receives them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  pstrain::BlockStopSignals();  // before any thread starts, so only WaitForStop receives them
 
   const std::string task = config->options.task;
   pstrain::Worker worker(config->options, ConnectPs, config->compute);
-  auto server = pstrain::WorkerGrpcServer::Start(&worker, config->listen);
+  auto server = pstrain::WorkerGrpcServer::Start(&worker, config->listen, pstrain::RequestRemoteShutdown);
   if (!server.ok()) {
     std::cerr << "pstrain-worker: " << task << ": " << server.status().message() << "\n";
     return pstrain::kExitRuntimeFailure;
@@ -89,9 +85,9 @@ int main(int argc, char** argv) {
   std::cerr << "pstrain-worker: " << task << " serving on " << config->listen << " (device "
             << absl::GetFlag(FLAGS_device) << ", " << config->options.threads << " threads, "
             << config->options.replicas << " replicas)" << std::endl;
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  std::cerr << "pstrain-worker: " << task << " stopping on " << strsignal(signal_number) << std::endl;
+  const pstrain::StopReason stop = pstrain::WaitForStop();
+  std::cerr << "pstrain-worker: " << task << " stopping: " << stop.description << std::endl;
+  const int exit_code = stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitOk;
   worker.Shutdown();
   // A step blocked on a ps (a sync pull waiting for other workers) cannot be interrupted; do not
   // let it hold the exit longer than a few seconds.
@@ -99,8 +95,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 50 && !(*server)->stopped(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   if (!(*server)->stopped()) {
     std::cerr << "pstrain-worker: " << task << " exiting with a call still waiting on a ps" << std::endl;
-    std::_Exit(pstrain::kExitOk);
+    std::_Exit(exit_code);
   }
   stopper.join();
-  return pstrain::kExitOk;
+  return exit_code;
 }

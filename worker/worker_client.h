@@ -28,6 +28,11 @@ class WorkerClient {
                                  int64_t timeout_ms) = 0;
   virtual absl::Status RunSteps(const RunStepsRequest& request, RunStepsResponse* response, int64_t timeout_ms) = 0;
   virtual absl::Status Evaluate(const EvaluateRequest& request, EvaluateResponse* response, int64_t timeout_ms) = 0;
+  // Tells the worker that the job failed so it stops serving. Implementations without a process to
+  // stop (in-process, fakes) keep this default: Unimplemented.
+  virtual absl::Status Shutdown(const ShutdownRequest& request, ShutdownResponse* response, int64_t timeout_ms) {
+    return absl::UnimplementedError(peer() + " cannot be shut down remotely");
+  }
 };
 
 }  // namespace pstrain

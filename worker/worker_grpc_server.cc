@@ -10,10 +10,11 @@
 namespace pstrain {
 
 absl::StatusOr<std::unique_ptr<WorkerGrpcServer>> WorkerGrpcServer::Start(Worker* worker,
-                                                                           const std::string& listen_address) {
+                                                                           const std::string& listen_address,
+                                                                           RemoteShutdownHandler on_shutdown) {
   grpc::EnableDefaultHealthCheckService(true);
   std::unique_ptr<WorkerGrpcServer> s(new WorkerGrpcServer);
-  s->service_ = std::make_unique<WorkerServiceImpl>(worker);
+  s->service_ = std::make_unique<WorkerServiceImpl>(worker, std::move(on_shutdown));
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());

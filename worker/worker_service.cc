@@ -37,4 +37,12 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Evaluate(grpc::CallbackServerContex
   return RunOffReactor(ctx, &queue_, [=] { return worker_->Evaluate(*request, response); });
 }
 
+grpc::ServerUnaryReactor* WorkerServiceImpl::Shutdown(grpc::CallbackServerContext* ctx, const ShutdownRequest* request,
+                                                      ShutdownResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(on_shutdown_ ? on_shutdown_(*request)
+                                            : absl::UnimplementedError("this worker cannot be shut down remotely")));
+  return reactor;
+}
+
 }  // namespace pstrain

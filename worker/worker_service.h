@@ -5,6 +5,7 @@
 #ifndef PSTRAIN_WORKER_WORKER_SERVICE_H_
 #define PSTRAIN_WORKER_WORKER_SERVICE_H_
 
+#include "common/stop_signals.h"
 #include "proto/worker.grpc.pb.h"
 #include "worker/work_queue.h"
 #include "worker/worker.h"
@@ -14,7 +15,10 @@ namespace pstrain {
 class WorkerServiceImpl final : public pstrain::WorkerService::CallbackService {
  public:
   // `worker` is not owned and must outlive the service (and the server it is registered with).
-  explicit WorkerServiceImpl(Worker* worker) : worker_(worker), queue_(2) {}
+  // `on_shutdown` answers the chief's Shutdown calls at once, off the work queue (which may be busy
+  // with a step); empty: they fail with Unimplemented.
+  explicit WorkerServiceImpl(Worker* worker, RemoteShutdownHandler on_shutdown = nullptr)
+      : worker_(worker), on_shutdown_(std::move(on_shutdown)), queue_(2) {}
 
   grpc::ServerUnaryReactor* Handshake(grpc::CallbackServerContext* ctx, const HandshakeRequest* request,
                                       HandshakeResponse* response) override;
@@ -24,9 +28,12 @@ class WorkerServiceImpl final : public pstrain::WorkerService::CallbackService {
                                      RunStepsResponse* response) override;
   grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* ctx, const EvaluateRequest* request,
                                      EvaluateResponse* response) override;
+  grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* ctx, const ShutdownRequest* request,
+                                     ShutdownResponse* response) override;
 
  private:
   Worker* worker_;  // not owned
+  const RemoteShutdownHandler on_shutdown_;
   WorkQueue queue_;
 };
 
