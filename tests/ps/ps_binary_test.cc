@@ -17,6 +17,7 @@
 #include "grpcpp/impl/client_unary_call.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/loopback.h"
 #include "ps/grpc_ps_client.h"
 #include "tests/ps/ps_test_util.h"
 
@@ -29,31 +30,6 @@ using testing_util::OnePull;
 using testing_util::OnePush;
 using testing_util::Spec;
 using testing_util::ToFloats;
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// True once something accepts TCP connections on 127.0.0.1:port.
-bool Accepts(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return ok;
-}
 
 // grpc.health.v1.Health/Check for the whole server (service ""), without the health protos: an
 // empty request; the answer {status: SERVING} encodes as the bytes 08 01.
@@ -125,7 +101,7 @@ int WaitExit(pid_t pid, int seconds) {
 }
 
 TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
-  const int port = FreePort();
+  const int port = testing_util::FreeLoopbackPort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   const std::string tf_config =
       R"({"cluster":{"ps":[")" + address + R"("],"worker":["127.0.0.1:1"]},"task":{"type":"ps","index":0}})";
@@ -133,7 +109,7 @@ TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
   ASSERT_GT(pid, 0);
   ChildGuard guard{pid};
   // Wait for the listener first: a gRPC channel that saw "connection refused" backs off for seconds.
-  for (int i = 0; i < 400 && !Accepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 400 && !testing_util::LoopbackAccepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   GrpcPsClient client(address, "ps:0", absl::Seconds(5));
   HandshakeRequest hello;
   hello.set_protocol_version(kProtocolVersion);

@@ -17,6 +17,7 @@
 #include "common/protocol_version.h"
 #include "common/variable_planner.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/loopback.h"
 #include "ps/grpc_ps_client.h"
 #include "ps/optimizer.h"
 #include "worker/grpc_worker_client.h"
@@ -27,29 +28,6 @@ namespace pstrain {
 namespace {
 
 std::string Bin(const std::string& name) { return std::string(PSTRAIN_BIN_DIR) + "/" + name; }
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-bool Accepts(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return ok;
-}
 
 pid_t Spawn(const std::string& binary, const std::string& tf_config, std::vector<std::string> args) {
   std::vector<std::string> env = {"TF_CONFIG=" + tf_config};
@@ -93,7 +71,7 @@ std::pair<int, std::string> RunCommand(const std::string& command) {
 // (in `mode`, for `num_workers` workers) and the worker configured as worker 0, as the chief would.
 struct RealCluster {
   explicit RealCluster(const std::string& mode, int num_workers) {
-    const int ps_port = FreePort(), worker_port = FreePort();
+    const int ps_port = testing_util::FreeLoopbackPort(), worker_port = testing_util::FreeLoopbackPort();
     ps_address = absl::StrCat("127.0.0.1:", ps_port);
     worker_address = absl::StrCat("127.0.0.1:", worker_port);
     const std::string cluster =
@@ -101,7 +79,7 @@ struct RealCluster {
     ps = Spawn(Bin("pstrain-ps"), cluster + R"("task":{"type":"ps","index":0}})", {"--listen=" + ps_address});
     worker = Spawn(Bin("pstrain-worker"), cluster + R"("task":{"type":"worker","index":0}})",
                    {"--listen=" + worker_address, "--threads=1"});
-    for (int i = 0; i < 400 && !(Accepts(ps_port) && Accepts(worker_port)); ++i) {
+    for (int i = 0; i < 400 && !(testing_util::LoopbackAccepts(ps_port) && testing_util::LoopbackAccepts(worker_port)); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     JobSpec job = *LoadJobSpec("linear");
