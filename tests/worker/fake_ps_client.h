@@ -98,6 +98,25 @@ class FakePsClient : public PsClient {
   int extra_updates_per_push_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Forwards every call to a PsClient owned by the test, for factories whose result the worker owns.
+class BorrowedPsClient : public PsClient {
+ public:
+  explicit BorrowedPsClient(PsClient* ps) : ps_(ps) {}
+  std::string peer() const override { return ps_->peer(); }
+  absl::Status Handshake(const HandshakeRequest& q, HandshakeResponse* r) override { return ps_->Handshake(q, r); }
+  absl::Status CreateShards(const CreateShardsRequest& q, CreateShardsResponse* r) override {
+    return ps_->CreateShards(q, r);
+  }
+  absl::Status Pull(const PullRequest& q, PullResponse* r) override { return ps_->Pull(q, r); }
+  absl::Status Push(const PushRequest& q, PushResponse* r) override { return ps_->Push(q, r); }
+  absl::Status Save(const SaveRequest& q, SaveResponse* r) override { return ps_->Save(q, r); }
+  absl::Status Restore(const RestoreRequest& q, RestoreResponse* r) override { return ps_->Restore(q, r); }
+  absl::Status GetStats(const PsStatsRequest& q, PsStatsResponse* r) override { return ps_->GetStats(q, r); }
+
+ private:
+  PsClient* ps_;  // not owned
+};
+
 }  // namespace pstrain
 
 #endif  // PSTRAIN_TESTS_WORKER_FAKE_PS_CLIENT_H_

@@ -17,24 +17,6 @@
 namespace pstrain {
 namespace {
 
-class ForwardingPs : public PsClient {
- public:
-  explicit ForwardingPs(FakePsClient* ps) : ps_(ps) {}
-  std::string peer() const override { return ps_->peer(); }
-  absl::Status Handshake(const HandshakeRequest& q, HandshakeResponse* r) override { return ps_->Handshake(q, r); }
-  absl::Status CreateShards(const CreateShardsRequest& q, CreateShardsResponse* r) override {
-    return ps_->CreateShards(q, r);
-  }
-  absl::Status Pull(const PullRequest& q, PullResponse* r) override { return ps_->Pull(q, r); }
-  absl::Status Push(const PushRequest& q, PushResponse* r) override { return ps_->Push(q, r); }
-  absl::Status Save(const SaveRequest& q, SaveResponse* r) override { return ps_->Save(q, r); }
-  absl::Status Restore(const RestoreRequest& q, RestoreResponse* r) override { return ps_->Restore(q, r); }
-  absl::Status GetStats(const PsStatsRequest& q, PsStatsResponse* r) override { return ps_->GetStats(q, r); }
-
- private:
-  FakePsClient* ps_;
-};
-
 const char kJob[] = R"({"name": "t", "model": {"input_shape": [2], "loss": "mse",
     "layers": [{"type": "dense", "units": 1}]}, "optimizer": "sgd",
     "data": {"dataset": "synthetic_linear", "num_examples": 40}, "batch_size": 8,
@@ -66,7 +48,7 @@ TEST(WorkerServiceTest, ServesTheWorkerOverGrpc) {
   Worker worker(
       options,
       [&ps](const std::string&, int) -> absl::StatusOr<std::unique_ptr<PsClient>> {
-        return std::unique_ptr<PsClient>(new ForwardingPs(&ps));
+        return std::unique_ptr<PsClient>(new BorrowedPsClient(&ps));
       },
       NewCpuGradientComputer);
   WorkerServiceImpl service(&worker);

@@ -15,25 +15,6 @@
 namespace pstrain {
 namespace {
 
-// Forwards to a fake owned by the test (the worker owns what its factory returns).
-class BorrowedPs : public PsClient {
- public:
-  explicit BorrowedPs(PsClient* ps) : ps_(ps) {}
-  std::string peer() const override { return ps_->peer(); }
-  absl::Status Handshake(const HandshakeRequest& q, HandshakeResponse* r) override { return ps_->Handshake(q, r); }
-  absl::Status CreateShards(const CreateShardsRequest& q, CreateShardsResponse* r) override {
-    return ps_->CreateShards(q, r);
-  }
-  absl::Status Pull(const PullRequest& q, PullResponse* r) override { return ps_->Pull(q, r); }
-  absl::Status Push(const PushRequest& q, PushResponse* r) override { return ps_->Push(q, r); }
-  absl::Status Save(const SaveRequest& q, SaveResponse* r) override { return ps_->Save(q, r); }
-  absl::Status Restore(const RestoreRequest& q, RestoreResponse* r) override { return ps_->Restore(q, r); }
-  absl::Status GetStats(const PsStatsRequest& q, PsStatsResponse* r) override { return ps_->GetStats(q, r); }
-
- private:
-  PsClient* ps_;
-};
-
 std::string JobJson(const std::string& mode) {
   return absl::StrCat(R"({"name": "t", "model": {"input_shape": [3], "loss": "mse", "layers": [
       {"type": "dense", "units": 4, "activation": "relu"}, {"type": "dense", "units": 1}]},
@@ -63,7 +44,7 @@ class WorkerTest : public ::testing::Test {
     worker_ = std::make_unique<Worker>(
         options,
         [this](const std::string&, int i) -> absl::StatusOr<std::unique_ptr<PsClient>> {
-          return std::unique_ptr<PsClient>(new BorrowedPs(ps_[i].get()));
+          return std::unique_ptr<PsClient>(new BorrowedPsClient(ps_[i].get()));
         },
         NewCpuGradientComputer);
     request_.set_protocol_version(kProtocolVersion);
