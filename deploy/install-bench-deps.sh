@@ -4,25 +4,17 @@
 # LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp. Idempotent.
 set -euo pipefail
 
-PACKAGES=(python3-torch python3-numpy libopenblas0-openmp dataset-fashion-mnist)
-
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-openmp)
+cd "$(dirname "$0")/.."
+already=1
+for p in "${BENCH_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || already=0
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
+bash deploy/install-deps.sh "${BENCH_PACKAGES[@]}"
+[ "$already" = 1 ] && exit 0
 
 SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "install-bench-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
-  SUDO="sudo"
-fi
-echo "install-bench-deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q >/dev/null
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 # Installing OpenBLAS makes it the system libblas.so.3; the peer's "default" rows use the reference
 # BLAS, so put that back as the default (the tuned runs select OpenBLAS per process).
 if [ -e /usr/lib/x86_64-linux-gnu/blas/libblas.so.3 ]; then
