@@ -21,23 +21,26 @@ void GrpcPsClient::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + deadline_));
 }
 
-absl::Status GrpcPsClient::Handshake(const HandshakeRequest& request, HandshakeResponse* response) {
+template <typename Request, typename Response>
+absl::Status GrpcPsClient::Unary(grpc::Status (PsService::Stub::*method)(grpc::ClientContext*, const Request&,
+                                                                        Response*),
+                                 const Request& request, Response* response) {
   grpc::ClientContext context;
   Prepare(&context);
-  return FromGrpcStatus(stub_->Handshake(&context, request, response), peer_);
+  return FromGrpcStatus((stub_.get()->*method)(&context, request, response), peer_);
+}
+
+absl::Status GrpcPsClient::Handshake(const HandshakeRequest& request, HandshakeResponse* response) {
+  return Unary(&PsService::Stub::Handshake, request, response);
 }
 
 absl::Status GrpcPsClient::CreateShards(const CreateShardsRequest& request, CreateShardsResponse* response) {
-  grpc::ClientContext context;
-  Prepare(&context);
-  return FromGrpcStatus(stub_->CreateShards(&context, request, response), peer_);
+  return Unary(&PsService::Stub::CreateShards, request, response);
 }
 
 absl::Status GrpcPsClient::Pull(const PullRequest& request, PullResponse* response) {
   if (StreamPull(request)) return PullStreamed(request, response);
-  grpc::ClientContext context;
-  Prepare(&context);
-  absl::Status s = FromGrpcStatus(stub_->Pull(&context, request, response), peer_);
+  absl::Status s = Unary(&PsService::Stub::Pull, request, response);
   if (s.ok()) RememberSizes(*response);
   return s;
 }
@@ -46,9 +49,7 @@ absl::Status GrpcPsClient::Push(const PushRequest& request, PushResponse* respon
   int64_t bytes = 0;
   for (const ShardGradient& g : request.gradients()) bytes += static_cast<int64_t>(g.gradient().data().size());
   if (bytes >= stream_threshold_bytes_.load()) return PushStreamed(request, response);
-  grpc::ClientContext context;
-  Prepare(&context);
-  return FromGrpcStatus(stub_->Push(&context, request, response), peer_);
+  return Unary(&PsService::Stub::Push, request, response);
 }
 
 bool GrpcPsClient::StreamPull(const PullRequest& request) const {
@@ -71,21 +72,15 @@ void GrpcPsClient::RememberSizes(const PullResponse& response) {
 }
 
 absl::Status GrpcPsClient::Save(const SaveRequest& request, SaveResponse* response) {
-  grpc::ClientContext context;
-  Prepare(&context);
-  return FromGrpcStatus(stub_->Save(&context, request, response), peer_);
+  return Unary(&PsService::Stub::Save, request, response);
 }
 
 absl::Status GrpcPsClient::Restore(const RestoreRequest& request, RestoreResponse* response) {
-  grpc::ClientContext context;
-  Prepare(&context);
-  return FromGrpcStatus(stub_->Restore(&context, request, response), peer_);
+  return Unary(&PsService::Stub::Restore, request, response);
 }
 
 absl::Status GrpcPsClient::GetStats(const PsStatsRequest& request, PsStatsResponse* response) {
-  grpc::ClientContext context;
-  Prepare(&context);
-  return FromGrpcStatus(stub_->GetStats(&context, request, response), peer_);
+  return Unary(&PsService::Stub::GetStats, request, response);
 }
 
 absl::Status GrpcPsClient::Shutdown(const ShutdownRequest& request, ShutdownResponse* response) {

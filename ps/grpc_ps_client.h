@@ -42,6 +42,10 @@ class GrpcPsClient : public PsClient {
 
  private:
   void Prepare(grpc::ClientContext* context) const;
+  // One blocking unary call of `method` with the client's deadline, its status naming the peer.
+  template <typename Request, typename Response>
+  absl::Status Unary(grpc::Status (PsService::Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+                     const Request& request, Response* response);
   absl::Status PullStreamed(const PullRequest& request, PullResponse* response);
   absl::Status PushStreamed(const PushRequest& request, PushResponse* response);
   // Whether a pull of these shards should stream: their sizes as last seen (unknown: stream).
