@@ -1,5 +1,8 @@
 #include "ps/grpc_ps_client.h"
 
+#include <cstdlib>
+#include <iostream>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
@@ -9,13 +12,34 @@
 
 namespace pstrain {
 
+BulkTransport BulkTransportFromEnv() {
+  static const BulkTransport transport = [] {
+    const char* env = std::getenv("PSTRAIN_PS_TRANSPORT");
+    const std::string value = env == nullptr ? "" : env;
+    if (value == "grpc") return BulkTransport::kGrpcStream;
+    if (!value.empty() && value != "tensor_channel") {
+      std::cerr << "pstrain: PSTRAIN_PS_TRANSPORT=" << value
+                << " is not a transport (grpc or tensor_channel); using tensor_channel\n";
+    }
+    return BulkTransport::kTensorChannel;
+  }();
+  return transport;
+}
+
 GrpcPsClient::GrpcPsClient(const std::string& address, const std::string& peer_name, absl::Duration deadline)
     : peer_(absl::StrCat(peer_name, " at ", address)),
       deadline_(deadline),
       channel_(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), PsChannelArguments())),
       stub_(PsService::NewStub(channel_)),
       streams_(channel_),
-      stream_threshold_bytes_(kDefaultStreamThresholdBytes) {}
+      tensor_channel_(address, peer_),
+      bulk_transport_(BulkTransportFromEnv()) {}
+
+int64_t GrpcPsClient::StreamThreshold() const {
+  const int64_t set = stream_threshold_bytes_.load();
+  if (set >= 0) return set;
+  return bulk_transport_ == BulkTransport::kTensorChannel ? 0 : kDefaultStreamThresholdBytes;
+}
 
 void GrpcPsClient::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(absl::ToChronoTime(absl::Now() + deadline_));
@@ -48,12 +72,12 @@ absl::Status GrpcPsClient::Pull(const PullRequest& request, PullResponse* respon
 absl::Status GrpcPsClient::Push(const PushRequest& request, PushResponse* response) {
   int64_t bytes = 0;
   for (const ShardGradient& g : request.gradients()) bytes += static_cast<int64_t>(g.gradient().data().size());
-  if (bytes >= stream_threshold_bytes_.load()) return PushStreamed(request, response);
+  if (bytes >= StreamThreshold()) return PushStreamed(request, response);
   return Unary(&PsService::Stub::Push, request, response);
 }
 
 bool GrpcPsClient::StreamPull(const PullRequest& request) const {
-  const int64_t threshold = stream_threshold_bytes_.load();
+  const int64_t threshold = StreamThreshold();
   if (threshold <= 0) return true;
   if (threshold > kMaxMessageBytes) return false;  // streaming turned off
   int64_t bytes = 0;
@@ -90,6 +114,11 @@ absl::Status GrpcPsClient::Shutdown(const ShutdownRequest& request, ShutdownResp
 }
 
 absl::Status GrpcPsClient::PullStreamed(const PullRequest& request, PullResponse* response) {
+  if (bulk_transport_ == BulkTransport::kTensorChannel) {
+    absl::Status s = tensor_channel_.Pull(request, response, absl::Now() + deadline_);
+    if (s.ok()) RememberSizes(*response);
+    return s;
+  }
   grpc::ClientContext context;
   Prepare(&context);
   absl::Status s = FromGrpcStatus(streams_.Pull(&context, request, response), peer_);
@@ -98,6 +127,9 @@ absl::Status GrpcPsClient::PullStreamed(const PullRequest& request, PullResponse
 }
 
 absl::Status GrpcPsClient::PushStreamed(const PushRequest& request, PushResponse* response) {
+  if (bulk_transport_ == BulkTransport::kTensorChannel) {
+    return tensor_channel_.Push(request, response, absl::Now() + deadline_);
+  }
   grpc::ClientContext context;
   Prepare(&context);
   return FromGrpcStatus(streams_.Push(&context, request, response), peer_);

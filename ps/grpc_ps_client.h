@@ -1,5 +1,6 @@
 // GrpcPsClient: the PsClient of a remote ps task over gRPC (blocking unary calls on one channel,
-// message size limits lifted to the 2 GiB protobuf limit). Every call carries a deadline; a ps
+// message size limits lifted to the 2 GiB protobuf limit); pulls and pushes of large tensors go
+// over the ps's tensor channel on the same port (or gRPC streams, see BulkTransport). Every call carries a deadline; a ps
 // that cannot be reached gives UNAVAILABLE, a hung one DEADLINE_EXCEEDED, both naming the peer.
 // Thread-safety: thread-safe (gRPC channels and stubs are).
 #ifndef PSTRAIN_PS_GRPC_PS_CLIENT_H_
@@ -15,8 +16,19 @@
 #include "proto/ps.grpc.pb.h"
 #include "ps/grpc_stream_client.h"
 #include "ps/ps_client.h"
+#include "ps/tensor_channel_client.h"
 
 namespace pstrain {
+
+// How pulls and pushes at or above the stream threshold travel.
+enum class BulkTransport {
+  kTensorChannel,  // the ps's tensor channel: plain TCP on the ps's port (tensor_channel_client.h)
+  kGrpcStream,     // the chunked PullStream / PushStream RPCs, for networks that pass only HTTP/2
+};
+
+// kGrpcStream when PSTRAIN_PS_TRANSPORT=grpc, else kTensorChannel (other values than "grpc" and
+// "tensor_channel" are reported on stderr once).
+BulkTransport BulkTransportFromEnv();
 
 class GrpcPsClient : public PsClient {
  public:
@@ -24,10 +36,14 @@ class GrpcPsClient : public PsClient {
   // `deadline` bounds each call, and must exceed the sync timeout for sync pushes and pulls.
   GrpcPsClient(const std::string& address, const std::string& peer_name, absl::Duration deadline);
 
-  // Pulls and pushes whose tensors total at least `bytes` go through the chunked streaming RPCs
-  // (default kDefaultStreamThresholdBytes; 0 streams everything, above kMaxMessageBytes nothing).
-  // A pull of shards whose size this client has not seen yet streams.
+  // Pulls and pushes whose tensors total at least `bytes` go over the bulk transport; smaller ones
+  // are unary gRPC calls (0 sends everything over the bulk transport, above kMaxMessageBytes
+  // nothing). Default: 0 with the tensor channel (it beats a unary call at every size),
+  // kDefaultStreamThresholdBytes with gRPC streams. A pull of shards whose size this client has not
+  // seen yet uses the bulk transport.
   void set_stream_threshold_bytes(int64_t bytes) { stream_threshold_bytes_ = bytes; }
+  // Default BulkTransportFromEnv(). Call before the client is shared between threads.
+  void set_bulk_transport(BulkTransport transport) { bulk_transport_ = transport; }
 
   std::string peer() const override { return peer_; }
   absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* response) override;
@@ -57,7 +73,11 @@ class GrpcPsClient : public PsClient {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<PsService::Stub> stub_;
   PsStreamClient streams_;
-  std::atomic<int64_t> stream_threshold_bytes_;
+  TensorChannelClient tensor_channel_;
+  BulkTransport bulk_transport_;
+  std::atomic<int64_t> stream_threshold_bytes_{-1};  // -1: the transport's default
+  // The threshold in force.
+  int64_t StreamThreshold() const;
   mutable absl::Mutex mu_;
   std::map<std::string, int64_t> shard_bytes_ ABSL_GUARDED_BY(mu_);  // sizes seen in pulls
 };

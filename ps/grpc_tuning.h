@@ -18,8 +18,9 @@ namespace pstrain {
 inline constexpr int64_t kStreamChunkBytes = int64_t{4} << 20;
 // kStreamChunkBytes, or PSTRAIN_STREAM_CHUNK_KIB when set (tuning experiments).
 int64_t StreamChunkBytes();
-// GrpcPsClient streams a pull or push whose tensors total at least this many bytes (from 64 KiB up
-// the stream costs less CPU per byte than a unary call in ps_throughput_benchmark).
+// With BulkTransport::kGrpcStream, GrpcPsClient streams a pull or push whose tensors total at least
+// this many bytes (from 64 KiB up the stream costs less CPU per byte than a unary call in
+// ps_throughput_benchmark).
 inline constexpr int64_t kDefaultStreamThresholdBytes = int64_t{64} << 10;
 
 // Arguments for a channel from a worker or the chief to a ps.

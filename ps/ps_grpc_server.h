@@ -1,5 +1,6 @@
 // Serves a PsServer over gRPC (callback API) with the standard health service, message limits
-// raised to the protobuf maximum, on a given listen address. Used by pstrain-ps, and by tests and
+// raised to the protobuf maximum, and the tensor channel for large pulls and pushes, both on one
+// listen address (SharedPortListener tells their connections apart). Used by pstrain-ps, and by tests and
 // benchmarks that need a real server in process.
 // Thread-safety: Start/Shutdown from one thread; the PsServer is not owned and must outlive it.
 #ifndef PSTRAIN_PS_PS_GRPC_SERVER_H_
@@ -15,11 +16,16 @@
 
 namespace grpc {
 class Server;
+namespace experimental {
+class ExternalConnectionAcceptor;
 }
+}  // namespace grpc
 
 namespace pstrain {
 
 class PsServiceImpl;
+class SharedPortListener;
+class TensorChannelServer;
 
 class PsGrpcServer {
  public:
@@ -32,7 +38,8 @@ class PsGrpcServer {
   ~PsGrpcServer();
 
   int port() const { return port_; }
-  // Fails the ps's parked calls, then stops gRPC, cancelling calls still running after `grace`.
+  // Fails the ps's parked calls, ends the tensor-channel connections, then stops gRPC, cancelling
+  // calls still running after `grace`.
   void Shutdown(absl::Duration grace);
 
  private:
@@ -40,7 +47,10 @@ class PsGrpcServer {
 
   PsServer* ps_ = nullptr;  // not owned
   std::unique_ptr<PsServiceImpl> service_;
+  std::unique_ptr<TensorChannelServer> tensor_channel_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> grpc_acceptor_;
+  std::unique_ptr<SharedPortListener> listener_;  // last: its threads use the members above
   int port_ = 0;
   bool stopped_ = false;
 };

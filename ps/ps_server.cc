@@ -147,7 +147,7 @@ absl::Status PsServer::ValidatePush(int worker, int64_t step, const std::vector<
     const GradientView& g = gradients[i];
     absl::Status s = shard.CheckGradient(g.dtype, g.shape, g.data.size());
     if (s.ok() && shard.options().mode == UPDATE_SYNC) s = shard.CheckSyncPush(worker, step);
-    const int64_t bad = s.ok() ? Shard::CountNonFinite(g.data) : 0;
+    const int64_t bad = !s.ok() ? 0 : g.non_finite >= 0 ? g.non_finite : Shard::CountNonFinite(g.data);
     if (bad > 0 && shard.options().non_finite == NON_FINITE_REJECT) {
       s = absl::InvalidArgumentError(absl::StrCat("shard ", shard.name(), ": gradient from worker ", worker, " has ",
                                                   bad,

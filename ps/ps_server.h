@@ -46,6 +46,7 @@ struct GradientView {
   DataType dtype = DT_FLOAT;
   std::vector<int64_t> shape;
   absl::string_view data;
+  int64_t non_finite = -1;  // NaN/Inf values in `data` when the caller counted them, else -1
 };
 
 // A pulled shard for streaming: a consistent copy of its values in a pooled buffer.

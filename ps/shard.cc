@@ -1,5 +1,7 @@
 #include "ps/shard.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -33,7 +35,7 @@ Shard::Shard(ShardSpecProto spec, ShardOptions options, Tensor values, std::vect
       num_bytes_(values.num_bytes()),
       snapshot_pool_(TensorPool::Create(shape_, 4)),
       gradient_pool_(TensorPool::Create(shape_, 4)),
-      values_(std::move(values)),
+      values_(std::make_shared<Tensor>(std::move(values))),
       slots_(std::move(slots)),
       version_(version) {}
 
@@ -56,16 +58,22 @@ absl::Status Shard::CheckGradient(DataType dtype, absl::Span<const int64_t> shap
 }
 
 int64_t Shard::CountNonFinite(absl::string_view data) {
-  // A float is NaN or Inf exactly when its exponent bits are all ones; integer tests vectorise.
+  // A float is NaN or Inf exactly when its exponent bits are all ones. Integer tests with a 32-bit
+  // count per block vectorise (the bytes may be unaligned, hence memcpy per element).
   const size_t n = data.size() / sizeof(uint32_t);
   const char* p = data.data();
   int64_t bad = 0;
-  constexpr size_t kBlock = 1024;
-  uint32_t block[kBlock];
+  constexpr size_t kBlock = 4096;
   for (size_t i = 0; i < n; i += kBlock) {
     const size_t k = std::min(kBlock, n - i);
-    std::memcpy(block, p + i * sizeof(uint32_t), k * sizeof(uint32_t));
-    for (size_t j = 0; j < k; ++j) bad += (block[j] & 0x7F800000u) == 0x7F800000u;
+    const char* q = p + i * sizeof(uint32_t);
+    uint32_t count = 0;
+    for (size_t j = 0; j < k; ++j) {
+      uint32_t bits;
+      std::memcpy(&bits, q + j * sizeof(uint32_t), sizeof(bits));
+      count += (bits & 0x7F800000u) == 0x7F800000u;
+    }
+    bad += count;
   }
   return bad;
 }
@@ -73,9 +81,19 @@ int64_t Shard::CountNonFinite(absl::string_view data) {
 void Shard::ApplyLocked(const float* grad, std::vector<std::function<void()>>* run_after) {
   const auto start = std::chrono::steady_clock::now();
   if (grad != nullptr) {
-    const size_t n = static_cast<size_t>(values_.num_elements());
+    // New references are only taken under mu_, which this holds, so a count of 1 stays 1.
+    if (values_.use_count() > 1) {
+      // A pull is still sending these values: update a copy, so that pulls never copy.
+      std::shared_ptr<Tensor> fresh = snapshot_pool_->Get();
+      if (num_bytes_ > 0) std::memcpy(fresh->raw(), values_->raw(), num_bytes_);
+      values_ = std::move(fresh);
+    } else {
+      // Pairs with the release of the last pull's reference: its reads come before these writes.
+      std::atomic_thread_fence(std::memory_order_acquire);
+    }
+    const size_t n = static_cast<size_t>(values_->num_elements());
     std::vector<absl::Span<float>> slots = SlotSpans(slots_);
-    options_.optimizer->Apply(absl::MakeConstSpan(grad, n), values_.flat(), slots, version_);
+    options_.optimizer->Apply(absl::MakeConstSpan(grad, n), values_->flat(), slots, version_);
   }
   ++version_;
   update_nanos_.fetch_add(
@@ -154,7 +172,7 @@ absl::Status Shard::AddSyncGradient(int worker, int64_t step, const char* grad, 
 void Shard::CompleteSyncStepLocked(std::vector<std::function<void()>>* run_after) {
   // Sum in worker-index order (std::map order) so the result does not depend on arrival order.
   auto it = pending_.begin();
-  if (sum_.num_elements() != values_.num_elements()) sum_ = Tensor(DType::kFloat32, shape_);
+  if (sum_.num_elements() != values_->num_elements()) sum_ = Tensor(DType::kFloat32, shape_);
   std::memcpy(sum_.raw(), it->second.raw(), num_bytes_);
   float* sum = sum_.data<float>();
   const int64_t n = sum_.num_elements();
@@ -204,7 +222,7 @@ void Shard::Read(ShardValue* out) const {
   {
     absl::ReaderMutexLock l(&mu_);
     out->set_version(version_);
-    value->set_data(reinterpret_cast<const char*>(values_.raw()), num_bytes_);
+    value->set_data(reinterpret_cast<const char*>(values_->raw()), num_bytes_);
   }
   pulls_.fetch_add(1, std::memory_order_relaxed);
   bytes_out_.fetch_add(static_cast<int64_t>(num_bytes_), std::memory_order_relaxed);
@@ -213,18 +231,18 @@ void Shard::Read(ShardValue* out) const {
 ShardSnapshot Shard::Snapshot() const {
   absl::ReaderMutexLock l(&mu_);
   ShardSnapshot snap;
-  snap.values = values_;
+  snap.values = *values_;
   snap.slots = slots_;
   snap.version = version_;
   return snap;
 }
 
 std::shared_ptr<const Tensor> Shard::SnapshotValues(int64_t* version) const {
-  std::shared_ptr<Tensor> buffer = snapshot_pool_->Get();
+  std::shared_ptr<const Tensor> buffer;
   {
     absl::ReaderMutexLock l(&mu_);
     *version = version_;
-    if (num_bytes_ > 0) std::memcpy(buffer->raw(), values_.raw(), num_bytes_);
+    buffer = values_;
   }
   pulls_.fetch_add(1, std::memory_order_relaxed);
   bytes_out_.fetch_add(static_cast<int64_t>(num_bytes_), std::memory_order_relaxed);

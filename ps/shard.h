@@ -89,8 +89,8 @@ class Shard {
   // Copies the value and version into `out` (name, version, value).
   void Read(ShardValue* out) const;
   ShardSnapshot Snapshot() const;
-  // The values in a pooled buffer (reused once released) and their version, copied under the
-  // shard's reader lock; counts a pull.
+  // The values and their version, without a copy: the returned buffer never changes, because an
+  // update that finds it still referenced applies to a copy instead (copy on write); counts a pull.
   std::shared_ptr<const Tensor> SnapshotValues(int64_t* version) const;
   // A pooled buffer of the shard's shape for assembling a streamed gradient.
   std::shared_ptr<Tensor> GradientBuffer() const { return gradient_pool_->Get(); }
@@ -115,11 +115,12 @@ class Shard {
   const ShardOptions options_;
   const std::vector<int64_t> shape_;
   const size_t num_bytes_;
-  const std::shared_ptr<TensorPool> snapshot_pool_;
+  const std::shared_ptr<TensorPool> snapshot_pool_;  // copies made on write
   const std::shared_ptr<TensorPool> gradient_pool_;
 
   mutable absl::Mutex mu_;
-  Tensor values_ ABSL_GUARDED_BY(mu_);
+  // Shared with pulls in flight (SnapshotValues); updated in place only when nothing else holds it.
+  std::shared_ptr<Tensor> values_ ABSL_GUARDED_BY(mu_);
   std::vector<Tensor> slots_ ABSL_GUARDED_BY(mu_);
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<int, Tensor> pending_ ABSL_GUARDED_BY(mu_);  // sync: worker -> gradient for step version_

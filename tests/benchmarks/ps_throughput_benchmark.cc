@@ -3,7 +3,7 @@
 // for pull and push, and each as a fraction of the raw TCP stream.
 //
 // Usage: ps_throughput_benchmark [--seconds=0.5] [--min_kib=4] [--max_mib=64] [--clients=1,2,4]
-//                                [--stream_threshold_kib=N]
+//          [--repeats=3] [--transports=tensor_channel,grpc] [--stream_threshold_kib=N] [--nopull] [--nopush]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +34,11 @@ ABSL_FLAG(int64_t, stream_threshold_kib, -1, "client streams tensors from this s
 ABSL_FLAG(int, max_mib, 64, "largest shard size in MiB");
 ABSL_FLAG(int, min_kib, 4, "smallest shard size in KiB");
 ABSL_FLAG(std::string, clients, "1,2,4", "concurrent client counts");
+ABSL_FLAG(std::string, transports, "tensor_channel",
+          "bulk transports to measure, comma-separated: tensor_channel, grpc (the chunked gRPC streams)");
+ABSL_FLAG(int, repeats, 3, "measurements per cell, alternating with raw TCP; medians are printed");
+ABSL_FLAG(bool, pull, true, "measure pulls");
+ABSL_FLAG(bool, push, true, "measure pushes");
 
 namespace pstrain {
 namespace {
@@ -179,13 +185,14 @@ double RunConcurrent(int clients, double seconds, const std::function<bool(int)>
   return static_cast<double>(calls.load()) / Seconds(start, Clock::now());
 }
 
-Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double seconds) {
+Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double seconds, BulkTransport transport) {
   const int64_t floats = bytes / 4;
   std::vector<std::unique_ptr<PsClient>> stubs;
   for (int c = 0; c < clients; ++c) {
     auto stub = std::make_unique<GrpcPsClient>(address, "ps:0", absl::Minutes(1));
     const int64_t kib = absl::GetFlag(FLAGS_stream_threshold_kib);
     if (kib >= 0) stub->set_stream_threshold_bytes(kib << 10);
+    stub->set_bulk_transport(transport);
     stubs.push_back(std::move(stub));
   }
   Cell cell;
@@ -216,18 +223,22 @@ Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double se
     if (!st.ok()) std::fprintf(stderr, "push: %s\n", st.ToString().c_str());
     return st.ok();
   };
-  RunConcurrent(clients, seconds / 5, pull);  // warm-up: connections, buffers
-  double cpu = CpuSeconds();
-  auto start = Clock::now();
-  cell.pull_per_s = RunConcurrent(clients, seconds, pull);
-  cell.pull_gbps = cell.pull_per_s * static_cast<double>(bytes) / 1e9;
-  cell.pull_cpu = (CpuSeconds() - cpu) / (cell.pull_gbps * Seconds(start, Clock::now()));
-  RunConcurrent(clients, seconds / 5, push);
-  cpu = CpuSeconds();
-  start = Clock::now();
-  cell.push_per_s = RunConcurrent(clients, seconds, push);
-  cell.push_gbps = cell.push_per_s * static_cast<double>(bytes) / 1e9;
-  cell.push_cpu = (CpuSeconds() - cpu) / (cell.push_gbps * Seconds(start, Clock::now()));
+  if (absl::GetFlag(FLAGS_pull)) {
+    RunConcurrent(clients, seconds / 5, pull);  // warm-up: connections, buffers
+    const double cpu = CpuSeconds();
+    const auto start = Clock::now();
+    cell.pull_per_s = RunConcurrent(clients, seconds, pull);
+    cell.pull_gbps = cell.pull_per_s * static_cast<double>(bytes) / 1e9;
+    cell.pull_cpu = (CpuSeconds() - cpu) / (cell.pull_gbps * Seconds(start, Clock::now()));
+  }
+  if (absl::GetFlag(FLAGS_push)) {
+    RunConcurrent(clients, seconds / 5, push);
+    const double cpu = CpuSeconds();
+    const auto start = Clock::now();
+    cell.push_per_s = RunConcurrent(clients, seconds, push);
+    cell.push_gbps = cell.push_per_s * static_cast<double>(bytes) / 1e9;
+    cell.push_cpu = (CpuSeconds() - cpu) / (cell.push_gbps * Seconds(start, Clock::now()));
+  }
   return cell;
 }
 
@@ -236,11 +247,28 @@ std::string SizeName(int64_t bytes) {
   return std::to_string(bytes >> 10) + " KiB";
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
 int Main() {
   const double seconds = absl::GetFlag(FLAGS_seconds);
+  const int repeats = std::max(1, absl::GetFlag(FLAGS_repeats));
   std::vector<int> client_counts;
   for (absl::string_view c : absl::StrSplit(absl::GetFlag(FLAGS_clients), ',')) {
     client_counts.push_back(std::stoi(std::string(c)));
+  }
+  std::vector<std::pair<std::string, BulkTransport>> transports;
+  for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_transports), ',')) {
+    if (t == "tensor_channel") {
+      transports.emplace_back("channel", BulkTransport::kTensorChannel);
+    } else if (t == "grpc") {
+      transports.emplace_back("grpc", BulkTransport::kGrpcStream);
+    } else {
+      std::fprintf(stderr, "--transports: \"%s\" is not tensor_channel or grpc\n", std::string(t).c_str());
+      return 2;
+    }
   }
   PsServer ps(PsServer::Options{"ps:0"});
   auto server = PsGrpcServer::Start(&ps, "127.0.0.1:0");
@@ -250,23 +278,39 @@ int Main() {
   }
   const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
   std::printf(
-      "TCP stream: raw loopback TCP, one connection, 4 MiB writes, measured before each size.\n"
-      "TCP msg: the same with one message of the shard's size and a 1-byte answer per call.\n"
-      "vs TCP: ps GB/s over the TCP stream figure.\n"
-      "cpu: CPU seconds per GB moved, both ends (client and server share this process).\n\n");
-  std::printf("%-7s %5s %7s %4s | %7s | %9s %8s %6s %5s | %9s %9s %6s %5s\n", "shard", "TCP", "TCP msg", "cpu",
-              "clients", "pull GB/s", "pulls/s", "vs TCP", "cpu", "push GB/s", "updates/s", "vs TCP", "cpu");
+      "TCP: raw loopback TCP, one connection, 4 MiB writes (the ceiling), measured before every ps\n"
+      "  measurement; each figure is the median of %d measurements.\n"
+      "TCP msg: raw TCP with one message of the shard's size and a 1-byte answer per call.\n"
+      "vs TCP: ps GB/s over the TCP figure.\n"
+      "cpu: CPU seconds per GB moved, both ends (client and server share this process).\n\n",
+      repeats);
+  std::printf("%-7s %-7s %5s %7s %4s | %7s | %9s %8s %6s %5s | %9s %9s %6s %5s\n", "shard", "via", "TCP", "TCP msg",
+              "cpu", "clients", "pull GB/s", "pulls/s", "vs TCP", "cpu", "push GB/s", "updates/s", "vs TCP", "cpu");
   for (int64_t bytes = int64_t{absl::GetFlag(FLAGS_min_kib)} << 10;
        bytes <= (int64_t{absl::GetFlag(FLAGS_max_mib)} << 20); bytes *= 4) {
-    double raw_cpu = 0;
-    const double raw = RawTcpGBps(0, seconds, &raw_cpu);
     const double raw_msg = RawTcpGBps(static_cast<size_t>(bytes), seconds);
-    for (int clients : client_counts) {
-      Cell c = MeasurePs(address, bytes, clients, seconds);
-      std::printf("%-7s %5.2f %7.2f %4.2f | %7d | %9.3f %8.1f %5.0f%% %5.2f | %9.3f %9.1f %5.0f%% %5.2f\n",
-                  SizeName(bytes).c_str(), raw, raw_msg, raw_cpu, clients, c.pull_gbps, c.pull_per_s,
-                  100 * c.pull_gbps / raw, c.pull_cpu, c.push_gbps, c.push_per_s, 100 * c.push_gbps / raw, c.push_cpu);
-      std::fflush(stdout);
+    for (const auto& [via, transport] : transports) {
+      for (int clients : client_counts) {
+        std::vector<double> raw, raw_cpu, pull, pull_per_s, pull_cpu, push, push_per_s, push_cpu;
+        for (int r = 0; r < repeats; ++r) {
+          double cpu = 0;
+          raw.push_back(RawTcpGBps(0, seconds, &cpu));
+          raw_cpu.push_back(cpu);
+          const Cell c = MeasurePs(address, bytes, clients, seconds, transport);
+          pull.push_back(c.pull_gbps);
+          pull_per_s.push_back(c.pull_per_s);
+          pull_cpu.push_back(c.pull_cpu);
+          push.push_back(c.push_gbps);
+          push_per_s.push_back(c.push_per_s);
+          push_cpu.push_back(c.push_cpu);
+        }
+        const double tcp = Median(raw);
+        std::printf("%-7s %-7s %5.2f %7.2f %4.2f | %7d | %9.3f %8.1f %5.0f%% %5.2f | %9.3f %9.1f %5.0f%% %5.2f\n",
+                    SizeName(bytes).c_str(), via.c_str(), tcp, raw_msg, Median(raw_cpu), clients, Median(pull),
+                    Median(pull_per_s), 100 * Median(pull) / tcp, Median(pull_cpu), Median(push), Median(push_per_s),
+                    100 * Median(push) / tcp, Median(push_cpu));
+        std::fflush(stdout);
+      }
     }
   }
   (*server)->Shutdown(absl::Seconds(1));

@@ -1,7 +1,8 @@
-// GrpcPsClient against an in-process PsGrpcServer on 127.0.0.1: unary and chunked streaming paths
-// give the same answers and the same errors.
+// GrpcPsClient against an in-process PsGrpcServer on 127.0.0.1: the unary calls, the chunked gRPC
+// streams and the tensor channel give the same answers and the same errors.
 #include "ps/grpc_ps_client.h"
 
+#include <limits>
 #include <thread>
 
 #include "common/protocol_version.h"
@@ -24,17 +25,25 @@ using testing_util::ToFloats;
 // Rows of 1 KiB: 4500 rows is ~4.4 MiB, two stream chunks.
 constexpr int64_t kRows = 4500, kCols = 256;
 
-class GrpcPsClientTest : public ::testing::TestWithParam<bool> {
+// How the client sends the tensors of a pull or push.
+enum class Path { kUnary, kGrpcStream, kTensorChannel };
+
+void UsePath(Path path, GrpcPsClient* client) {
+  client->set_stream_threshold_bytes(path == Path::kUnary ? int64_t{1} << 40 : 0);
+  client->set_bulk_transport(path == Path::kGrpcStream ? BulkTransport::kGrpcStream : BulkTransport::kTensorChannel);
+}
+
+class GrpcPsClientTest : public ::testing::TestWithParam<Path> {
  protected:
   void SetUp() override {
     auto server = PsGrpcServer::Start(&ps_, "127.0.0.1:0");
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     client_ = std::make_unique<GrpcPsClient>("127.0.0.1:" + std::to_string(server_->port()), "ps:0", absl::Seconds(30));
-    client_->set_stream_threshold_bytes(GetParam() ? 0 : int64_t{1} << 40);  // param: streaming
+    UsePath(GetParam(), client_.get());
   }
 
-  absl::Status Create(UpdateMode mode, int workers) {
+  absl::Status Create(UpdateMode mode, int workers, NonFinitePolicy non_finite = NON_FINITE_REJECT) {
     CreateShardsRequest r;
     r.set_protocol_version(kProtocolVersion);
     *r.add_shards() = Spec("big", {kRows, kCols}, 0, kRows, "glorot_uniform");
@@ -45,6 +54,7 @@ class GrpcPsClientTest : public ::testing::TestWithParam<bool> {
     r.set_num_workers(workers);
     r.set_sync_timeout_ms(10000);
     r.set_initialize(true);
+    r.set_non_finite(non_finite);
     CreateShardsResponse resp;
     return client_->CreateShards(r, &resp);
   }
@@ -102,11 +112,33 @@ TEST_P(GrpcPsClientTest, ErrorsNameTheShardAndPeer) {
   EXPECT_EQ(pulled.values(0).version(), 0);  // nothing was applied
 }
 
+TEST_P(GrpcPsClientTest, NonFiniteGradientsAreRejectedOrSkipped) {
+  std::vector<float> grad(kRows * kCols, 1e-3f);
+  grad[kRows * kCols - 5] = std::numeric_limits<float>::quiet_NaN();  // in the last piece
+  grad[7] = std::numeric_limits<float>::infinity();
+  ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
+  PushResponse pushed;
+  absl::Status s = client_->Push(OnePush("big", {kRows, kCols}, grad), &pushed);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("has 2 non-finite values"));
+  PullResponse pulled;
+  ASSERT_TRUE(client_->Pull(OnePull("big"), &pulled).ok());
+  EXPECT_EQ(pulled.values(0).version(), 0);
+
+  ASSERT_TRUE(Create(UPDATE_ASYNC, 1, NON_FINITE_SKIP).ok());
+  ASSERT_TRUE(client_->Push(OnePush("big", {kRows, kCols}, grad), &pushed).ok());
+  EXPECT_EQ(pushed.skipped_non_finite(), 1);
+  grad[7] = grad[kRows * kCols - 5] = 1e-3f;
+  ASSERT_TRUE(client_->Push(OnePush("big", {kRows, kCols}, grad), &pushed).ok());
+  EXPECT_EQ(pushed.skipped_non_finite(), 0);
+  EXPECT_THAT(pushed.versions(), ::testing::ElementsAre(1));  // the skipped push applied nothing
+}
+
 TEST_P(GrpcPsClientTest, SyncStepOverTheNetwork) {
   ASSERT_TRUE(Create(UPDATE_SYNC, 2).ok());
   auto second =
       std::make_unique<GrpcPsClient>("127.0.0.1:" + std::to_string(server_->port()), "ps:0", absl::Seconds(30));
-  second->set_stream_threshold_bytes(GetParam() ? 0 : int64_t{1} << 40);
+  UsePath(GetParam(), second.get());
   absl::Status s0, s1;
   PullResponse waited;
   absl::Status pull_status;
@@ -133,8 +165,18 @@ TEST_P(GrpcPsClientTest, SyncStepOverTheNetwork) {
   EXPECT_THAT(std::string(s0.message()), HasSubstr("stale push from worker 0 for step 0"));
 }
 
-INSTANTIATE_TEST_SUITE_P(UnaryAndStreaming, GrpcPsClientTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Streaming" : "Unary"; });
+INSTANTIATE_TEST_SUITE_P(AllPaths, GrpcPsClientTest,
+                         ::testing::Values(Path::kUnary, Path::kGrpcStream, Path::kTensorChannel),
+                         [](const ::testing::TestParamInfo<Path>& info) {
+                           switch (info.param) {
+                             case Path::kUnary:
+                               return "Unary";
+                             case Path::kGrpcStream:
+                               return "GrpcStream";
+                             default:
+                               return "TensorChannel";
+                           }
+                         });
 
 TEST(GrpcPsClient, UnreachablePsIsUnavailable) {
   GrpcPsClient client("127.0.0.1:1", "ps:3", absl::Seconds(5));

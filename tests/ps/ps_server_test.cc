@@ -231,6 +231,65 @@ TEST_F(PsServerTest, ConcurrentPushesAreNeverTorn) {
   EXPECT_EQ(ToFloats(p.values(0).value())[123], -static_cast<float>(kThreads * kPushes));
 }
 
+// PullSnapshots hands out the shard's own buffer: it must never change while a pull holds it.
+std::vector<PulledTensor> Snapshots(PsServer* server, const std::string& shard) {
+  std::vector<PulledTensor> out;
+  PullRequest r = OnePull(shard);
+  server->PullSnapshots(&r, [&](absl::Status s, std::vector<PulledTensor> t) {
+    EXPECT_TRUE(s.ok()) << s;
+    out = std::move(t);
+  });
+  return out;
+}
+
+std::vector<float> SnapshotFloats(const PulledTensor& t) {
+  return {t.values->data<float>(), t.values->data<float>() + t.values->num_elements()};
+}
+
+TEST_F(PsServerTest, PulledSnapshotsNeverChangeUnderLaterPushes) {
+  ASSERT_TRUE(Create(UPDATE_ASYNC).ok());
+  std::vector<PulledTensor> held = Snapshots(&server_, "w");
+  ASSERT_EQ(held.size(), 1u);
+  ASSERT_TRUE(Push({1, 1, 1, 1, 1, 1}).ok());  // applied to a copy: `held` is still being sent
+  ASSERT_TRUE(Push({1, 1, 1, 1, 1, 1}).ok());
+  EXPECT_EQ(SnapshotFloats(held[0]), kOnes);
+  EXPECT_EQ(held[0].version, 0);
+  std::vector<PulledTensor> now = Snapshots(&server_, "w");
+  EXPECT_EQ(SnapshotFloats(now[0]), std::vector<float>(6, -1.0f));
+  EXPECT_EQ(now[0].version, 2);
+  held.clear();
+  now.clear();
+  ASSERT_TRUE(Push({1, 1, 1, 1, 1, 1}).ok());  // nothing holds the values: updated in place
+  EXPECT_EQ(Value(), std::vector<float>(6, -2.0f));
+}
+
+TEST_F(PsServerTest, SnapshotsHeldAcrossConcurrentPushesStayConsistent) {
+  CreateShardsRequest r;
+  r.set_protocol_version(kProtocolVersion);
+  *r.add_shards() = Spec("w", {1000, 16}, 0, 1000, "zeros");
+  *r.mutable_optimizer() = testing_util::Sgd(1.0);
+  CreateShardsResponse resp;
+  ASSERT_TRUE(client_.CreateShards(r, &resp).ok());
+  std::atomic<bool> done{false}, changed{false};
+  std::thread pusher([&] {
+    for (int i = 0; i < 200; ++i) {
+      PushResponse p;
+      EXPECT_TRUE(client_.Push(OnePush("w", {1000, 16}, std::vector<float>(16000, 1.0f)), &p).ok());
+    }
+    done = true;
+  });
+  while (!done) {
+    std::vector<PulledTensor> t = Snapshots(&server_, "w");
+    const std::vector<float> first = SnapshotFloats(t[0]);
+    if (first[0] != -static_cast<float>(t[0].version)) changed = true;
+    std::this_thread::yield();  // pushes land while the snapshot is held
+    if (SnapshotFloats(t[0]) != first) changed = true;
+  }
+  pusher.join();
+  EXPECT_FALSE(changed.load());
+  EXPECT_EQ(Value()[77], -200.0f);
+}
+
 TEST_F(PsServerTest, BadInputNamesTheShardAndLeavesItUnchanged) {
   ASSERT_TRUE(Create(UPDATE_ASYNC).ok());
   PushResponse resp;

@@ -28,6 +28,20 @@ inline int FreeLoopbackPort() {
   return ntohs(addr.sin_port);
 }
 
+// A blocking socket connected to 127.0.0.1:port, or -1.
+inline int ConnectLoopback(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // True once something accepts TCP connections on 127.0.0.1:port.
 inline bool LoopbackAccepts(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

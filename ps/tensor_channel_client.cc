@@ -1,0 +1,225 @@
+#include "ps/tensor_channel_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "ps/tensor_channel_wire.h"
+
+namespace pstrain {
+namespace {
+
+constexpr char kPsClosed[] = "the ps closed the tensor channel connection (did the ps stop?)";
+// A connection attempt gives up after this even when the call's deadline is later, as gRPC's does.
+constexpr absl::Duration kConnectTimeout = absl::Seconds(20);
+
+int MillisLeft(absl::Time deadline) {
+  const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1 << 30));
+}
+
+}  // namespace
+
+TensorChannelClient::TensorChannelClient(std::string address, std::string peer)
+    : host_([&] {
+        std::string host, port;
+        SplitHostPort(address, &host, &port);
+        return host;
+      }()),
+      port_(address.substr(address.rfind(':') + 1)),
+      peer_(std::move(peer)) {}
+
+TensorChannelClient::~TensorChannelClient() {
+  absl::MutexLock l(&mu_);
+  for (int fd : idle_) ::close(fd);
+}
+
+absl::Status TensorChannelClient::Named(const absl::Status& s) const {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(peer_, ": ", s.message()));
+}
+
+absl::StatusOr<int> TensorChannelClient::Connect(absl::Time deadline) const {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host_.c_str(), port_.c_str(), &hints, &found); rc != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", host_, ": ", ::gai_strerror(rc)));
+  }
+  const absl::Time give_up = std::min(deadline, absl::Now() + kConnectTimeout);
+  std::string error = "no address";
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) continue;
+    int err = 0;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      err = errno;
+      if (err == EINPROGRESS) {
+        pollfd p{fd, POLLOUT, 0};
+        const int ready = ::poll(&p, 1, MillisLeft(give_up));
+        socklen_t len = sizeof(err);
+        err = ready <= 0 ? ETIMEDOUT : 0;
+        if (ready > 0) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      }
+    }
+    if (err != 0) {
+      error = std::strerror(err);
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  if (fd < 0) {
+    if (absl::Now() >= deadline) return absl::DeadlineExceededError("deadline exceeded while connecting");
+    return absl::UnavailableError(absl::StrCat("cannot connect to the tensor channel: ", error));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  FrameIo io(fd, deadline, kPsClosed);
+  if (absl::Status s = io.Write({{const_cast<char*>(kTensorChannelPreface.data()), kTensorChannelPreface.size()}});
+      !s.ok()) {
+    ::close(fd);
+    return s;
+  }
+  return fd;
+}
+
+absl::StatusOr<int> TensorChannelClient::Acquire(absl::Time deadline) {
+  for (;;) {
+    int fd = -1;
+    {
+      absl::MutexLock l(&mu_);
+      if (idle_.empty()) break;
+      fd = idle_.back();
+      idle_.pop_back();
+    }
+    // An idle connection has nothing to read; readable means the ps closed or reset it.
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) == 0) return fd;
+    ::close(fd);
+  }
+  return Connect(deadline);
+}
+
+void TensorChannelClient::Release(int fd, bool reusable) {
+  if (!reusable) {
+    ::close(fd);
+    return;
+  }
+  absl::MutexLock l(&mu_);
+  idle_.push_back(fd);
+}
+
+absl::Status TensorChannelClient::ReadResponse(int fd, absl::Time deadline, TensorCallResponse* response,
+                                               uint64_t* payload_bytes, bool* reusable) {
+  FrameIo io(fd, deadline, kPsClosed);
+  *reusable = false;
+  if (absl::Status s = io.ReadFrameStart(response, payload_bytes); !s.ok()) return s;
+  if (response->code() != 0) {
+    if (*payload_bytes != 0) return absl::InternalError("the ps sent tensor bytes with an error");
+    *reusable = true;
+    const int code = response->code();
+    return absl::Status(code > 0 && code <= 16 ? static_cast<absl::StatusCode>(code) : absl::StatusCode::kInternal,
+                        response->message());
+  }
+  *reusable = true;
+  return absl::OkStatus();
+}
+
+absl::Status TensorChannelClient::Pull(const PullRequest& request, PullResponse* response, absl::Time deadline) {
+  absl::StatusOr<int> fd = Acquire(deadline);
+  if (!fd.ok()) return Named(fd.status());
+  FrameIo io(*fd, deadline, kPsClosed);
+  TensorCallRequest call;
+  *call.mutable_pull() = request;
+  if (absl::Status s = io.WriteFrame(call, {}); !s.ok()) {
+    Release(*fd, false);
+    return Named(s);
+  }
+  TensorCallResponse answer;
+  uint64_t payload_bytes = 0;
+  bool reusable = false;
+  if (absl::Status s = ReadResponse(*fd, deadline, &answer, &payload_bytes, &reusable); !s.ok()) {
+    Release(*fd, reusable);
+    return Named(s);
+  }
+  const PullResponse& header = answer.pull();
+  uint64_t announced = 0;
+  for (int64_t b : answer.payload_bytes()) announced += static_cast<uint64_t>(std::max<int64_t>(b, 0));
+  if (answer.payload_bytes_size() != header.values_size() || announced != payload_bytes ||
+      header.values_size() != request.shard_names_size()) {
+    Release(*fd, false);
+    return Named(absl::InternalError(absl::StrCat("tensor channel protocol violation: ", header.values_size(),
+                                                  " values with ", answer.payload_bytes_size(), " sizes for ",
+                                                  request.shard_names_size(), " shards")));
+  }
+  for (int i = 0; i < header.values_size(); ++i) {
+    const ShardValue& in = header.values(i);
+    ShardValue* v = i < response->values_size() ? response->mutable_values(i) : response->add_values();
+    v->set_name(in.name());
+    v->set_version(in.version());
+    TensorProto* t = v->mutable_value();
+    t->set_dtype(in.value().dtype());
+    *t->mutable_shape() = in.value().shape();
+    std::string* data = t->mutable_data();
+    const size_t bytes = static_cast<size_t>(answer.payload_bytes(i));
+    if (data->size() != bytes) data->resize(bytes);  // same shards again: the buffer is reused
+    if (absl::Status s = io.Read(data->data(), bytes); !s.ok()) {
+      Release(*fd, false);
+      return Named(s);
+    }
+  }
+  while (response->values_size() > header.values_size()) response->mutable_values()->RemoveLast();
+  Release(*fd, true);
+  return absl::OkStatus();
+}
+
+absl::Status TensorChannelClient::Push(const PushRequest& request, PushResponse* response, absl::Time deadline) {
+  TensorCallRequest call;
+  PushRequest* header = call.mutable_push();
+  header->set_worker_index(request.worker_index());
+  header->set_step(request.step());
+  std::vector<absl::string_view> payload;
+  for (const ShardGradient& g : request.gradients()) {
+    ShardGradient* h = header->add_gradients();
+    h->set_name(g.name());
+    h->mutable_gradient()->set_dtype(g.gradient().dtype());
+    *h->mutable_gradient()->mutable_shape() = g.gradient().shape();
+    call.add_payload_bytes(static_cast<int64_t>(g.gradient().data().size()));
+    payload.push_back(g.gradient().data());
+  }
+  absl::StatusOr<int> fd = Acquire(deadline);
+  if (!fd.ok()) return Named(fd.status());
+  FrameIo io(*fd, deadline, kPsClosed);
+  if (absl::Status s = io.WriteFrame(call, payload); !s.ok()) {
+    Release(*fd, false);
+    return Named(s);
+  }
+  TensorCallResponse answer;
+  uint64_t payload_bytes = 0;
+  bool reusable = false;
+  absl::Status s = ReadResponse(*fd, deadline, &answer, &payload_bytes, &reusable);
+  if (s.ok() && payload_bytes != 0) {
+    s = absl::InternalError("tensor channel protocol violation: a push answer carries tensor bytes");
+    reusable = false;
+  }
+  Release(*fd, reusable);
+  if (!s.ok()) return Named(s);
+  *response = std::move(*answer.mutable_push());
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain
