@@ -141,11 +141,7 @@ void SharedPortListener::Dispatch(int listener_fd, int fd) {
     got += static_cast<size_t>(r);
   }
   if (got == sizeof(preface) && std::memcmp(preface, kTensorChannelPreface.data(), got) == 0) {
-    // Dead clients (a host gone without a FIN) are found by keepalive probes within ~2 minutes.
-    SetInt(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
-    SetInt(fd, IPPROTO_TCP, TCP_KEEPIDLE, 60);
-    SetInt(fd, IPPROTO_TCP, TCP_KEEPINTVL, 10);
-    SetInt(fd, IPPROTO_TCP, TCP_KEEPCNT, 6);
+    SetDeadPeerDetection(fd);
     handlers_.tensor_channel(fd);
     return release(true);
   }

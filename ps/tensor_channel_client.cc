@@ -88,6 +88,7 @@ absl::StatusOr<int> TensorChannelClient::Connect(absl::Time deadline) const {
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  SetDeadPeerDetection(fd);
   FrameIo io(fd, deadline, kPsClosed);
   if (absl::Status s = io.Write({{const_cast<char*>(kTensorChannelPreface.data()), kTensorChannelPreface.size()}});
       !s.ok()) {

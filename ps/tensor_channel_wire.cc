@@ -1,6 +1,8 @@
 #include "ps/tensor_channel_wire.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -27,6 +29,15 @@ uint64_t GetLe(const char* in, int bytes) {
 }
 
 }  // namespace
+
+void SetDeadPeerDetection(int fd) {
+  auto set = [fd](int level, int option, int value) { ::setsockopt(fd, level, option, &value, sizeof(value)); };
+  set(SOL_SOCKET, SO_KEEPALIVE, 1);
+  set(IPPROTO_TCP, TCP_KEEPIDLE, 20);
+  set(IPPROTO_TCP, TCP_KEEPINTVL, 10);
+  set(IPPROTO_TCP, TCP_KEEPCNT, 6);
+  set(IPPROTO_TCP, TCP_USER_TIMEOUT, 80000);
+}
 
 bool SplitHostPort(const std::string& address, std::string* host, std::string* port) {
   const size_t colon = address.rfind(':');

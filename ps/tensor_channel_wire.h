@@ -62,6 +62,11 @@ class FrameIo {
   bool closed_between_frames_ = false;
 };
 
+// Turns on TCP keepalive probes and a bound on unacknowledged data, so a peer whose host vanished
+// (no FIN, no RST) fails the connection within about 80 s, as gRPC's keepalive pings would; a peer
+// that is merely slow or parked answers the probes and is never cut off.
+void SetDeadPeerDetection(int fd);
+
 // Splits "host:port", "[v6]:port" or ":port"; false when there is no port.
 bool SplitHostPort(const std::string& address, std::string* host, std::string* port);
 

@@ -84,7 +84,10 @@ int main(int argc, char** argv) {
   }
   std::cerr << "pstrain-worker: " << task << " serving on " << config->listen << " (device "
             << absl::GetFlag(FLAGS_device) << ", " << config->options.threads << " threads, "
-            << config->options.replicas << " replicas)" << std::endl;
+            << config->options.replicas << " replicas; tensors to the ps over "
+            << (pstrain::BulkTransportFromEnv() == pstrain::BulkTransport::kGrpcStream ? "gRPC streams"
+                                                                                      : "the tensor channel")
+            << ")" << std::endl;
   const pstrain::StopReason stop = pstrain::WaitForStop();
   std::cerr << "pstrain-worker: " << task << " stopping: " << stop.description << std::endl;
   const int exit_code = stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitOk;

@@ -26,4 +26,7 @@ steps=$(json_get "$WORK/train.json" "d['steps']")
 [ "$steps" = 6 ] || fail "pstrain train ran $steps steps, expected 6"
 python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 1e-4*max(abs(a),1e-3) else 1)" \
   "$cluster" "$single" || fail "sync cluster test loss $cluster differs from pstrain train's $single"
-echo "PASS: sync cluster $cluster == pstrain train $single after 6 full-batch steps"
+via="the tensor channel"
+[ "${PSTRAIN_PS_TRANSPORT:-}" = grpc ] && via="gRPC streams"
+grep -q "tensors to the ps over $via" "$WORK/worker-0.log" || fail "worker 0 did not send tensors over $via"
+echo "PASS: sync cluster $cluster == pstrain train $single after 6 full-batch steps, tensors over $via"
