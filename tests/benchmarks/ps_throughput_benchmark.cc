@@ -291,24 +291,24 @@ int Main() {
     const double raw_msg = RawTcpGBps(static_cast<size_t>(bytes), seconds);
     for (const auto& [via, transport] : transports) {
       for (int clients : client_counts) {
-        std::vector<double> raw, raw_cpu, pull, pull_per_s, pull_cpu, push, push_per_s, push_cpu;
+        std::vector<double> raw, raw_cpu;
+        std::vector<Cell> cells;
         for (int r = 0; r < repeats; ++r) {
           double cpu = 0;
           raw.push_back(RawTcpGBps(0, seconds, &cpu));
           raw_cpu.push_back(cpu);
-          const Cell c = MeasurePs(address, bytes, clients, seconds, transport);
-          pull.push_back(c.pull_gbps);
-          pull_per_s.push_back(c.pull_per_s);
-          pull_cpu.push_back(c.pull_cpu);
-          push.push_back(c.push_gbps);
-          push_per_s.push_back(c.push_per_s);
-          push_cpu.push_back(c.push_cpu);
+          cells.push_back(MeasurePs(address, bytes, clients, seconds, transport));
         }
-        const double tcp = Median(raw);
+        auto median = [&cells](double Cell::*field) {
+          std::vector<double> v;
+          for (const Cell& c : cells) v.push_back(c.*field);
+          return Median(std::move(v));
+        };
+        const double tcp = Median(raw), pull = median(&Cell::pull_gbps), push = median(&Cell::push_gbps);
         std::printf("%-7s %-7s %5.2f %7.2f %4.2f | %7d | %9.3f %8.1f %5.0f%% %5.2f | %9.3f %9.1f %5.0f%% %5.2f\n",
-                    SizeName(bytes).c_str(), via.c_str(), tcp, raw_msg, Median(raw_cpu), clients, Median(pull),
-                    Median(pull_per_s), 100 * Median(pull) / tcp, Median(pull_cpu), Median(push), Median(push_per_s),
-                    100 * Median(push) / tcp, Median(push_cpu));
+                    SizeName(bytes).c_str(), via.c_str(), tcp, raw_msg, Median(raw_cpu), clients, pull,
+                    median(&Cell::pull_per_s), 100 * pull / tcp, median(&Cell::pull_cpu), push,
+                    median(&Cell::push_per_s), 100 * push / tcp, median(&Cell::push_cpu));
         std::fflush(stdout);
       }
     }

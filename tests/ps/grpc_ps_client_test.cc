@@ -44,19 +44,12 @@ class GrpcPsClientTest : public ::testing::TestWithParam<Path> {
   }
 
   absl::Status Create(UpdateMode mode, int workers, NonFinitePolicy non_finite = NON_FINITE_REJECT) {
-    CreateShardsRequest r;
-    r.set_protocol_version(kProtocolVersion);
-    *r.add_shards() = Spec("big", {kRows, kCols}, 0, kRows, "glorot_uniform");
-    *r.add_shards() = Spec("small", {3}, 0, 3, "ones");
-    *r.add_shards() = Spec("empty", {0, 4}, 0, 0, "ones");
-    *r.mutable_optimizer() = testing_util::Sgd(1.0);
-    r.set_mode(mode);
-    r.set_num_workers(workers);
-    r.set_sync_timeout_ms(10000);
-    r.set_initialize(true);
-    r.set_non_finite(non_finite);
     CreateShardsResponse resp;
-    return client_->CreateShards(r, &resp);
+    return client_->CreateShards(testing_util::CreateRequest({Spec("big", {kRows, kCols}, 0, kRows, "glorot_uniform"),
+                                                              Spec("small", {3}, 0, 3, "ones"),
+                                                              Spec("empty", {0, 4}, 0, 0, "ones")},
+                                                             mode, workers, non_finite),
+                                 &resp);
   }
 
   PsServer ps_{PsServer::Options{"ps:0"}};

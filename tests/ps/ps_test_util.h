@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/protocol_version.h"
 #include "proto/ps.pb.h"
 
 namespace pstrain {
@@ -34,6 +35,21 @@ inline OptimizerProto Sgd(double lr) {
   o.set_type("sgd");
   o.mutable_learning_rate()->set_initial(lr);
   return o;
+}
+
+// Creates `shards`, initialised, with SGD at learning rate 1.
+inline CreateShardsRequest CreateRequest(std::vector<ShardSpecProto> shards, UpdateMode mode, int workers,
+                                         NonFinitePolicy non_finite = NON_FINITE_REJECT) {
+  CreateShardsRequest r;
+  r.set_protocol_version(kProtocolVersion);
+  for (ShardSpecProto& s : shards) *r.add_shards() = std::move(s);
+  *r.mutable_optimizer() = Sgd(1.0);
+  r.set_mode(mode);
+  r.set_num_workers(workers);
+  r.set_sync_timeout_ms(10000);
+  r.set_non_finite(non_finite);
+  r.set_initialize(true);
+  return r;
 }
 
 inline TensorProto Floats(std::vector<int64_t> shape, const std::vector<float>& values) {

@@ -224,17 +224,10 @@ class ChannelTest : public ::testing::Test {
   }
 
   absl::Status Create(UpdateMode mode, int workers) {
-    CreateShardsRequest r;
-    r.set_protocol_version(kProtocolVersion);
-    *r.add_shards() = Spec("big", {kRows, kCols}, 0, kRows, "ones");
-    *r.mutable_optimizer() = testing_util::Sgd(1.0);
-    r.set_mode(mode);
-    r.set_num_workers(workers);
-    r.set_sync_timeout_ms(10000);
-    r.set_initialize(true);
     CreateShardsResponse resp;
     GrpcPsClient control(address_, "ps:0", absl::Seconds(10));
-    return control.CreateShards(r, &resp);
+    return control.CreateShards(
+        testing_util::CreateRequest({Spec("big", {kRows, kCols}, 0, kRows, "ones")}, mode, workers), &resp);
   }
 
   std::unique_ptr<PsServer> ps_;

@@ -44,14 +44,10 @@ inline int ConnectLoopback(int port) {
 
 // True once something accepts TCP connections on 127.0.0.1:port.
 inline bool LoopbackAccepts(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return false;
   ::close(fd);
-  return ok;
+  return true;
 }
 
 }  // namespace testing_util
