@@ -139,6 +139,7 @@ double RawTcpGBps(size_t message_bytes, double seconds, double* cpu_s_per_gb = n
 struct Cell {
   double pull_gbps = 0, push_gbps = 0, pull_per_s = 0, push_per_s = 0;
   double pull_cpu = 0, push_cpu = 0;  // CPU seconds per GB
+  double pull_vs_tcp = 0, push_vs_tcp = 0;  // over the raw TCP figure measured just before each
 };
 
 std::string ShardName(int client) { return "bench/part_" + std::to_string(client); }
@@ -185,7 +186,9 @@ double RunConcurrent(int clients, double seconds, const std::function<bool(int)>
   return static_cast<double>(calls.load()) / Seconds(start, Clock::now());
 }
 
-Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double seconds, BulkTransport transport) {
+// Measures pulls and pushes as asked (both: one after the other on the same shards).
+Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double seconds, BulkTransport transport,
+               bool measure_pull, bool measure_push) {
   const int64_t floats = bytes / 4;
   std::vector<std::unique_ptr<PsClient>> stubs;
   for (int c = 0; c < clients; ++c) {
@@ -223,7 +226,7 @@ Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double se
     if (!st.ok()) std::fprintf(stderr, "push: %s\n", st.ToString().c_str());
     return st.ok();
   };
-  if (absl::GetFlag(FLAGS_pull)) {
+  if (measure_pull) {
     RunConcurrent(clients, seconds / 5, pull);  // warm-up: connections, buffers
     const double cpu = CpuSeconds();
     const auto start = Clock::now();
@@ -231,7 +234,7 @@ Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double se
     cell.pull_gbps = cell.pull_per_s * static_cast<double>(bytes) / 1e9;
     cell.pull_cpu = (CpuSeconds() - cpu) / (cell.pull_gbps * Seconds(start, Clock::now()));
   }
-  if (absl::GetFlag(FLAGS_push)) {
+  if (measure_push) {
     RunConcurrent(clients, seconds / 5, push);
     const double cpu = CpuSeconds();
     const auto start = Clock::now();
@@ -278,10 +281,10 @@ int Main() {
   }
   const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
   std::printf(
-      "TCP: raw loopback TCP, one connection, 4 MiB writes (the ceiling), measured before every ps\n"
-      "  measurement; each figure is the median of %d measurements.\n"
+      "TCP: raw loopback TCP, one connection, 4 MiB writes (the ceiling), measured right before every\n"
+      "  pull and every push measurement; each figure is the median of %d measurements.\n"
       "TCP msg: raw TCP with one message of the shard's size and a 1-byte answer per call.\n"
-      "vs TCP: ps GB/s over the TCP figure.\n"
+      "vs TCP: the median of (ps GB/s / the TCP figure measured just before it).\n"
       "cpu: CPU seconds per GB moved, both ends (client and server share this process).\n\n",
       repeats);
   std::printf("%-7s %-7s %5s %7s %4s | %7s | %9s %8s %6s %5s | %9s %9s %6s %5s\n", "shard", "via", "TCP", "TCP msg",
@@ -293,11 +296,30 @@ int Main() {
       for (int clients : client_counts) {
         std::vector<double> raw, raw_cpu;
         std::vector<Cell> cells;
+        // Raw TCP right before each ps measurement, so every ratio pairs two figures taken
+        // moments apart: the machine's speed drifts between seconds more than within them.
         for (int r = 0; r < repeats; ++r) {
+          Cell cell;
           double cpu = 0;
-          raw.push_back(RawTcpGBps(0, seconds, &cpu));
-          raw_cpu.push_back(cpu);
-          cells.push_back(MeasurePs(address, bytes, clients, seconds, transport));
+          if (absl::GetFlag(FLAGS_pull)) {
+            raw.push_back(RawTcpGBps(0, seconds, &cpu));
+            raw_cpu.push_back(cpu);
+            const Cell c = MeasurePs(address, bytes, clients, seconds, transport, true, false);
+            cell.pull_gbps = c.pull_gbps;
+            cell.pull_per_s = c.pull_per_s;
+            cell.pull_cpu = c.pull_cpu;
+            cell.pull_vs_tcp = c.pull_gbps / raw.back();
+          }
+          if (absl::GetFlag(FLAGS_push)) {
+            raw.push_back(RawTcpGBps(0, seconds, &cpu));
+            raw_cpu.push_back(cpu);
+            const Cell c = MeasurePs(address, bytes, clients, seconds, transport, false, true);
+            cell.push_gbps = c.push_gbps;
+            cell.push_per_s = c.push_per_s;
+            cell.push_cpu = c.push_cpu;
+            cell.push_vs_tcp = c.push_gbps / raw.back();
+          }
+          cells.push_back(cell);
         }
         auto median = [&cells](double Cell::*field) {
           std::vector<double> v;
@@ -307,8 +329,8 @@ int Main() {
         const double tcp = Median(raw), pull = median(&Cell::pull_gbps), push = median(&Cell::push_gbps);
         std::printf("%-7s %-7s %5.2f %7.2f %4.2f | %7d | %9.3f %8.1f %5.0f%% %5.2f | %9.3f %9.1f %5.0f%% %5.2f\n",
                     SizeName(bytes).c_str(), via.c_str(), tcp, raw_msg, Median(raw_cpu), clients, pull,
-                    median(&Cell::pull_per_s), 100 * pull / tcp, median(&Cell::pull_cpu), push,
-                    median(&Cell::push_per_s), 100 * push / tcp, median(&Cell::push_cpu));
+                    median(&Cell::pull_per_s), 100 * median(&Cell::pull_vs_tcp), median(&Cell::pull_cpu), push,
+                    median(&Cell::push_per_s), 100 * median(&Cell::push_vs_tcp), median(&Cell::push_cpu));
         std::fflush(stdout);
       }
     }
