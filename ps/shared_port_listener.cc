@@ -98,7 +98,11 @@ void SharedPortListener::AcceptLoop() {
     for (size_t i = 0; i + 1 < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       const int fd = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;  // the client gave up already, or fds ran out: keep serving the others
+      if (fd < 0) {
+        // Out of descriptors: the pending connection stays queued, so back off instead of spinning.
+        if (errno == EMFILE || errno == ENFILE) ::poll(nullptr, 0, 100);
+        continue;  // otherwise the client gave up already: keep serving the others
+      }
       SetInt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
       absl::MutexLock l(&mu_);
       Reap();

@@ -356,6 +356,25 @@ TEST_F(ChannelTest, APsThatBreaksTheProtocolIsInternal) {
   EXPECT_THAT(Message(s), HasSubstr("ps:9: tensor channel out of step"));
 }
 
+TEST(TensorChannelClient, AnIpv6WildcardPsServesBothFamilies) {
+  PsServer ps(PsServer::Options{"ps:0"});
+  auto server = PsGrpcServer::Start(&ps, "[::]:0");
+  if (!server.ok()) GTEST_SKIP() << "no IPv6 on this machine: " << server.status();
+  const std::string port = std::to_string((*server)->port());
+  GrpcPsClient control("127.0.0.1:" + port, "ps:0", absl::Seconds(10));
+  CreateShardsResponse created;
+  ASSERT_TRUE(
+      control.CreateShards(testing_util::CreateRequest({Spec("w", {4}, 0, 4, "ones")}, UPDATE_ASYNC, 1), &created)
+          .ok());
+  for (const std::string host : {"127.0.0.1", "[::1]"}) {
+    TensorChannelClient client(host + ":" + port, "ps:0");
+    PullResponse pulled;
+    absl::Status s = client.Pull(OnePull("w"), &pulled, absl::Now() + absl::Seconds(10));
+    ASSERT_TRUE(s.ok()) << host << ": " << s;
+    EXPECT_EQ(ToFloats(pulled.values(0).value()), std::vector<float>(4, 1.0f));
+  }
+}
+
 TEST(TensorChannelClient, UnreachablePsIsUnavailable) {
   const int port = testing_util::FreeLoopbackPort();
   TensorChannelClient client("127.0.0.1:" + std::to_string(port), "ps:3 at 127.0.0.1");
