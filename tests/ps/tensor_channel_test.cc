@@ -334,6 +334,47 @@ TEST_F(ChannelTest, APsRestartedOnTheSamePortIsReachedAgain) {
   EXPECT_TRUE(s.ok()) << s;
 }
 
+TEST_F(ChannelTest, ConcurrentPullsAndPushesAreNeverTorn) {
+  CreateShardsResponse created;
+  GrpcPsClient control(address_, "ps:0", absl::Seconds(10));
+  ASSERT_TRUE(control
+                  .CreateShards(testing_util::CreateRequest({Spec("z", {kRows, kCols}, 0, kRows, "zeros")},
+                                                            UPDATE_ASYNC, 1),
+                                &created)
+                  .ok());
+  TensorChannelClient client(address_, "ps:0");  // shared: concurrent calls get their own connections
+  constexpr int kPushers = 3, kPushes = 30;
+  std::atomic<bool> torn{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kPushers; ++t) {
+    threads.emplace_back([&] {
+      const PushRequest push = OnePush("z", {kRows, kCols}, std::vector<float>(kRows * kCols, 1.0f));
+      for (int i = 0; i < kPushes; ++i) {
+        PushResponse r;
+        EXPECT_TRUE(client.Push(push, &r, absl::Now() + absl::Seconds(30)).ok());
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    PullResponse p;  // reused, as a worker does
+    for (int i = 0; i < 60; ++i) {
+      ASSERT_TRUE(client.Pull(OnePull("z"), &p, absl::Now() + absl::Seconds(30)).ok());
+      const std::vector<float> v = ToFloats(p.values(0).value());
+      // Every element moved by the same number of updates, equal to the version read with it.
+      for (float f : v) {
+        if (f != v[0]) torn = true;
+      }
+      if (v[0] != -static_cast<float>(p.values(0).version())) torn = true;
+    }
+  });
+  for (std::thread& t : threads) t.join();
+  EXPECT_FALSE(torn.load());
+  PullResponse p;
+  ASSERT_TRUE(client.Pull(OnePull("z"), &p, absl::Now() + absl::Seconds(10)).ok());
+  EXPECT_EQ(p.values(0).version(), kPushers * kPushes);
+  EXPECT_EQ(ToFloats(p.values(0).value())[4321], -static_cast<float>(kPushers * kPushes));
+}
+
 TEST_F(ChannelTest, APsThatBreaksTheProtocolIsInternal) {
   // A fake ps: reads the preface and one frame header, then answers garbage.
   auto listener = SharedPortListener::Bind("127.0.0.1:0");
