@@ -135,11 +135,14 @@ double RawTcpGBps(size_t message_bytes, double seconds, double* cpu_s_per_gb = n
   return static_cast<double>(bytes) / elapsed / 1e9;
 }
 
-// ---- ps over gRPC ----
-struct Cell {
-  double pull_gbps = 0, push_gbps = 0, pull_per_s = 0, push_per_s = 0;
-  double pull_cpu = 0, push_cpu = 0;  // CPU seconds per GB
-  double pull_vs_tcp = 0, push_vs_tcp = 0;  // over the raw TCP figure measured just before each
+// ---- ps over the network ----
+enum class Op { kPull, kPush };
+
+// One operation measured once, after raw TCP measured just before it.
+struct Figures {
+  double gbps = 0, per_s = 0;
+  double cpu = 0;     // CPU seconds per GB
+  double vs_tcp = 0;  // gbps over that raw TCP figure
 };
 
 std::string ShardName(int client) { return "bench/part_" + std::to_string(client); }
@@ -186,9 +189,9 @@ double RunConcurrent(int clients, double seconds, const std::function<bool(int)>
   return static_cast<double>(calls.load()) / Seconds(start, Clock::now());
 }
 
-// Measures pulls and pushes as asked (both: one after the other on the same shards).
-Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double seconds, BulkTransport transport,
-               bool measure_pull, bool measure_push) {
+// Pulls or pushes of `bytes`-sized shards by `clients` concurrent clients, one shard each.
+Figures MeasurePs(const std::string& address, int64_t bytes, int clients, double seconds, BulkTransport transport,
+                  Op op) {
   const int64_t floats = bytes / 4;
   std::vector<std::unique_ptr<PsClient>> stubs;
   for (int c = 0; c < clients; ++c) {
@@ -198,11 +201,11 @@ Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double se
     stub->set_bulk_transport(transport);
     stubs.push_back(std::move(stub));
   }
-  Cell cell;
+  Figures f;
   absl::Status s = CreateShards(stubs[0].get(), floats, clients);
   if (!s.ok()) {
     std::fprintf(stderr, "CreateShards: %s\n", s.ToString().c_str());
-    return cell;
+    return f;
   }
   std::vector<PushRequest> pushes(clients);
   std::vector<PushResponse> pushed(clients);
@@ -216,33 +219,18 @@ Cell MeasurePs(const std::string& address, int64_t bytes, int clients, double se
     g->mutable_gradient()->add_shape(floats);
     g->mutable_gradient()->mutable_data()->assign(static_cast<size_t>(bytes), '\0');
   }
-  auto pull = [&](int c) {
-    absl::Status st = stubs[c]->Pull(pulls[c], &pulled[c]);
-    if (!st.ok()) std::fprintf(stderr, "pull: %s\n", st.ToString().c_str());
+  auto call = [&](int c) {
+    absl::Status st = op == Op::kPull ? stubs[c]->Pull(pulls[c], &pulled[c]) : stubs[c]->Push(pushes[c], &pushed[c]);
+    if (!st.ok()) std::fprintf(stderr, "%s: %s\n", op == Op::kPull ? "pull" : "push", st.ToString().c_str());
     return st.ok();
   };
-  auto push = [&](int c) {
-    absl::Status st = stubs[c]->Push(pushes[c], &pushed[c]);
-    if (!st.ok()) std::fprintf(stderr, "push: %s\n", st.ToString().c_str());
-    return st.ok();
-  };
-  if (measure_pull) {
-    RunConcurrent(clients, seconds / 5, pull);  // warm-up: connections, buffers
-    const double cpu = CpuSeconds();
-    const auto start = Clock::now();
-    cell.pull_per_s = RunConcurrent(clients, seconds, pull);
-    cell.pull_gbps = cell.pull_per_s * static_cast<double>(bytes) / 1e9;
-    cell.pull_cpu = (CpuSeconds() - cpu) / (cell.pull_gbps * Seconds(start, Clock::now()));
-  }
-  if (measure_push) {
-    RunConcurrent(clients, seconds / 5, push);
-    const double cpu = CpuSeconds();
-    const auto start = Clock::now();
-    cell.push_per_s = RunConcurrent(clients, seconds, push);
-    cell.push_gbps = cell.push_per_s * static_cast<double>(bytes) / 1e9;
-    cell.push_cpu = (CpuSeconds() - cpu) / (cell.push_gbps * Seconds(start, Clock::now()));
-  }
-  return cell;
+  RunConcurrent(clients, seconds / 5, call);  // warm-up: connections, buffers
+  const double cpu = CpuSeconds();
+  const auto start = Clock::now();
+  f.per_s = RunConcurrent(clients, seconds, call);
+  f.gbps = f.per_s * static_cast<double>(bytes) / 1e9;
+  f.cpu = (CpuSeconds() - cpu) / (f.gbps * Seconds(start, Clock::now()));
+  return f;
 }
 
 std::string SizeName(int64_t bytes) {
@@ -287,7 +275,7 @@ int Main() {
       "vs TCP: the median of (ps GB/s / the TCP figure measured just before it).\n"
       "cpu: CPU seconds per GB moved, both ends (client and server share this process).\n\n",
       repeats);
-  std::printf("%-7s %-7s %5s %7s %4s | %7s | %9s %8s %6s %5s | %9s %9s %6s %5s\n", "shard", "via", "TCP", "TCP msg",
+  std::printf("%-7s %-7s %5s %7s %4s | %7s | %9s %9s %6s %5s | %9s %9s %6s %5s\n", "shard", "via", "TCP", "TCP msg",
               "cpu", "clients", "pull GB/s", "pulls/s", "vs TCP", "cpu", "push GB/s", "updates/s", "vs TCP", "cpu");
   for (int64_t bytes = int64_t{absl::GetFlag(FLAGS_min_kib)} << 10;
        bytes <= (int64_t{absl::GetFlag(FLAGS_max_mib)} << 20); bytes *= 4) {
@@ -295,42 +283,32 @@ int Main() {
     for (const auto& [via, transport] : transports) {
       for (int clients : client_counts) {
         std::vector<double> raw, raw_cpu;
-        std::vector<Cell> cells;
+        std::vector<Figures> runs[2];  // per Op
         // Raw TCP right before each ps measurement, so every ratio pairs two figures taken
         // moments apart: the machine's speed drifts between seconds more than within them.
         for (int r = 0; r < repeats; ++r) {
-          Cell cell;
-          double cpu = 0;
-          if (absl::GetFlag(FLAGS_pull)) {
+          for (Op op : {Op::kPull, Op::kPush}) {
+            if (!absl::GetFlag(op == Op::kPull ? FLAGS_pull : FLAGS_push)) continue;
+            double cpu = 0;
             raw.push_back(RawTcpGBps(0, seconds, &cpu));
             raw_cpu.push_back(cpu);
-            const Cell c = MeasurePs(address, bytes, clients, seconds, transport, true, false);
-            cell.pull_gbps = c.pull_gbps;
-            cell.pull_per_s = c.pull_per_s;
-            cell.pull_cpu = c.pull_cpu;
-            cell.pull_vs_tcp = c.pull_gbps / raw.back();
+            Figures f = MeasurePs(address, bytes, clients, seconds, transport, op);
+            f.vs_tcp = f.gbps / raw.back();
+            runs[static_cast<int>(op)].push_back(f);
           }
-          if (absl::GetFlag(FLAGS_push)) {
-            raw.push_back(RawTcpGBps(0, seconds, &cpu));
-            raw_cpu.push_back(cpu);
-            const Cell c = MeasurePs(address, bytes, clients, seconds, transport, false, true);
-            cell.push_gbps = c.push_gbps;
-            cell.push_per_s = c.push_per_s;
-            cell.push_cpu = c.push_cpu;
-            cell.push_vs_tcp = c.push_gbps / raw.back();
-          }
-          cells.push_back(cell);
         }
-        auto median = [&cells](double Cell::*field) {
+        auto median = [&runs](Op op, double Figures::*field) {
           std::vector<double> v;
-          for (const Cell& c : cells) v.push_back(c.*field);
+          for (const Figures& f : runs[static_cast<int>(op)]) v.push_back(f.*field);
           return Median(std::move(v));
         };
-        const double tcp = Median(raw), pull = median(&Cell::pull_gbps), push = median(&Cell::push_gbps);
-        std::printf("%-7s %-7s %5.2f %7.2f %4.2f | %7d | %9.3f %8.1f %5.0f%% %5.2f | %9.3f %9.1f %5.0f%% %5.2f\n",
-                    SizeName(bytes).c_str(), via.c_str(), tcp, raw_msg, Median(raw_cpu), clients, pull,
-                    median(&Cell::pull_per_s), 100 * median(&Cell::pull_vs_tcp), median(&Cell::pull_cpu), push,
-                    median(&Cell::push_per_s), 100 * median(&Cell::push_vs_tcp), median(&Cell::push_cpu));
+        std::printf("%-7s %-7s %5.2f %7.2f %4.2f | %7d", SizeName(bytes).c_str(), via.c_str(), Median(raw), raw_msg,
+                    Median(raw_cpu), clients);
+        for (Op op : {Op::kPull, Op::kPush}) {
+          std::printf(" | %9.3f %9.1f %5.0f%% %5.2f", median(op, &Figures::gbps), median(op, &Figures::per_s),
+                      100 * median(op, &Figures::vs_tcp), median(op, &Figures::cpu));
+        }
+        std::printf("\n");
         std::fflush(stdout);
       }
     }
