@@ -1,7 +1,8 @@
-// GrpcPsClient: the PsClient of a remote ps task over gRPC (blocking unary calls on one channel,
-// message size limits lifted to the 2 GiB protobuf limit); pulls and pushes of large tensors go
-// over the ps's tensor channel on the same port (or gRPC streams, see BulkTransport). Every call carries a deadline; a ps
-// that cannot be reached gives UNAVAILABLE, a hung one DEADLINE_EXCEEDED, both naming the peer.
+// GrpcPsClient: the PsClient of a remote ps task: control calls are blocking unary gRPC calls on
+// one channel (message size limits lifted to the 2 GiB protobuf limit); pulls and pushes go over
+// the ps's tensor channel on the same port (or gRPC streams, see BulkTransport). Every call
+// carries a deadline; a ps that cannot be reached gives UNAVAILABLE, a hung one DEADLINE_EXCEEDED,
+// both naming the peer.
 // Thread-safety: thread-safe (gRPC channels and stubs are).
 #ifndef PSTRAIN_PS_GRPC_PS_CLIENT_H_
 #define PSTRAIN_PS_GRPC_PS_CLIENT_H_

@@ -70,9 +70,8 @@ absl::Status TensorChannelServer::ServePull(FrameIo* io, const PullRequest& requ
   if (payload_bytes != 0) return absl::InternalError("a pull carries no payload");
   // Shared with the callback, which may run (on a push's thread) after a parked wait.
   auto outcome = std::make_shared<Outcome<std::vector<PulledTensor>>>();
-  ps_->PullSnapshots(&request, [outcome](absl::Status s, std::vector<PulledTensor> t) {
-    outcome->Set(std::move(s), std::move(t));
-  });
+  ps_->PullSnapshots(
+      &request, [outcome](absl::Status s, std::vector<PulledTensor> t) { outcome->Set(std::move(s), std::move(t)); });
   std::vector<PulledTensor> tensors;
   const absl::Status status = outcome->Wait(&tensors);
   TensorCallResponse response;

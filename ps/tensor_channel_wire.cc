@@ -91,7 +91,8 @@ absl::Status FrameIo::Failure(const char* what, int err) const {
     return absl::DeadlineExceededError(absl::StrCat("deadline exceeded while ", what, " on the tensor channel"));
   }
   if (err == 0) return absl::UnavailableError(peer_close_);
-  return absl::UnavailableError(absl::StrCat("tensor channel connection failed while ", what, ": ", std::strerror(err)));
+  return absl::UnavailableError(
+      absl::StrCat("tensor channel connection failed while ", what, ": ", std::strerror(err)));
 }
 
 absl::Status FrameIo::Write(std::vector<iovec> parts) {

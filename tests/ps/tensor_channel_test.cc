@@ -239,15 +239,15 @@ TEST_F(ChannelTest, ARejectedPushLeavesTheShardAndTheConnectionUsable) {
   ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
   TensorChannelClient client(address_, "ps:0 at " + address_);
   PushResponse pushed;
-  absl::Status s =
-      client.Push(OnePush("big", {kRows + 1, kCols}, std::vector<float>((kRows + 1) * kCols, 1.0f)), &pushed,
-                  absl::Now() + absl::Seconds(10));
+  absl::Status s = client.Push(OnePush("big", {kRows + 1, kCols}, std::vector<float>((kRows + 1) * kCols, 1.0f)),
+                               &pushed, absl::Now() + absl::Seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Message(s), HasSubstr("ps:0 at 127.0.0.1"));
   EXPECT_THAT(Message(s), HasSubstr("shard big: gradient shape"));
   // The rejected gradient's bytes were drained: the next call on the pooled connection works.
-  ASSERT_TRUE(client.Push(OnePush("big", {kRows, kCols}, std::vector<float>(kRows * kCols, 0.5f)), &pushed,
-                          absl::Now() + absl::Seconds(10))
+  ASSERT_TRUE(client
+                  .Push(OnePush("big", {kRows, kCols}, std::vector<float>(kRows * kCols, 0.5f)), &pushed,
+                        absl::Now() + absl::Seconds(10))
                   .ok());
   EXPECT_THAT(pushed.versions(), ::testing::ElementsAre(1));
   PullResponse pulled;
@@ -337,11 +337,11 @@ TEST_F(ChannelTest, APsRestartedOnTheSamePortIsReachedAgain) {
 TEST_F(ChannelTest, ConcurrentPullsAndPushesAreNeverTorn) {
   CreateShardsResponse created;
   GrpcPsClient control(address_, "ps:0", absl::Seconds(10));
-  ASSERT_TRUE(control
-                  .CreateShards(testing_util::CreateRequest({Spec("z", {kRows, kCols}, 0, kRows, "zeros")},
-                                                            UPDATE_ASYNC, 1),
-                                &created)
-                  .ok());
+  ASSERT_TRUE(
+      control
+          .CreateShards(testing_util::CreateRequest({Spec("z", {kRows, kCols}, 0, kRows, "zeros")}, UPDATE_ASYNC, 1),
+                        &created)
+          .ok());
   TensorChannelClient client(address_, "ps:0");  // shared: concurrent calls get their own connections
   constexpr int kPushers = 3, kPushes = 30;
   std::atomic<bool> torn{false};
