@@ -17,16 +17,27 @@ std::vector<ShardSpecProto> ShardsOnPs(const VariablePlanProto& plan, int ps_tas
   return out;
 }
 
+namespace {
+
+// The shard settings CreateShards and Restore share (the two requests name these fields alike).
+template <typename Request>
+void SetShardsAndUpdates(const JobSpec& spec, const VariablePlanProto& plan, int ps_task, int num_workers,
+                         Request* r) {
+  for (const ShardSpecProto& s : ShardsOnPs(plan, ps_task)) *r->add_shards() = s;
+  *r->mutable_optimizer() = OptimizerProtoFromSpec(spec.optimizer);
+  r->set_mode(UpdateModeOf(spec));
+  r->set_num_workers(num_workers);
+  r->set_sync_timeout_ms(spec.sync_timeout_ms);
+  r->set_non_finite(NON_FINITE_REJECT);
+}
+
+}  // namespace
+
 CreateShardsRequest MakeCreateShardsRequest(const JobSpec& spec, const VariablePlanProto& plan, int ps_task,
                                             int num_workers, bool initialize) {
   CreateShardsRequest r;
   r.set_protocol_version(kProtocolVersion);
-  for (const ShardSpecProto& s : ShardsOnPs(plan, ps_task)) *r.add_shards() = s;
-  *r.mutable_optimizer() = OptimizerProtoFromSpec(spec.optimizer);
-  r.set_mode(UpdateModeOf(spec));
-  r.set_num_workers(num_workers);
-  r.set_sync_timeout_ms(spec.sync_timeout_ms);
-  r.set_non_finite(NON_FINITE_REJECT);
+  SetShardsAndUpdates(spec, plan, ps_task, num_workers, &r);
   r.set_initialize(initialize);
   return r;
 }
@@ -35,12 +46,7 @@ RestoreRequest MakeRestoreRequest(const JobSpec& spec, const VariablePlanProto& 
                                   int num_workers, const std::string& checkpoint_dir) {
   RestoreRequest r;
   r.set_checkpoint_dir(checkpoint_dir);
-  for (const ShardSpecProto& s : ShardsOnPs(plan, ps_task)) *r.add_shards() = s;
-  *r.mutable_optimizer() = OptimizerProtoFromSpec(spec.optimizer);
-  r.set_mode(UpdateModeOf(spec));
-  r.set_num_workers(num_workers);
-  r.set_sync_timeout_ms(spec.sync_timeout_ms);
-  r.set_non_finite(NON_FINITE_REJECT);
+  SetShardsAndUpdates(spec, plan, ps_task, num_workers, &r);
   return r;
 }
 
