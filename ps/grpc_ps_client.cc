@@ -63,7 +63,7 @@ absl::Status GrpcPsClient::CreateShards(const CreateShardsRequest& request, Crea
 }
 
 absl::Status GrpcPsClient::Pull(const PullRequest& request, PullResponse* response) {
-  if (StreamPull(request)) return PullStreamed(request, response);
+  if (PullGoesInBulk(request)) return PullInBulk(request, response);
   absl::Status s = Unary(&PsService::Stub::Pull, request, response);
   if (s.ok()) RememberSizes(*response);
   return s;
@@ -72,11 +72,11 @@ absl::Status GrpcPsClient::Pull(const PullRequest& request, PullResponse* respon
 absl::Status GrpcPsClient::Push(const PushRequest& request, PushResponse* response) {
   int64_t bytes = 0;
   for (const ShardGradient& g : request.gradients()) bytes += static_cast<int64_t>(g.gradient().data().size());
-  if (bytes >= StreamThreshold()) return PushStreamed(request, response);
+  if (bytes >= StreamThreshold()) return PushInBulk(request, response);
   return Unary(&PsService::Stub::Push, request, response);
 }
 
-bool GrpcPsClient::StreamPull(const PullRequest& request) const {
+bool GrpcPsClient::PullGoesInBulk(const PullRequest& request) const {
   const int64_t threshold = StreamThreshold();
   if (threshold <= 0) return true;
   if (threshold > kMaxMessageBytes) return false;  // streaming turned off
@@ -113,7 +113,7 @@ absl::Status GrpcPsClient::Shutdown(const ShutdownRequest& request, ShutdownResp
   return FromGrpcStatus(stub_->Shutdown(&context, request, response), peer_);
 }
 
-absl::Status GrpcPsClient::PullStreamed(const PullRequest& request, PullResponse* response) {
+absl::Status GrpcPsClient::PullInBulk(const PullRequest& request, PullResponse* response) {
   if (bulk_transport_ == BulkTransport::kTensorChannel) {
     absl::Status s = tensor_channel_.Pull(request, response, absl::Now() + deadline_);
     if (s.ok()) RememberSizes(*response);
@@ -126,7 +126,7 @@ absl::Status GrpcPsClient::PullStreamed(const PullRequest& request, PullResponse
   return s;
 }
 
-absl::Status GrpcPsClient::PushStreamed(const PushRequest& request, PushResponse* response) {
+absl::Status GrpcPsClient::PushInBulk(const PushRequest& request, PushResponse* response) {
   if (bulk_transport_ == BulkTransport::kTensorChannel) {
     return tensor_channel_.Push(request, response, absl::Now() + deadline_);
   }

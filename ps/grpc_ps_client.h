@@ -63,10 +63,12 @@ class GrpcPsClient : public PsClient {
   template <typename Request, typename Response>
   absl::Status Unary(grpc::Status (PsService::Stub::*method)(grpc::ClientContext*, const Request&, Response*),
                      const Request& request, Response* response);
-  absl::Status PullStreamed(const PullRequest& request, PullResponse* response);
-  absl::Status PushStreamed(const PushRequest& request, PushResponse* response);
-  // Whether a pull of these shards should stream: their sizes as last seen (unknown: stream).
-  bool StreamPull(const PullRequest& request) const;
+  // Over the bulk transport (bulk_transport_).
+  absl::Status PullInBulk(const PullRequest& request, PullResponse* response);
+  absl::Status PushInBulk(const PushRequest& request, PushResponse* response);
+  // Whether a pull of these shards goes over the bulk transport: their sizes as last seen
+  // (unknown: it does).
+  bool PullGoesInBulk(const PullRequest& request) const;
   void RememberSizes(const PullResponse& response);
 
   const std::string peer_;

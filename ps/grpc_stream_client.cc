@@ -8,6 +8,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/sync_stream.h"
 #include "ps/borrowed_bytes_codec.h"
+#include "ps/bulk_messages.h"
 #include "ps/grpc_tuning.h"
 
 namespace pstrain {
@@ -18,20 +19,6 @@ constexpr int kPushChunkDataField = 4;
 
 grpc::Status Violation(const std::string& what) {
   return grpc::Status(grpc::StatusCode::INTERNAL, "pull stream protocol violation: " + what);
-}
-
-// Starts tensor `c.index()` of the response from its first chunk, reusing an existing entry.
-std::string* StartTensor(const TensorChunk& c, PullResponse* response) {
-  ShardValue* v = c.index() < response->values_size() ? response->mutable_values(c.index()) : response->add_values();
-  v->set_name(c.name());
-  v->set_version(c.version());
-  TensorProto* t = v->mutable_value();
-  t->set_dtype(c.dtype());
-  t->clear_shape();
-  for (int64_t d : c.shape()) t->add_shape(d);
-  std::string* data = t->mutable_data();
-  if (data->size() != static_cast<size_t>(c.total_bytes())) data->resize(static_cast<size_t>(c.total_bytes()));
-  return data;
 }
 
 }  // namespace
@@ -54,7 +41,8 @@ grpc::Status PsStreamClient::Pull(grpc::ClientContext* context, const PullReques
     if (!DecodeWithBorrowedBytes(in, kTensorChunkDataField, &m).ok() || !fields.ParseFromString(m.small_fields)) {
       violation = Violation("a chunk does not parse");
     } else if (fields.offset() == 0 && fields.index() == started && fields.total_bytes() >= 0) {
-      data = StartTensor(fields, response);
+      data = PrepareValue(fields.index(), fields.name(), fields.version(), fields.dtype(), fields.shape(),
+                          static_cast<size_t>(fields.total_bytes()), response);
       ++started;
     } else if (fields.index() != started - 1 || data == nullptr) {
       violation = Violation(absl::StrCat("chunk for tensor ", fields.index(), " out of order"));
@@ -84,15 +72,7 @@ grpc::Status PsStreamClient::Push(grpc::ClientContext* context, const PushReques
       grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(channel_.get(), push_method_, context,
                                                                     &raw_response));
   PushChunk fields;
-  PushRequest* header = fields.mutable_header();
-  header->set_worker_index(request.worker_index());
-  header->set_step(request.step());
-  for (const ShardGradient& g : request.gradients()) {
-    ShardGradient* h = header->add_gradients();
-    h->set_name(g.name());
-    h->mutable_gradient()->set_dtype(g.gradient().dtype());
-    *h->mutable_gradient()->mutable_shape() = g.gradient().shape();
-  }
+  *fields.mutable_header() = PushHeader(request);
   bool ok = true;
   if (request.gradients_size() == 0)
     ok = writer->Write(EncodeWithBorrowedBytes(fields.SerializeAsString(), kPushChunkDataField, nullptr, 0));

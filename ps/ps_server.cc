@@ -130,11 +130,33 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<Tensor>> PsServer::GradientBuffer(const std::string& name, DataType dtype,
-                                                                 absl::Span<const int64_t> shape) const {
-  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards, Lookup({name}));
-  RETURN_IF_ERROR(shards[0]->CheckGradient(dtype, shape, shards[0]->num_bytes()));
-  return shards[0]->GradientBuffer();
+absl::StatusOr<std::vector<std::shared_ptr<Tensor>>> PsServer::GradientBuffers(const PushRequest& header) const {
+  std::vector<std::string> names;
+  for (const ShardGradient& g : header.gradients()) names.push_back(g.name());
+  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards, Lookup(names));
+  std::vector<std::shared_ptr<Tensor>> buffers;
+  for (int i = 0; i < header.gradients_size(); ++i) {
+    const TensorProto& g = header.gradients(i).gradient();
+    const std::vector<int64_t> shape(g.shape().begin(), g.shape().end());
+    RETURN_IF_ERROR(shards[i]->CheckGradient(g.dtype(), shape, shards[i]->num_bytes()));
+    buffers.push_back(shards[i]->GradientBuffer());
+  }
+  return buffers;
+}
+
+std::vector<GradientView> GradientViews(const PushRequest& header, const std::vector<std::shared_ptr<Tensor>>& buffers,
+                                        const std::vector<int64_t>& non_finite) {
+  std::vector<GradientView> views;
+  for (int i = 0; i < header.gradients_size(); ++i) {
+    const ShardGradient& g = header.gradients(i);
+    const Tensor& b = *buffers[i];
+    views.push_back({g.name(),
+                     g.gradient().dtype(),
+                     {g.gradient().shape().begin(), g.gradient().shape().end()},
+                     absl::string_view(reinterpret_cast<const char*>(b.raw()), b.num_bytes()),
+                     non_finite.empty() ? -1 : non_finite[i]});
+  }
+  return views;
 }
 
 absl::Status PsServer::ValidatePush(int worker, int64_t step, const std::vector<GradientView>& gradients,

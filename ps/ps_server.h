@@ -49,6 +49,11 @@ struct GradientView {
   int64_t non_finite = -1;  // NaN/Inf values in `data` when the caller counted them, else -1
 };
 
+// Views of the gradients `header` lists over `buffers` (one each, in order), with their NaN/Inf
+// counts where the caller has them (`non_finite` empty: not counted).
+std::vector<GradientView> GradientViews(const PushRequest& header, const std::vector<std::shared_ptr<Tensor>>& buffers,
+                                        const std::vector<int64_t>& non_finite = {});
+
 // A pulled shard for streaming: a consistent copy of its values in a pooled buffer.
 struct PulledTensor {
   std::string name;
@@ -93,9 +98,9 @@ class PsServer {
                      DoneCallback done);
   // Pull for the streaming path: same waiting and codes as Pull, answers with pooled snapshots.
   void PullSnapshots(const PullRequest* request, PulledCallback done);
-  // A pooled buffer to assemble a streamed gradient for `name`; NotFound / InvalidArgument as Push.
-  absl::StatusOr<std::shared_ptr<Tensor>> GradientBuffer(const std::string& name, DataType dtype,
-                                                         absl::Span<const int64_t> shape) const;
+  // Pooled buffers, one per gradient `header` lists (name, dtype, shape; its data is ignored), to
+  // assemble a streamed push in; NotFound / InvalidArgument as Push.
+  absl::StatusOr<std::vector<std::shared_ptr<Tensor>>> GradientBuffers(const PushRequest& header) const;
   // Writes every shard's values, optimizer slots and version into request.checkpoint_dir (created
   // when missing) and lists them; the chief writes the index. Internal on I/O errors.
   absl::Status Save(const SaveRequest& request, SaveResponse* response);

@@ -82,12 +82,9 @@ absl::Status PushStreamReactor::Accept() {
     if (!fields.has_header()) return absl::InvalidArgumentError("push stream: the first message carries no header");
     header_ = std::move(*fields.mutable_header());
     have_header_ = true;
-    for (const ShardGradient& g : header_.gradients()) {
-      const std::vector<int64_t> shape(g.gradient().shape().begin(), g.gradient().shape().end());
-      absl::StatusOr<std::shared_ptr<Tensor>> buffer = ps_->GradientBuffer(g.name(), g.gradient().dtype(), shape);
-      if (!buffer.ok()) return buffer.status();
-      buffers_.push_back(std::move(*buffer));
-    }
+    absl::StatusOr<std::vector<std::shared_ptr<Tensor>>> buffers = ps_->GradientBuffers(header_);
+    if (!buffers.ok()) return buffers.status();
+    buffers_ = std::move(*buffers);
     received_.assign(buffers_.size(), 0);
   }
   if (!m.has_bytes) return absl::OkStatus();
@@ -116,19 +113,14 @@ void PushStreamReactor::OnReadDone(bool ok) {
 
 void PushStreamReactor::Apply() {
   if (!have_header_) return Finish(ToGrpcStatus(absl::InvalidArgumentError("push stream: no header arrived")));
-  std::vector<GradientView> views;
   for (size_t i = 0; i < buffers_.size(); ++i) {
-    const ShardGradient& g = header_.gradients(static_cast<int>(i));
     if (received_[i] != static_cast<int64_t>(buffers_[i]->num_bytes())) {
-      return Finish(ToGrpcStatus(
-          absl::InvalidArgumentError(absl::StrCat("shard ", g.name(), ": push stream ended after ", received_[i],
-                                                  " of ", buffers_[i]->num_bytes(), " gradient bytes"))));
+      return Finish(ToGrpcStatus(absl::InvalidArgumentError(
+          absl::StrCat("shard ", header_.gradients(static_cast<int>(i)).name(), ": push stream ended after ",
+                       received_[i], " of ", buffers_[i]->num_bytes(), " gradient bytes"))));
     }
-    views.push_back({g.name(),
-                     g.gradient().dtype(),
-                     {g.gradient().shape().begin(), g.gradient().shape().end()},
-                     absl::string_view(reinterpret_cast<const char*>(buffers_[i]->raw()), buffers_[i]->num_bytes())});
   }
+  const std::vector<GradientView> views = GradientViews(header_, buffers_);
   // The views are read only inside PushGradients, but `this` may be deleted as soon as `done`
   // runs, so the buffers live in a local and nothing below touches members.
   std::vector<std::shared_ptr<Tensor>> keep = std::move(buffers_);

@@ -15,12 +15,6 @@
 #include "ps/tensor_channel_wire.h"
 
 namespace pstrain {
-namespace {
-
-void SetInt(int fd, int level, int option, int value) { ::setsockopt(fd, level, option, &value, sizeof(value)); }
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<SharedPortListener>> SharedPortListener::Bind(const std::string& address) {
   std::string host, port;
   if (!SplitHostPort(address, &host, &port)) {
@@ -48,9 +42,9 @@ absl::StatusOr<std::unique_ptr<SharedPortListener>> SharedPortListener::Bind(con
     }
     const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) continue;
-    SetInt(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+    SetSocketInt(fd, SOL_SOCKET, SO_REUSEADDR, 1);
     // "[::]" alone also takes IPv4; next to an IPv4 address the two must not overlap.
-    if (a->ai_family == AF_INET6) SetInt(fd, IPPROTO_IPV6, IPV6_V6ONLY, has_v4 ? 1 : 0);
+    if (a->ai_family == AF_INET6) SetSocketInt(fd, IPPROTO_IPV6, IPV6_V6ONLY, has_v4 ? 1 : 0);
     if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
       error = std::strerror(errno);
       ::close(fd);
@@ -103,7 +97,7 @@ void SharedPortListener::AcceptLoop() {
         if (errno == EMFILE || errno == ENFILE) ::poll(nullptr, 0, 100);
         continue;  // otherwise the client gave up already: keep serving the others
       }
-      SetInt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+      SetSocketInt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
       absl::MutexLock l(&mu_);
       Reap();
       if (closing_) {
@@ -115,7 +109,7 @@ void SharedPortListener::AcceptLoop() {
       c.fd = fd;
       const int listener_fd = fds[i].fd;
       c.thread = std::thread([this, listener_fd, fd, id] {
-        Dispatch(listener_fd, fd);
+        Dispatch(id, listener_fd, fd);
         absl::MutexLock l(&mu_);
         auto it = connections_.find(id);
         if (it != connections_.end()) it->second.finished = true;
@@ -124,14 +118,15 @@ void SharedPortListener::AcceptLoop() {
   }
 }
 
-void SharedPortListener::Dispatch(int listener_fd, int fd) {
-  // Closes `fd` unless gRPC took it; under the lock so Shutdown never touches a reused number.
-  auto release = [this, fd](bool close_it) {
+void SharedPortListener::Dispatch(uint64_t id, int listener_fd, int fd) {
+  // Forgets `fd` (closing it unless gRPC takes it) under the lock, so Shutdown never touches a
+  // reused number. False when the listener is closing: `fd` was closed instead of handed over.
+  auto release = [this, id, fd](bool close_it) {
     absl::MutexLock l(&mu_);
-    for (auto& [id, c] : connections_) {
-      if (c.fd == fd) c.fd = -1;
-    }
-    if (close_it) ::close(fd);
+    auto it = connections_.find(id);
+    if (it != connections_.end()) it->second.fd = -1;
+    if (close_it || closing_) ::close(fd);
+    return !closing_;
   };
   char preface[kTensorChannelPreface.size()];
   size_t got = 0;
@@ -139,24 +134,24 @@ void SharedPortListener::Dispatch(int listener_fd, int fd) {
   while (got < sizeof(preface) && std::memcmp(preface, kTensorChannelPreface.data(), got) == 0) {
     pollfd p{fd, POLLIN, 0};
     const int ms = static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now()));
-    if (ms <= 0 || ::poll(&p, 1, ms) <= 0) return release(true);
+    if (ms <= 0 || ::poll(&p, 1, ms) <= 0) {
+      release(true);
+      return;
+    }
     const ssize_t r = ::recv(fd, preface + got, sizeof(preface) - got, 0);
-    if (r <= 0) return release(true);
+    if (r <= 0) {
+      release(true);
+      return;
+    }
     got += static_cast<size_t>(r);
   }
   if (got == sizeof(preface) && std::memcmp(preface, kTensorChannelPreface.data(), got) == 0) {
     SetDeadPeerDetection(fd);
     handlers_.tensor_channel(fd);
-    return release(true);
+    release(true);
+    return;
   }
-  {
-    absl::MutexLock l(&mu_);
-    if (closing_) {
-      ::close(fd);
-      return;
-    }
-  }
-  release(false);
+  if (!release(false)) return;
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);  // gRPC's endpoints expect it
   handlers_.grpc(listener_fd, fd, std::string(preface, got));
 }

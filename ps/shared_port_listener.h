@@ -6,6 +6,7 @@
 #ifndef PSTRAIN_PS_SHARED_PORT_LISTENER_H_
 #define PSTRAIN_PS_SHARED_PORT_LISTENER_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -50,8 +51,8 @@ class SharedPortListener {
 
   SharedPortListener() = default;
   void AcceptLoop();
-  // Reads the preface and dispatches; runs on the connection's thread.
-  void Dispatch(int listener_fd, int fd);
+  // Reads the preface of connection `id` and dispatches it; runs on the connection's thread.
+  void Dispatch(uint64_t id, int listener_fd, int fd);
   // Joins the threads of finished connections.
   void Reap() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

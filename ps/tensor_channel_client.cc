@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "ps/bulk_messages.h"
 #include "ps/tensor_channel_wire.h"
 
 namespace pstrain {
@@ -29,14 +30,9 @@ int MillisLeft(absl::Time deadline) {
 
 }  // namespace
 
-TensorChannelClient::TensorChannelClient(std::string address, std::string peer)
-    : host_([&] {
-        std::string host, port;
-        SplitHostPort(address, &host, &port);
-        return host;
-      }()),
-      port_(address.substr(address.rfind(':') + 1)),
-      peer_(std::move(peer)) {}
+TensorChannelClient::TensorChannelClient(const std::string& address, std::string peer) : peer_(std::move(peer)) {
+  SplitHostPort(address, &host_, &port_);  // a malformed address fails at Connect, naming the peer
+}
 
 TensorChannelClient::~TensorChannelClient() {
   absl::MutexLock l(&mu_);
@@ -86,8 +82,7 @@ absl::StatusOr<int> TensorChannelClient::Connect(absl::Time deadline) const {
     return absl::UnavailableError(absl::StrCat("cannot connect to the tensor channel: ", error));
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  SetSocketInt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
   SetDeadPeerDetection(fd);
   FrameIo io(fd, deadline, kPsClosed);
   if (absl::Status s = io.Write({{const_cast<char*>(kTensorChannelPreface.data()), kTensorChannelPreface.size()}});
@@ -124,101 +119,82 @@ void TensorChannelClient::Release(int fd, bool reusable) {
   idle_.push_back(fd);
 }
 
-absl::Status TensorChannelClient::ReadResponse(int fd, absl::Time deadline, TensorCallResponse* response,
-                                               uint64_t* payload_bytes, bool* reusable) {
-  FrameIo io(fd, deadline, kPsClosed);
-  *reusable = false;
-  if (absl::Status s = io.ReadFrameStart(response, payload_bytes); !s.ok()) return s;
-  if (response->code() != 0) {
-    if (*payload_bytes != 0) return absl::InternalError("the ps sent tensor bytes with an error");
-    *reusable = true;
-    const int code = response->code();
-    return absl::Status(code > 0 && code <= 16 ? static_cast<absl::StatusCode>(code) : absl::StatusCode::kInternal,
-                        response->message());
+absl::Status TensorChannelClient::Exchange(const TensorCallRequest& call, const std::vector<absl::string_view>& payload,
+                                           absl::Time deadline, TensorCallResponse* answer, uint64_t* payload_bytes,
+                                           int* fd) {
+  absl::StatusOr<int> conn = Acquire(deadline);
+  if (!conn.ok()) return conn.status();
+  FrameIo io(*conn, deadline, kPsClosed);
+  absl::Status s = io.WriteFrame(call, payload);
+  if (s.ok()) s = io.ReadFrameStart(answer, payload_bytes);
+  if (!s.ok()) {  // the connection is out of step or gone
+    Release(*conn, false);
+    return s;
   }
-  *reusable = true;
+  if (answer->code() != 0) {
+    if (*payload_bytes != 0) {
+      Release(*conn, false);
+      return absl::InternalError("tensor channel protocol violation: the ps sent tensor bytes with an error");
+    }
+    Release(*conn, true);  // a rejected call leaves the connection in step
+    const int code = answer->code();
+    return absl::Status(code > 0 && code <= 16 ? static_cast<absl::StatusCode>(code) : absl::StatusCode::kInternal,
+                        answer->message());
+  }
+  *fd = *conn;
   return absl::OkStatus();
 }
 
 absl::Status TensorChannelClient::Pull(const PullRequest& request, PullResponse* response, absl::Time deadline) {
-  absl::StatusOr<int> fd = Acquire(deadline);
-  if (!fd.ok()) return Named(fd.status());
-  FrameIo io(*fd, deadline, kPsClosed);
   TensorCallRequest call;
   *call.mutable_pull() = request;
-  if (absl::Status s = io.WriteFrame(call, {}); !s.ok()) {
-    Release(*fd, false);
-    return Named(s);
-  }
   TensorCallResponse answer;
   uint64_t payload_bytes = 0;
-  bool reusable = false;
-  if (absl::Status s = ReadResponse(*fd, deadline, &answer, &payload_bytes, &reusable); !s.ok()) {
-    Release(*fd, reusable);
-    return Named(s);
-  }
+  int fd = -1;
+  if (absl::Status s = Exchange(call, {}, deadline, &answer, &payload_bytes, &fd); !s.ok()) return Named(s);
   const PullResponse& header = answer.pull();
   uint64_t announced = 0;
   for (int64_t b : answer.payload_bytes()) announced += static_cast<uint64_t>(std::max<int64_t>(b, 0));
   if (answer.payload_bytes_size() != header.values_size() || announced != payload_bytes ||
       header.values_size() != request.shard_names_size()) {
-    Release(*fd, false);
+    Release(fd, false);
     return Named(absl::InternalError(absl::StrCat("tensor channel protocol violation: ", header.values_size(),
                                                   " values with ", answer.payload_bytes_size(), " sizes for ",
                                                   request.shard_names_size(), " shards")));
   }
+  FrameIo io(fd, deadline, kPsClosed);
   for (int i = 0; i < header.values_size(); ++i) {
     const ShardValue& in = header.values(i);
-    ShardValue* v = i < response->values_size() ? response->mutable_values(i) : response->add_values();
-    v->set_name(in.name());
-    v->set_version(in.version());
-    TensorProto* t = v->mutable_value();
-    t->set_dtype(in.value().dtype());
-    *t->mutable_shape() = in.value().shape();
-    std::string* data = t->mutable_data();
     const size_t bytes = static_cast<size_t>(answer.payload_bytes(i));
-    if (data->size() != bytes) data->resize(bytes);  // same shards again: the buffer is reused
+    std::string* data =
+        PrepareValue(i, in.name(), in.version(), in.value().dtype(), in.value().shape(), bytes, response);
     if (absl::Status s = io.Read(data->data(), bytes); !s.ok()) {
-      Release(*fd, false);
+      Release(fd, false);
       return Named(s);
     }
   }
   while (response->values_size() > header.values_size()) response->mutable_values()->RemoveLast();
-  Release(*fd, true);
+  Release(fd, true);
   return absl::OkStatus();
 }
 
 absl::Status TensorChannelClient::Push(const PushRequest& request, PushResponse* response, absl::Time deadline) {
   TensorCallRequest call;
-  PushRequest* header = call.mutable_push();
-  header->set_worker_index(request.worker_index());
-  header->set_step(request.step());
+  *call.mutable_push() = PushHeader(request);
   std::vector<absl::string_view> payload;
   for (const ShardGradient& g : request.gradients()) {
-    ShardGradient* h = header->add_gradients();
-    h->set_name(g.name());
-    h->mutable_gradient()->set_dtype(g.gradient().dtype());
-    *h->mutable_gradient()->mutable_shape() = g.gradient().shape();
     call.add_payload_bytes(static_cast<int64_t>(g.gradient().data().size()));
     payload.push_back(g.gradient().data());
   }
-  absl::StatusOr<int> fd = Acquire(deadline);
-  if (!fd.ok()) return Named(fd.status());
-  FrameIo io(*fd, deadline, kPsClosed);
-  if (absl::Status s = io.WriteFrame(call, payload); !s.ok()) {
-    Release(*fd, false);
-    return Named(s);
-  }
   TensorCallResponse answer;
   uint64_t payload_bytes = 0;
-  bool reusable = false;
-  absl::Status s = ReadResponse(*fd, deadline, &answer, &payload_bytes, &reusable);
-  if (s.ok() && payload_bytes != 0) {
-    s = absl::InternalError("tensor channel protocol violation: a push answer carries tensor bytes");
-    reusable = false;
+  int fd = -1;
+  if (absl::Status s = Exchange(call, payload, deadline, &answer, &payload_bytes, &fd); !s.ok()) return Named(s);
+  if (payload_bytes != 0) {
+    Release(fd, false);
+    return Named(absl::InternalError("tensor channel protocol violation: a push answer carries tensor bytes"));
   }
-  Release(*fd, reusable);
-  if (!s.ok()) return Named(s);
+  Release(fd, true);
   *response = std::move(*answer.mutable_push());
   return absl::OkStatus();
 }

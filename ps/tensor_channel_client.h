@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/ps.pb.h"
@@ -23,7 +24,7 @@ namespace pstrain {
 class TensorChannelClient {
  public:
   // `address` "host:port" of the ps; `peer` prefixes every error ("ps:1 at host:port").
-  TensorChannelClient(std::string address, std::string peer);
+  TensorChannelClient(const std::string& address, std::string peer);
   ~TensorChannelClient();
 
   // Same answers as PsServer::Pull. Reusing one response across pulls of the same shards reuses
@@ -39,11 +40,15 @@ class TensorChannelClient {
   // Returns a connection to the pool after a complete call, or closes it.
   void Release(int fd, bool reusable);
   absl::Status Named(const absl::Status& s) const;
-  // Reads a response frame; `payload_bytes` is what follows it.
-  absl::Status ReadResponse(int fd, absl::Time deadline, TensorCallResponse* response, uint64_t* payload_bytes,
-                            bool* reusable);
+  // Sends `call` and then `payload` on a pooled connection and reads the answer up to its payload.
+  // OK: the ps accepted the call; `*fd` is the connection, for the caller to read the
+  // `*payload_bytes` bytes that follow and then Release. Otherwise the connection was already
+  // released (kept when the ps rejected the call, closed when it went out of step).
+  absl::Status Exchange(const TensorCallRequest& call, const std::vector<absl::string_view>& payload,
+                        absl::Time deadline, TensorCallResponse* answer, uint64_t* payload_bytes, int* fd);
 
-  const std::string host_, port_, peer_;
+  std::string host_, port_;  // set once, by the constructor
+  const std::string peer_;
   absl::Mutex mu_;
   std::vector<int> idle_ ABSL_GUARDED_BY(mu_);
 };

@@ -107,17 +107,19 @@ absl::Status TensorChannelServer::ServePush(FrameIo* io, const TensorCallRequest
   // (and dropped) so the connection stays in step.
   std::vector<std::shared_ptr<Tensor>> buffers;
   std::vector<int64_t> counted;  // NaN/Inf values per gradient
-  for (int i = 0; status.ok() && i < push.gradients_size(); ++i) {
-    const ShardGradient& g = push.gradients(i);
-    const std::vector<int64_t> shape(g.gradient().shape().begin(), g.gradient().shape().end());
-    absl::StatusOr<std::shared_ptr<Tensor>> buffer = ps_->GradientBuffer(g.name(), g.gradient().dtype(), shape);
-    if (!buffer.ok()) {
-      status = buffer.status();
-    } else if (static_cast<int64_t>((*buffer)->num_bytes()) != request.payload_bytes(i)) {
-      status = absl::InvalidArgumentError(absl::StrCat("shard ", g.name(), ": gradient of ", request.payload_bytes(i),
-                                                       " bytes for a shard of ", (*buffer)->num_bytes(), " bytes"));
+  if (status.ok()) {
+    absl::StatusOr<std::vector<std::shared_ptr<Tensor>>> b = ps_->GradientBuffers(push);
+    if (b.ok()) {
+      buffers = std::move(*b);
     } else {
-      buffers.push_back(std::move(*buffer));
+      status = b.status();
+    }
+  }
+  for (int i = 0; status.ok() && i < push.gradients_size(); ++i) {
+    if (static_cast<int64_t>(buffers[i]->num_bytes()) != request.payload_bytes(i)) {
+      status = absl::InvalidArgumentError(absl::StrCat("shard ", push.gradients(i).name(), ": gradient of ",
+                                                       request.payload_bytes(i), " bytes for a shard of ",
+                                                       buffers[i]->num_bytes(), " bytes"));
     }
   }
   if (!status.ok()) {
@@ -138,15 +140,7 @@ absl::Status TensorChannelServer::ServePush(FrameIo* io, const TensorCallRequest
   }
   TensorCallResponse response;
   if (status.ok()) {
-    std::vector<GradientView> views;
-    for (int i = 0; i < push.gradients_size(); ++i) {
-      const ShardGradient& g = push.gradients(i);
-      views.push_back({g.name(),
-                       g.gradient().dtype(),
-                       {g.gradient().shape().begin(), g.gradient().shape().end()},
-                       absl::string_view(reinterpret_cast<const char*>(buffers[i]->raw()), buffers[i]->num_bytes()),
-                       counted[i]});
-    }
+    const std::vector<GradientView> views = GradientViews(push, buffers, counted);
     auto outcome = std::make_shared<Outcome<bool>>();
     // PushGradients reads the views before returning; the response is written before `done` runs.
     ps_->PushGradients(push.worker_index(), push.step(), views, response.mutable_push(),

@@ -30,13 +30,14 @@ uint64_t GetLe(const char* in, int bytes) {
 
 }  // namespace
 
+void SetSocketInt(int fd, int level, int option, int value) { ::setsockopt(fd, level, option, &value, sizeof(value)); }
+
 void SetDeadPeerDetection(int fd) {
-  auto set = [fd](int level, int option, int value) { ::setsockopt(fd, level, option, &value, sizeof(value)); };
-  set(SOL_SOCKET, SO_KEEPALIVE, 1);
-  set(IPPROTO_TCP, TCP_KEEPIDLE, 20);
-  set(IPPROTO_TCP, TCP_KEEPINTVL, 10);
-  set(IPPROTO_TCP, TCP_KEEPCNT, 6);
-  set(IPPROTO_TCP, TCP_USER_TIMEOUT, 80000);
+  SetSocketInt(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+  SetSocketInt(fd, IPPROTO_TCP, TCP_KEEPIDLE, 20);
+  SetSocketInt(fd, IPPROTO_TCP, TCP_KEEPINTVL, 10);
+  SetSocketInt(fd, IPPROTO_TCP, TCP_KEEPCNT, 6);
+  SetSocketInt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, 80000);
 }
 
 bool SplitHostPort(const std::string& address, std::string* host, std::string* port) {

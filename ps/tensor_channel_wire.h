@@ -62,6 +62,9 @@ class FrameIo {
   bool closed_between_frames_ = false;
 };
 
+// setsockopt of an int-valued option; failures are ignored (the options tune, they do not gate).
+void SetSocketInt(int fd, int level, int option, int value);
+
 // Turns on TCP keepalive probes and a bound on unacknowledged data, so a peer whose host vanished
 // (no FIN, no RST) fails the connection within about 80 s, as gRPC's keepalive pings would; a peer
 // that is merely slow or parked answers the probes and is never cut off.
