@@ -54,6 +54,7 @@ struct TfConfig {
   ClusterSpec cluster;
   std::optional<TaskId> task;
   std::string rpc_layer = "grpc";
+  std::string missing_task_hint;  // when "task" is absent: a hint naming a near key ("tsak"), or ""
 };
 
 // Parses a whole TF_CONFIG document (rules in the file comment). `task` is optional here.

@@ -4,7 +4,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
 #include "common/job_presets.h"
+#include "common/json_fields.h"
 #include "common/json_util.h"
 #include "common/status_macros.h"
 
@@ -13,55 +15,46 @@ namespace {
 
 using nlohmann::json;
 
+constexpr char kPrefix[] = "job spec: ";
+constexpr size_t kMaxLayers = 10000;
+constexpr size_t kMaxRank = 8;
+constexpr size_t kMaxScheduleEntries = 10000;
+
 absl::Status Invalid(const std::string& path, const std::string& why) {
-  return absl::InvalidArgumentError(absl::StrCat("job spec: ", path, " ", why));
+  return absl::InvalidArgumentError(absl::StrCat(kPrefix, path, " ", why));
 }
 
-absl::Status RequireObject(const json& value, const std::string& path) {
-  if (value.is_object()) return absl::OkStatus();
-  return Invalid(path, absl::StrCat("must be an object, got ", DumpJson(value)));
+// Learning rates are applied in float32 on the ps: a larger one is infinite there.
+NumberRange LearningRateRange() {
+  return NumberBetween(0, true, 3.4e38, false, "(a learning rate must be a positive float32)");
 }
 
-absl::Status RequireOneOf(const std::string& value, const std::set<std::string>& allowed, const std::string& path) {
-  if (allowed.count(value)) return absl::OkStatus();
-  std::string list;
-  for (const auto& a : allowed) absl::StrAppend(&list, list.empty() ? "" : ", ", a);
-  return Invalid(path, absl::StrCat("\"", value, "\" is not one of: ", list));
-}
-
-absl::StatusOr<std::vector<int64_t>> IntList(const json& obj, const std::string& key, const std::string& path) {
-  std::vector<int64_t> out;
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return out;
-  if (!it->is_array()) return Invalid(path + "." + key, "must be a list of integers");
-  for (const auto& v : *it) {
-    if (!v.is_number_integer()) return Invalid(path + "." + key, absl::StrCat("has a non-integer entry ", v.dump()));
-    out.push_back(v.get<int64_t>());
+absl::StatusOr<InitializerSpec> ParseInitializer(JsonFields& parent, const std::string& key, InitializerSpec spec) {
+  const json* value = parent.Find(key);
+  if (value == nullptr) return spec;
+  const std::string where = parent.Where(key);
+  const std::vector<std::string> types = {"zeros",          "ones",           "constant",       "random_normal",
+                                          "random_uniform", "truncated_normal", "glorot_uniform", "he_normal"};
+  if (value->is_string()) {
+    spec = InitializerSpec{value->get<std::string>()};
+    if (std::find(types.begin(), types.end(), spec.type) == types.end()) {
+      return Invalid(where, NotOneOfMessage(spec.type, types));
+    }
+    return spec;
   }
-  return out;
-}
-
-absl::StatusOr<InitializerSpec> ParseInitializer(const json& obj, const std::string& key, InitializerSpec spec,
-                                                 const std::string& path) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return spec;
-  const std::string where = path + "." + key;
-  if (it->is_string()) {
-    spec = InitializerSpec{it->get<std::string>()};
-  } else {
-    RETURN_IF_ERROR(RequireObject(*it, where));
-    ASSIGN_OR_RETURN(spec.type, OptionalString(*it, "type", "", where));
-    InitializerSpec d;
-    ASSIGN_OR_RETURN(spec.value, OptionalNumber(*it, "value", d.value, where));
-    ASSIGN_OR_RETURN(spec.mean, OptionalNumber(*it, "mean", d.mean, where));
-    ASSIGN_OR_RETURN(spec.stddev, OptionalNumber(*it, "stddev", d.stddev, where));
-    ASSIGN_OR_RETURN(spec.minval, OptionalNumber(*it, "minval", d.minval, where));
-    ASSIGN_OR_RETURN(spec.maxval, OptionalNumber(*it, "maxval", d.maxval, where));
+  RETURN_IF_ERROR(JsonFields::RequireObject(*value, where, kPrefix));
+  JsonFields f(*value, where, kPrefix);
+  InitializerSpec d;
+  ASSIGN_OR_RETURN(spec.type, f.String("type", "", types));
+  ASSIGN_OR_RETURN(spec.value, f.Number("value", d.value, AnyNumber()));
+  ASSIGN_OR_RETURN(spec.mean, f.Number("mean", d.mean, AnyNumber()));
+  ASSIGN_OR_RETURN(spec.stddev, f.Number("stddev", d.stddev, NonNegativeNumber("(as Keras's RandomNormal)")));
+  ASSIGN_OR_RETURN(spec.minval, f.Number("minval", d.minval, AnyNumber()));
+  ASSIGN_OR_RETURN(spec.maxval, f.Number("maxval", d.maxval, AnyNumber()));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  if (spec.minval > spec.maxval) {
+    return Invalid(where, absl::StrCat("minval ", spec.minval, " is larger than maxval ", spec.maxval));
   }
-  RETURN_IF_ERROR(RequireOneOf(spec.type,
-                               {"zeros", "ones", "constant", "random_normal", "random_uniform", "truncated_normal",
-                                "glorot_uniform", "he_normal"},
-                               where));
   return spec;
 }
 
@@ -71,48 +64,48 @@ std::string KerasBaseName(const std::string& type) {
   return type;
 }
 
+// A size that applies to this layer type must be positive (Keras refuses 0 units or filters); one
+// that does not apply may hold the canonical form's placeholder.
+IntRange LayerSize(bool applies, const char* keras) {
+  return applies ? DimensionRange(absl::StrCat("(as Keras's ", keras, ")")) : IntBetween(0, kMaxDimension);
+}
+
 absl::StatusOr<LayerSpec> ParseLayer(const json& value, const std::string& path) {
-  RETURN_IF_ERROR(RequireObject(value, path));
+  RETURN_IF_ERROR(JsonFields::RequireObject(value, path, kPrefix));
+  JsonFields f(value, path, kPrefix);
   LayerSpec layer;
-  ASSIGN_OR_RETURN(layer.type, OptionalString(value, "type", "", path));
-  RETURN_IF_ERROR(RequireOneOf(layer.type, {"dense", "conv2d", "max_pool2d", "flatten", "relu"}, path + ".type"));
-  ASSIGN_OR_RETURN(layer.name, OptionalString(value, "name", "", path));
-  ASSIGN_OR_RETURN(layer.units, OptionalInt(value, "units", 0, path));
-  ASSIGN_OR_RETURN(layer.filters, OptionalInt(value, "filters", 0, path));
-  ASSIGN_OR_RETURN(layer.kernel_size, OptionalInt(value, "kernel_size", 0, path));
-  ASSIGN_OR_RETURN(layer.padding, OptionalString(value, "padding", "valid", path));
-  ASSIGN_OR_RETURN(layer.pool_size, OptionalInt(value, "pool_size", 2, path));
-  ASSIGN_OR_RETURN(layer.activation, OptionalString(value, "activation", "", path));
-  ASSIGN_OR_RETURN(layer.use_bias, OptionalBool(value, "use_bias", true, path));
-  ASSIGN_OR_RETURN(layer.kernel_initializer,
-                   ParseInitializer(value, "kernel_initializer", InitializerSpec{"glorot_uniform"}, path));
-  ASSIGN_OR_RETURN(layer.bias_initializer, ParseInitializer(value, "bias_initializer", InitializerSpec{"zeros"}, path));
+  ASSIGN_OR_RETURN(layer.type, f.String("type", "", {"dense", "conv2d", "max_pool2d", "flatten", "relu"}));
+  const bool dense = layer.type == "dense", conv = layer.type == "conv2d", pool = layer.type == "max_pool2d";
+  ASSIGN_OR_RETURN(layer.name, f.String("name", ""));
+  if (layer.name.size() > 256) return f.Invalid("name", "is longer than 256 characters");
+  ASSIGN_OR_RETURN(layer.units, f.Int("units", 0, LayerSize(dense, "Dense")));
+  ASSIGN_OR_RETURN(layer.filters, f.Int("filters", 0, LayerSize(conv, "Conv2D")));
+  ASSIGN_OR_RETURN(layer.kernel_size, f.Int("kernel_size", 0, LayerSize(conv, "Conv2D")));
+  ASSIGN_OR_RETURN(layer.padding, f.String("padding", "valid", {"valid", "same"}));
+  ASSIGN_OR_RETURN(layer.pool_size, f.Int("pool_size", 2, LayerSize(pool, "MaxPooling2D")));
+  ASSIGN_OR_RETURN(layer.activation, f.String("activation", "linear", {"linear", "relu", ""}));
+  ASSIGN_OR_RETURN(layer.use_bias, f.Bool("use_bias", true));
+  ASSIGN_OR_RETURN(layer.kernel_initializer, ParseInitializer(f, "kernel_initializer", InitializerSpec{"glorot_uniform"}));
+  ASSIGN_OR_RETURN(layer.bias_initializer, ParseInitializer(f, "bias_initializer", InitializerSpec{"zeros"}));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
   if (layer.activation == "linear") layer.activation = "";
-  RETURN_IF_ERROR(RequireOneOf(layer.activation.empty() ? "linear" : layer.activation, {"linear", "relu"},
-                               path + ".activation"));
-  RETURN_IF_ERROR(RequireOneOf(layer.padding, {"valid", "same"}, path + ".padding"));
-  if (layer.type == "dense" && layer.units <= 0) return Invalid(path + ".units", "must be positive");
-  if (layer.type == "conv2d" && layer.filters <= 0) return Invalid(path + ".filters", "must be positive");
-  if (layer.type == "conv2d" && layer.kernel_size <= 0) return Invalid(path + ".kernel_size", "must be positive");
-  if (layer.type == "max_pool2d" && layer.pool_size <= 0) return Invalid(path + ".pool_size", "must be positive");
   return layer;
 }
 
-absl::Status ParseModel(const json& doc, ModelSpec* model) {
-  auto it = doc.find("model");
-  if (it == doc.end()) return Invalid("model", "is missing; give {\"input_shape\": [...], \"layers\": [...]}");
-  RETURN_IF_ERROR(RequireObject(*it, "model"));
-  ASSIGN_OR_RETURN(model->input_shape, IntList(*it, "input_shape", "model"));
+absl::Status ParseModel(JsonFields& top, ModelSpec* model) {
+  const json* value = top.Find("model");
+  if (value == nullptr) return Invalid("model", "is missing; give {\"input_shape\": [...], \"layers\": [...]}");
+  RETURN_IF_ERROR(JsonFields::RequireObject(*value, "model", kPrefix));
+  JsonFields f(*value, "model", kPrefix);
+  ASSIGN_OR_RETURN(model->input_shape, f.IntList("input_shape", DimensionRange(), kMaxRank));
   if (model->input_shape.empty()) return Invalid("model.input_shape", "is missing or empty, e.g. [28, 28, 1]");
-  for (int64_t d : model->input_shape) {
-    if (d <= 0) return Invalid("model.input_shape", "must have positive dimensions");
-  }
-  ASSIGN_OR_RETURN(model->loss, OptionalString(*it, "loss", "sparse_categorical_crossentropy", "model"));
-  RETURN_IF_ERROR(RequireOneOf(model->loss, {"sparse_categorical_crossentropy", "mse"}, "model.loss"));
-  auto layers = it->find("layers");
-  if (layers == it->end() || !layers->is_array() || layers->empty()) {
+  ASSIGN_OR_RETURN(model->loss, f.String("loss", "sparse_categorical_crossentropy", {"sparse_categorical_crossentropy", "mse"}));
+  const json* layers = f.Find("layers");
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  if (layers == nullptr || !layers->is_array() || layers->empty()) {
     return Invalid("model.layers", "must be a non-empty list of layers");
   }
+  if (layers->size() > kMaxLayers) return Invalid("model.layers", absl::StrCat("has more than ", kMaxLayers, " layers"));
   std::map<std::string, int> counts;
   std::set<std::string> names;
   for (size_t i = 0; i < layers->size(); ++i) {
@@ -130,122 +123,131 @@ absl::Status ParseModel(const json& doc, ModelSpec* model) {
   return absl::OkStatus();
 }
 
-absl::Status ParseOptimizer(const json& doc, OptimizerSpec* opt) {
-  auto it = doc.find("optimizer");
-  if (it == doc.end() || it->is_null()) return absl::OkStatus();
-  const std::string p = "optimizer";
-  if (it->is_string()) {
-    opt->type = it->get<std::string>();
-  } else {
-    RETURN_IF_ERROR(RequireObject(*it, p));
-    const json& o = *it;
-    ASSIGN_OR_RETURN(opt->type, OptionalString(o, "type", "adam", p));
-    OptimizerSpec d;
-    ASSIGN_OR_RETURN(opt->momentum, OptionalNumber(o, "momentum", d.momentum, p));
-    ASSIGN_OR_RETURN(opt->nesterov, OptionalBool(o, "nesterov", d.nesterov, p));
-    ASSIGN_OR_RETURN(opt->beta_1, OptionalNumber(o, "beta_1", d.beta_1, p));
-    ASSIGN_OR_RETURN(opt->beta_2, OptionalNumber(o, "beta_2", d.beta_2, p));
-    ASSIGN_OR_RETURN(opt->epsilon, OptionalNumber(o, "epsilon", d.epsilon, p));
-    ASSIGN_OR_RETURN(opt->initial_accumulator_value,
-                     OptionalNumber(o, "initial_accumulator_value", d.initial_accumulator_value, p));
-    ASSIGN_OR_RETURN(opt->rho, OptionalNumber(o, "rho", d.rho, p));
-    ASSIGN_OR_RETURN(opt->centered, OptionalBool(o, "centered", d.centered, p));
-    auto lr = o.find("learning_rate");
-    if (lr != o.end() && lr->is_number()) {
-      opt->learning_rate.initial = lr->get<double>();
-    } else if (lr != o.end() && lr->is_object()) {
-      const std::string lp = p + ".learning_rate";
-      LearningRateSpec& s = opt->learning_rate;
-      ASSIGN_OR_RETURN(s.schedule, OptionalString(*lr, "schedule", "constant", lp));
-      ASSIGN_OR_RETURN(s.initial, OptionalNumber(*lr, "initial", s.initial, lp));
-      ASSIGN_OR_RETURN(s.decay_steps, OptionalInt(*lr, "decay_steps", 0, lp));
-      ASSIGN_OR_RETURN(s.decay_rate, OptionalNumber(*lr, "decay_rate", 1.0, lp));
-      ASSIGN_OR_RETURN(s.staircase, OptionalBool(*lr, "staircase", false, lp));
-      ASSIGN_OR_RETURN(s.boundaries, IntList(*lr, "boundaries", lp));
-      auto values = lr->find("values");
-      if (values != lr->end()) {
-        if (!values->is_array()) return Invalid(lp + ".values", "must be a list of numbers");
-        for (const auto& v : *values) {
-          if (!v.is_number()) return Invalid(lp + ".values", "must be a list of numbers");
-          s.values.push_back(v.get<double>());
-        }
-      }
-      RETURN_IF_ERROR(RequireOneOf(s.schedule, {"constant", "exponential_decay", "piecewise_constant"}, lp + ".schedule"));
-      if (s.schedule == "exponential_decay" && s.decay_steps <= 0) return Invalid(lp + ".decay_steps", "must be positive");
-      if (s.schedule == "piecewise_constant" && s.values.size() != s.boundaries.size() + 1) {
-        return Invalid(lp, "piecewise_constant needs one more value than boundaries");
-      }
-    } else if (lr != o.end() && !lr->is_null()) {
-      return Invalid(p + ".learning_rate", "must be a number or a schedule object");
+absl::Status ParseLearningRate(JsonFields& opt, LearningRateSpec* s) {
+  const json* lr = opt.Find("learning_rate");
+  const std::string lp = opt.Where("learning_rate");
+  if (lr == nullptr) return absl::OkStatus();
+  if (lr->is_number()) {
+    s->initial = lr->get<double>();
+    return CheckInRange(s->initial, LearningRateRange(), kPrefix + lp);
+  }
+  if (!lr->is_object()) return Invalid(lp, "must be a number or a schedule object");
+  JsonFields f(*lr, lp, kPrefix);
+  ASSIGN_OR_RETURN(s->schedule, f.String("schedule", "constant", {"constant", "exponential_decay", "piecewise_constant"}));
+  const bool decay = s->schedule == "exponential_decay";
+  ASSIGN_OR_RETURN(s->initial, f.Number("initial", s->initial, LearningRateRange()));
+  ASSIGN_OR_RETURN(s->decay_steps,
+                   f.Int("decay_steps", 0, decay ? DimensionRange("(as Keras's ExponentialDecay)") : IntBetween(0, kMaxDimension)));
+  ASSIGN_OR_RETURN(s->decay_rate, f.Number("decay_rate", 1.0, PositiveNumber("(a rate of 0 or less stops or reverses learning)")));
+  ASSIGN_OR_RETURN(s->staircase, f.Bool("staircase", false));
+  ASSIGN_OR_RETURN(s->boundaries, f.IntList("boundaries", IntAtLeast(0), kMaxScheduleEntries));
+  ASSIGN_OR_RETURN(s->values, f.NumberList("values", LearningRateRange(), kMaxScheduleEntries + 1));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  for (size_t i = 1; i < s->boundaries.size(); ++i) {
+    if (s->boundaries[i] <= s->boundaries[i - 1]) {
+      return Invalid(lp + ".boundaries", absl::StrCat("must increase: entry ", i, " (", s->boundaries[i],
+                                                      ") is not above the one before (", s->boundaries[i - 1], ")"));
     }
   }
-  RETURN_IF_ERROR(RequireOneOf(opt->type, {"sgd", "adagrad", "adam", "rmsprop"}, p + ".type"));
-  if (opt->learning_rate.initial <= 0) return Invalid(p + ".learning_rate", "must be positive");
-  if (opt->epsilon <= 0) return Invalid(p + ".epsilon", "must be positive");
+  if (s->schedule == "piecewise_constant" && s->values.size() != s->boundaries.size() + 1) {
+    return Invalid(lp, "piecewise_constant needs one more value than boundaries (as Keras's PiecewiseConstantDecay)");
+  }
   return absl::OkStatus();
 }
 
-absl::Status ParseData(const json& doc, DataSpec* data) {
-  auto it = doc.find("data");
-  if (it == doc.end() || it->is_null()) return absl::OkStatus();
-  RETURN_IF_ERROR(RequireObject(*it, "data"));
-  const std::string p = "data";
+absl::Status ParseOptimizer(JsonFields& top, OptimizerSpec* opt) {
+  const std::vector<std::string> types = {"sgd", "adagrad", "adam", "rmsprop"};
+  const json* value = top.Find("optimizer");
+  if (value == nullptr) return absl::OkStatus();
+  if (value->is_string()) {
+    opt->type = value->get<std::string>();
+    if (std::find(types.begin(), types.end(), opt->type) == types.end()) {
+      return Invalid("optimizer", NotOneOfMessage(opt->type, types));
+    }
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(JsonFields::RequireObject(*value, "optimizer", kPrefix));
+  JsonFields f(*value, "optimizer", kPrefix);
+  OptimizerSpec d;
+  ASSIGN_OR_RETURN(opt->type, f.String("type", "adam", types));
+  ASSIGN_OR_RETURN(opt->momentum, f.Number("momentum", d.momentum, NumberBetween(0, false, 1, false, "(as Keras's SGD)")));
+  ASSIGN_OR_RETURN(opt->nesterov, f.Bool("nesterov", d.nesterov));
+  ASSIGN_OR_RETURN(opt->beta_1, f.Number("beta_1", d.beta_1,
+                                         NumberBetween(0, false, 1, true,
+                                                       "(as PyTorch's Adam checks; at 1 Adam's bias correction "
+                                                       "divides by zero)")));
+  ASSIGN_OR_RETURN(opt->beta_2, f.Number("beta_2", d.beta_2, NumberBetween(0, false, 1, true, "(as PyTorch's Adam checks)")));
+  ASSIGN_OR_RETURN(opt->epsilon, f.Number("epsilon", d.epsilon, PositiveNumber()));
+  ASSIGN_OR_RETURN(opt->initial_accumulator_value,
+                   f.Number("initial_accumulator_value", d.initial_accumulator_value,
+                            NonNegativeNumber("(as Keras's Adagrad)")));
+  ASSIGN_OR_RETURN(opt->rho, f.Number("rho", d.rho,
+                                      NumberBetween(0, false, 1, true,
+                                                    "(at 1 RMSprop's average of squared gradients never moves)")));
+  ASSIGN_OR_RETURN(opt->centered, f.Bool("centered", d.centered));
+  RETURN_IF_ERROR(ParseLearningRate(f, &opt->learning_rate));
+  return f.NoUnknownKeys();
+}
+
+absl::Status ParseData(JsonFields& top, DataSpec* data) {
+  const json* value = top.Find("data");
+  if (value == nullptr) return absl::OkStatus();
+  RETURN_IF_ERROR(JsonFields::RequireObject(*value, "data", kPrefix));
+  JsonFields f(*value, "data", kPrefix);
   DataSpec d;
-  ASSIGN_OR_RETURN(data->dataset, OptionalString(*it, "dataset", d.dataset, p));
-  ASSIGN_OR_RETURN(data->dir, OptionalString(*it, "dir", d.dir, p));
-  ASSIGN_OR_RETURN(data->train_file, OptionalString(*it, "train_file", "", p));
-  ASSIGN_OR_RETURN(data->test_file, OptionalString(*it, "test_file", "", p));
-  ASSIGN_OR_RETURN(data->label_column, OptionalInt(*it, "label_column", -1, p));
-  ASSIGN_OR_RETURN(data->header, OptionalBool(*it, "header", false, p));
-  ASSIGN_OR_RETURN(data->num_examples, OptionalInt(*it, "num_examples", 0, p));
-  ASSIGN_OR_RETURN(data->shuffle_seed, OptionalInt(*it, "shuffle_seed", 0, p));
-  RETURN_IF_ERROR(RequireOneOf(data->dataset, {"fashion_mnist", "csv", "synthetic_linear"}, p + ".dataset"));
-  if (data->dataset == "csv" && data->train_file.empty()) return Invalid(p + ".train_file", "is required for csv data");
-  if (data->dataset == "synthetic_linear" && data->num_examples <= 0) {
-    return Invalid(p + ".num_examples", "must be positive for synthetic_linear data");
-  }
+  ASSIGN_OR_RETURN(data->dataset, f.String("dataset", d.dataset, {"fashion_mnist", "csv", "synthetic_linear"}));
+  const bool synthetic = data->dataset == "synthetic_linear";
+  ASSIGN_OR_RETURN(data->dir, f.String("dir", d.dir));
+  ASSIGN_OR_RETURN(data->train_file, f.String("train_file", ""));
+  ASSIGN_OR_RETURN(data->test_file, f.String("test_file", ""));
+  ASSIGN_OR_RETURN(data->label_column, f.Int("label_column", -1, IntBetween(-1, kMaxDimension, "(-1: the last column)")));
+  ASSIGN_OR_RETURN(data->header, f.Bool("header", false));
+  ASSIGN_OR_RETURN(data->num_examples,
+                   f.Int("num_examples", 0, synthetic ? DimensionRange() : IntBetween(0, kMaxDimension)));
+  ASSIGN_OR_RETURN(data->shuffle_seed, f.Int("shuffle_seed", 0, AnyInt()));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  if (data->dataset == "csv" && data->train_file.empty()) return Invalid("data.train_file", "is required for csv data");
+  if (synthetic && data->num_examples <= 0) return Invalid("data.num_examples", "must be positive for synthetic_linear data");
   return absl::OkStatus();
 }
 
-absl::Status ParseSchedule(const json& doc, ScheduleSpec* s) {
-  auto it = doc.find("schedule");
-  if (it == doc.end() || it->is_null()) return Invalid("schedule", "is missing; give {\"epochs\": N} or {\"steps\": N}");
-  RETURN_IF_ERROR(RequireObject(*it, "schedule"));
-  const std::string p = "schedule";
+absl::Status ParseSchedule(JsonFields& top, ScheduleSpec* s) {
+  const json* value = top.Find("schedule");
+  if (value == nullptr) return Invalid("schedule", "is missing; give {\"epochs\": N} or {\"steps\": N}");
+  RETURN_IF_ERROR(JsonFields::RequireObject(*value, "schedule", kPrefix));
+  JsonFields f(*value, "schedule", kPrefix);
   ScheduleSpec d;
-  ASSIGN_OR_RETURN(s->epochs, OptionalInt(*it, "epochs", 0, p));
-  ASSIGN_OR_RETURN(s->steps, OptionalInt(*it, "steps", 0, p));
-  ASSIGN_OR_RETURN(s->steps_per_closure, OptionalInt(*it, "steps_per_closure", d.steps_per_closure, p));
-  ASSIGN_OR_RETURN(s->eval_every_steps, OptionalInt(*it, "eval_every_steps", 0, p));
-  ASSIGN_OR_RETURN(s->checkpoint_every_steps, OptionalInt(*it, "checkpoint_every_steps", 0, p));
-  ASSIGN_OR_RETURN(s->checkpoint_every_secs, OptionalInt(*it, "checkpoint_every_secs", 0, p));
-  ASSIGN_OR_RETURN(s->keep_checkpoints, OptionalInt(*it, "keep_checkpoints", d.keep_checkpoints, p));
-  if (s->epochs < 0 || s->steps < 0) return Invalid(p, "epochs and steps must not be negative");
-  if ((s->epochs > 0) == (s->steps > 0)) return Invalid(p, "needs exactly one of epochs or steps, positive");
-  if (s->steps_per_closure <= 0) return Invalid(p + ".steps_per_closure", "must be positive");
-  if (s->eval_every_steps < 0 || s->checkpoint_every_steps < 0 || s->checkpoint_every_secs < 0) {
-    return Invalid(p, "eval and checkpoint intervals must not be negative");
-  }
-  if (s->keep_checkpoints <= 0) return Invalid(p + ".keep_checkpoints", "must be positive");
+  const IntRange count = IntBetween(0, kMaxDimension);
+  ASSIGN_OR_RETURN(s->epochs, f.Int("epochs", 0, count));
+  ASSIGN_OR_RETURN(s->steps, f.Int("steps", 0, count));
+  ASSIGN_OR_RETURN(s->steps_per_closure, f.Int("steps_per_closure", d.steps_per_closure, DimensionRange()));
+  ASSIGN_OR_RETURN(s->eval_every_steps, f.Int("eval_every_steps", 0, count));
+  ASSIGN_OR_RETURN(s->checkpoint_every_steps, f.Int("checkpoint_every_steps", 0, count));
+  ASSIGN_OR_RETURN(s->checkpoint_every_secs, f.Int("checkpoint_every_secs", 0, count));
+  ASSIGN_OR_RETURN(s->keep_checkpoints, f.Int("keep_checkpoints", d.keep_checkpoints, DimensionRange()));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  if ((s->epochs > 0) == (s->steps > 0)) return Invalid("schedule", "needs exactly one of epochs or steps, positive");
   return absl::OkStatus();
 }
 
-absl::Status ParsePartitioner(const json& doc, PartitionerSpec* spec) {
-  auto it = doc.find("partitioner");
-  if (it == doc.end() || it->is_null()) return absl::OkStatus();
+absl::Status ParsePartitioner(JsonFields& top, PartitionerSpec* spec) {
+  const json* value = top.Find("partitioner");
+  if (value == nullptr) return absl::OkStatus();
   const std::string p = "partitioner";
   std::string kind;
-  if (it->is_string()) {
-    kind = it->get<std::string>();
+  if (value->is_string()) {
+    kind = value->get<std::string>();
   } else {
-    RETURN_IF_ERROR(RequireObject(*it, p));
-    ASSIGN_OR_RETURN(kind, OptionalString(*it, "type", "none", p));
+    RETURN_IF_ERROR(JsonFields::RequireObject(*value, p, kPrefix));
+    JsonFields f(*value, p, kPrefix);
     PartitionerSpec d;
-    ASSIGN_OR_RETURN(spec->num_shards, OptionalInt(*it, "num_shards", d.num_shards, p));
-    ASSIGN_OR_RETURN(spec->min_shard_bytes, OptionalInt(*it, "min_shard_bytes", d.min_shard_bytes, p));
-    ASSIGN_OR_RETURN(spec->max_shard_bytes, OptionalInt(*it, "max_shard_bytes", d.max_shard_bytes, p));
-    ASSIGN_OR_RETURN(spec->max_shards, OptionalInt(*it, "max_shards", d.max_shards, p));
-    ASSIGN_OR_RETURN(spec->bytes_per_string, OptionalInt(*it, "bytes_per_string", d.bytes_per_string, p));
+    ASSIGN_OR_RETURN(kind, f.String("type", "none"));
+    ASSIGN_OR_RETURN(spec->num_shards, f.Int("num_shards", d.num_shards, IntBetween(0, kMaxDimension)));
+    ASSIGN_OR_RETURN(spec->min_shard_bytes, f.Int("min_shard_bytes", d.min_shard_bytes, IntBetween(0, kMaxCheckedBytes)));
+    ASSIGN_OR_RETURN(spec->max_shard_bytes, f.Int("max_shard_bytes", d.max_shard_bytes, IntBetween(0, kMaxCheckedBytes)));
+    ASSIGN_OR_RETURN(spec->max_shards, f.Int("max_shards", d.max_shards, IntBetween(-1, kMaxDimension)));
+    ASSIGN_OR_RETURN(spec->bytes_per_string, f.Int("bytes_per_string", d.bytes_per_string, IntBetween(0, kMaxDimension)));
+    RETURN_IF_ERROR(f.NoUnknownKeys());
   }
   auto parsed = ParsePartitionerKind(kind);
   if (!parsed.ok()) return Invalid(p + ".type", std::string(parsed.status().message()));
@@ -263,22 +265,23 @@ json InitializerToJson(const InitializerSpec& s) {
 }  // namespace
 
 absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
-  RETURN_IF_ERROR(RequireObject(doc, "(top level)"));
+  RETURN_IF_ERROR(JsonFields::RequireObject(doc, "", kPrefix));
+  JsonFields top(doc, "", kPrefix);
   JobSpec spec;
-  ASSIGN_OR_RETURN(spec.name, OptionalString(doc, "name", "job", ""));
-  RETURN_IF_ERROR(ParseModel(doc, &spec.model));
-  RETURN_IF_ERROR(ParseOptimizer(doc, &spec.optimizer));
-  RETURN_IF_ERROR(ParseData(doc, &spec.data));
-  RETURN_IF_ERROR(ParseSchedule(doc, &spec.schedule));
-  RETURN_IF_ERROR(ParsePartitioner(doc, &spec.partitioner));
-  ASSIGN_OR_RETURN(spec.batch_size, OptionalInt(doc, "batch_size", 64, ""));
-  if (spec.batch_size <= 0) return Invalid("batch_size", "must be positive");
-  ASSIGN_OR_RETURN(spec.mode, OptionalString(doc, "mode", "async", ""));
-  RETURN_IF_ERROR(RequireOneOf(spec.mode, {"async", "sync"}, "mode"));
-  ASSIGN_OR_RETURN(int64_t seed, OptionalInt(doc, "seed", 42, ""));
+  ASSIGN_OR_RETURN(spec.name, top.String("name", "job"));
+  if (spec.name.size() > 256) return top.Invalid("name", "is longer than 256 characters");
+  RETURN_IF_ERROR(ParseModel(top, &spec.model));
+  RETURN_IF_ERROR(ParseOptimizer(top, &spec.optimizer));
+  RETURN_IF_ERROR(ParseData(top, &spec.data));
+  RETURN_IF_ERROR(ParseSchedule(top, &spec.schedule));
+  RETURN_IF_ERROR(ParsePartitioner(top, &spec.partitioner));
+  ASSIGN_OR_RETURN(spec.batch_size, top.Int("batch_size", 64, DimensionRange()));
+  ASSIGN_OR_RETURN(spec.mode, top.String("mode", "async", {"async", "sync"}));
+  ASSIGN_OR_RETURN(int64_t seed, top.Int("seed", 42, IntAtLeast(0)));
   spec.seed = static_cast<uint64_t>(seed);
-  ASSIGN_OR_RETURN(spec.sync_timeout_ms, OptionalInt(doc, "sync_timeout_ms", 60000, ""));
-  if (spec.sync_timeout_ms <= 0) return Invalid("sync_timeout_ms", "must be positive");
+  ASSIGN_OR_RETURN(spec.sync_timeout_ms, top.Int("sync_timeout_ms", 60000, DimensionRange()));
+  ASSIGN_OR_RETURN(spec.terminate_on_nan, top.Bool("terminate_on_nan", true));
+  RETURN_IF_ERROR(top.NoUnknownKeys());
   return spec;
 }
 
@@ -351,6 +354,7 @@ json JobSpecToJson(const JobSpec& spec) {
       {"mode", spec.mode},
       {"seed", spec.seed},
       {"sync_timeout_ms", spec.sync_timeout_ms},
+      {"terminate_on_nan", spec.terminate_on_nan},
   };
 }
 

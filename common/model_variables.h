@@ -24,7 +24,8 @@ struct VariableSpec {
 // naming the layer when a layer cannot take its input (e.g. dense on an unflattened image).
 absl::StatusOr<std::vector<std::vector<int64_t>>> LayerOutputShapes(const ModelSpec& model);
 
-// Variables in creation order: for each layer its kernel, then its bias.
+// Variables in creation order: for each layer its kernel, then its bias. InvalidArgument naming the
+// layer or variable when a shape's size overflows (checked arithmetic, see checked_math.h).
 absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model);
 
 }  // namespace pstrain

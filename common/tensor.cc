@@ -1,20 +1,31 @@
 #include "common/tensor.h"
 
 #include <cstring>
+#include <new>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/checked_math.h"
 
 namespace pstrain {
 namespace {
 
 constexpr size_t kAlignment = 64;
 
-uint8_t* AllocateAligned(size_t bytes) {
+// Zero-filled and 64-byte aligned; nullptr when the memory cannot be had.
+uint8_t* TryAllocateAligned(size_t bytes) {
+  if (bytes > static_cast<size_t>(kMaxCheckedBytes)) return nullptr;
   // aligned_alloc needs a size that is a multiple of the alignment.
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0) rounded = kAlignment;
   auto* p = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded));
-  std::memset(p, 0, rounded);
+  if (p != nullptr) std::memset(p, 0, rounded);
+  return p;
+}
+
+uint8_t* AllocateAligned(size_t bytes) {
+  uint8_t* p = TryAllocateAligned(bytes);
+  if (p == nullptr) throw std::bad_alloc();
   return p;
 }
 
@@ -36,6 +47,25 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
       num_elements_(NumElements(shape_)),
       num_bytes_(static_cast<size_t>(num_elements_ * DTypeSize(dtype))),
       buffer_(AllocateAligned(num_bytes_)) {}
+
+absl::StatusOr<Tensor> Tensor::Create(DType dtype, std::vector<int64_t> shape, absl::string_view what) {
+  if (dtype == DType::kInvalid || dtype == DType::kString) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": tensors of ", DTypeName(dtype), " are not supported"));
+  }
+  absl::StatusOr<int64_t> bytes = CheckedNumBytes(shape, DTypeSize(dtype), what);
+  if (!bytes.ok()) return bytes.status();
+  Tensor t;
+  t.buffer_.reset(TryAllocateAligned(static_cast<size_t>(*bytes)));
+  if (t.buffer_ == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": cannot allocate ", FormatBytes(*bytes), " for a tensor of shape ", ShapeString(shape)));
+  }
+  t.dtype_ = dtype;
+  t.num_elements_ = NumElements(shape);
+  t.num_bytes_ = static_cast<size_t>(*bytes);
+  t.shape_ = std::move(shape);
+  return t;
+}
 
 Tensor::Tensor(const Tensor& other)
     : dtype_(other.dtype_),
