@@ -5,12 +5,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "chief/job_protos.h"
+#include "chief/model_dir.h"
+#include "common/memory_budget.h"
 #include "common/json_util.h"
 #include "common/model_variables.h"
 #include "common/protocol_version.h"
 #include "common/status_macros.h"
 #include "common/variable_planner.h"
+#include "ps/optimizer.h"
 
 namespace pstrain {
 
@@ -85,7 +89,8 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   if (pool_ != nullptr) pool_->Stop();
   if (!s.ok()) {
     SetState("failed");
-    return s;
+    if (tracker_ == nullptr) return s;
+    return absl::Status(s.code(), absl::StrCat("at global step ", tracker_->global_step(), ": ", s.message()));
   }
   SetState(stop_requested_ ? "stopped" : "done");
   summary.state = stop_requested_ ? "stopped" : "done";
@@ -128,8 +133,10 @@ absl::Status Coordinator::Prepare() {
   ASSIGN_OR_RETURN(budget_, ComputeBudget(spec_, train_examples, num_workers_));
   ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(spec_.model));
   ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, spec_.partitioner, static_cast<int>(ps_.size())));
+  RETURN_IF_ERROR(CheckMemory(plan));
   plan_ = VariablePlanToProto(plan, spec_.seed);
   if (!options_.model_dir.empty()) {
+    RETURN_IF_ERROR(PrepareModelDir());
     RETURN_IF_ERROR(env_->CreateDirs(options_.model_dir));
     checkpoints_ = std::make_unique<CheckpointManager>(env_, options_.model_dir,
                                                        static_cast<int>(spec_.schedule.keep_checkpoints), ps_);
@@ -152,12 +159,60 @@ absl::Status Coordinator::Prepare() {
   return absl::OkStatus();
 }
 
+absl::Status Coordinator::CheckMemory(const VariablePlan& plan) const {
+  if (options_.memory_budget_bytes <= 0) return absl::OkStatus();
+  const int64_t budget = options_.memory_budget_bytes;
+  const std::string raise = absl::StrCat("raise pstrain-chief's ", kMemoryBudgetFlag,
+                                         " (the budget of every task; default half of this host's memory)");
+  ASSIGN_OR_RETURN(const int slots, OptimizerSlotCount(spec_.optimizer));
+  ASSIGN_OR_RETURN(std::vector<int64_t> ps_bytes, PsTaskBytes(plan, slots));
+  for (size_t i = 0; i < ps_bytes.size(); ++i) {
+    RETURN_IF_ERROR(CheckMemoryBudget(ps_[i]->peer(), ps_bytes[i],
+                                      absl::StrCat("variable values and ", slots, " optimizer slots each"), budget,
+                                      absl::StrCat(raise, ", add ps tasks, or make the model smaller")));
+  }
+  // The largest worker share of the batch, at most what that worker's data shard holds.
+  int64_t batch = (spec_.batch_size + num_workers_ - 1) / num_workers_;
+  const int64_t examples = ExamplesInMemory(spec_.data);
+  if (examples > 0) batch = std::min(batch, examples / num_workers_ + 1);
+  ASSIGN_OR_RETURN(ComputeBytes worker, EstimateComputeBytes(spec_.model, batch, examples, /*slots=*/0));
+  return CheckMemoryBudget(workers_.empty() ? "a worker" : workers_[0]->peer(), worker.total(), worker.Describe(),
+                           budget, absl::StrCat(raise, ", lower batch_size, or make the model smaller"));
+}
+
+absl::Status Coordinator::PrepareModelDir() {
+  ASSIGN_OR_RETURN(std::vector<std::string> earlier, EarlierRunEntries(env_, options_.model_dir));
+  if (earlier.empty()) return absl::OkStatus();
+  if (options_.start_over) {
+    ASSIGN_OR_RETURN(std::string aside, MoveEarlierRunAside(env_, options_.model_dir));
+    Log(absl::StrCat("starting over: moved the earlier run (", absl::StrJoin(earlier, ", "), ") aside into ", aside));
+    return absl::OkStatus();
+  }
+  if (!options_.restore) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the model dir ", options_.model_dir, " holds an earlier run (", absl::StrJoin(earlier, ", "),
+        "); --restore=false would mix the two runs' checkpoints and metrics. Give --start_over to move the earlier "
+        "run aside into ", options_.model_dir, "/previous-run-<time>/ and train from step 0, or use another "
+        "--model_dir"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Coordinator::CreateOrRestore() {
   std::optional<FoundCheckpoint> found;
-  if (checkpoints_ != nullptr && options_.restore) {
+  if (checkpoints_ != nullptr && options_.restore && !options_.start_over) {
     std::vector<std::string> warnings;
-    ASSIGN_OR_RETURN(found, checkpoints_->FindLatest(&warnings));
+    absl::StatusOr<std::optional<FoundCheckpoint>> latest = checkpoints_->FindLatest(&warnings);
     for (const std::string& w : warnings) Log(w);
+    if (!latest.ok()) {
+      return absl::Status(latest.status().code(),
+                          absl::StrCat(latest.status().message(),
+                                       "\nThe job stops rather than train from step 0 over them. Repair or restore "
+                                       "those files, move them away, or give --start_over to move the earlier run "
+                                       "aside into ",
+                                       options_.model_dir, "/previous-run-<time>/ and train from step 0"));
+    }
+    found = *std::move(latest);
   }
   std::vector<std::future<absl::Status>> calls;
   for (size_t i = 0; i < ps_.size(); ++i) {

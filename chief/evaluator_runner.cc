@@ -66,7 +66,7 @@ int RunEvaluator(const EvaluatorConfig& config) {
   LogLine("evaluator", absl::StrCat("watching ", config.model_dir, " for checkpoints",
                                     final_step > 0 ? absl::StrCat(" until step ", final_step) : ""));
   CheckpointEvalOptions options;
-  options.data_dir = config.job.data.dir;
+  options.data = config.job.data;  // the user's job spec names the data, never the checkpoint's
   options.threads = config.threads;
   int64_t last = -1;
   while (true) {

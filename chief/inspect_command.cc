@@ -8,6 +8,7 @@
 #include "common/command_line.h"
 #include "common/exit_codes.h"
 #include "common/json_util.h"
+#include "common/memory_budget.h"
 #include "common/status_macros.h"
 #include "ps/checkpoint_index.h"
 
@@ -18,11 +19,12 @@ const std::vector<FlagDef>& InspectFlags() {
   static const auto* flags = new std::vector<FlagDef>{
       {"checkpoint", "", "a checkpoint directory (model_dir/ckpt-N)"},
       {"format", "text", "text or json"},
+      {"memory_budget_bytes", "0", "most bytes one checkpoint variable may take (0: half of this host's memory)"},
   };
   return *flags;
 }
 
-absl::StatusOr<nlohmann::json> Inspect(const std::string& dir) {
+absl::StatusOr<nlohmann::json> Inspect(const std::string& dir, int64_t max_bytes) {
   Env* env = Env::Default();
   ASSIGN_OR_RETURN(CheckpointIndex index, ReadCheckpointIndex(env, dir));
   nlohmann::json out;
@@ -32,7 +34,7 @@ absl::StatusOr<nlohmann::json> Inspect(const std::string& dir) {
   std::set<std::string> names;  // sorted, so any two checkpoints list variables alike
   for (const SavedShard& shard : index.shards) names.insert(shard.variable_name());
   for (const std::string& name : names) {
-    ASSIGN_OR_RETURN(Tensor t, ReadCheckpointRows(env, dir, index, name, 0, -1));
+    ASSIGN_OR_RETURN(Tensor t, ReadCheckpointRows(env, dir, index, name, 0, -1, "", max_bytes));
     double sum = 0.0;
     float lo = 0.0f, hi = 0.0f;
     absl::Span<const float> v = t.flat();
@@ -77,7 +79,9 @@ int InspectMain(int argc, char** argv) {
     std::cerr << "pstrain inspect: give --checkpoint=DIR (a model_dir/ckpt-N directory)\n";
     return kExitBadConfiguration;
   }
-  absl::StatusOr<nlohmann::json> out = Inspect(cl->Get("checkpoint"));
+  absl::StatusOr<int64_t> budget = cl->GetInt("memory_budget_bytes", IntAtLeast(0));
+  if (budget.ok()) budget = MemoryBudgetBytes(Env::Default(), *budget);
+  absl::StatusOr<nlohmann::json> out = budget.ok() ? Inspect(cl->Get("checkpoint"), *budget) : budget.status();
   if (!out.ok()) {
     std::cerr << "pstrain inspect: " << out.status().message() << "\n";
     return ExitCodeFor(out.status());

@@ -3,15 +3,18 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
 #include "common/cluster_spec.h"
 #include "common/command_line.h"
 #include "common/exit_codes.h"
 #include "common/job_spec.h"
 #include "common/json_util.h"
+#include "common/memory_budget.h"
 #include "common/model_variables.h"
 #include "common/plan_format.h"
 #include "common/status_macros.h"
 #include "common/variable_planner.h"
+#include "ps/optimizer.h"
 
 namespace pstrain {
 namespace {
@@ -31,6 +34,9 @@ const std::vector<FlagDef>& PlanFlags() {
       {"shape", "", "single variable: comma-separated shape, e.g. 10,30"},
       {"dtype", "float32", "single variable: element type"},
       {"name", "v", "single variable: its name"},
+      {"memory_budget_bytes", "0",
+       "most bytes of values and optimizer slots one ps may hold; a plan beyond it is refused (0: half of this "
+       "host's memory)"},
   };
   return *flags;
 }
@@ -66,8 +72,7 @@ absl::StatusOr<PartitionerSpec> PartitionerFromFlags(const CommandLine& cl, Part
 
 absl::StatusOr<int> NumPs(const CommandLine& cl) {
   if (cl.Given("num_ps")) {
-    ASSIGN_OR_RETURN(int64_t n, cl.GetInt("num_ps"));
-    if (n < 1) return absl::InvalidArgumentError(absl::StrCat("--num_ps must be at least 1, got ", n));
+    ASSIGN_OR_RETURN(int64_t n, cl.GetInt("num_ps", IntBetween(1, 100000)));
     return static_cast<int>(n);
   }
   auto config = LoadTfConfig(cl.Get("tf_config"));
@@ -87,6 +92,7 @@ absl::StatusOr<std::vector<VariableSpec>> SingleVariable(const CommandLine& cl) 
   for (int64_t d : shape) {
     if (d < 0) return absl::InvalidArgumentError(absl::StrCat("--shape=", cl.Get("shape"), " has a negative dimension"));
   }
+  RETURN_IF_ERROR(CheckedNumElements(shape, absl::StrCat("--shape=", cl.Get("shape"))).status());
   VariableSpec var;
   var.name = cl.Get("name");
   var.shape = shape;
@@ -106,19 +112,39 @@ absl::Status RunPlan(const CommandLine& cl) {
   ASSIGN_OR_RETURN(int num_ps, NumPs(cl));
   std::vector<VariableSpec> variables;
   PartitionerSpec partitioner;
+  int slots = 0;  // a single variable has no optimizer
   if (has_job) {
     ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(cl.Get("job")));
     ASSIGN_OR_RETURN(variables, ModelVariables(job.model));
     partitioner = job.partitioner;
+    ASSIGN_OR_RETURN(slots, OptimizerSlotCount(job.optimizer));
   } else {
     ASSIGN_OR_RETURN(variables, SingleVariable(cl));
   }
   ASSIGN_OR_RETURN(partitioner, PartitionerFromFlags(cl, partitioner));
   ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, partitioner, num_ps));
+  ASSIGN_OR_RETURN(int64_t budget_flag, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
+  ASSIGN_OR_RETURN(int64_t budget, MemoryBudgetBytes(Env::Default(), budget_flag));
+  ASSIGN_OR_RETURN(std::vector<int64_t> memory, PsTaskBytes(plan, slots));
   if (format == "json") {
-    std::cout << DumpJson(PlanToJson(plan), 2) << "\n";
+    nlohmann::json doc = PlanToJson(plan);
+    doc["optimizer_slots"] = slots;
+    doc["ps_memory_bytes"] = memory;
+    doc["memory_budget_bytes"] = budget;
+    std::cout << DumpJson(doc, 2) << "\n";
   } else {
     std::cout << PlanToTable(plan, partitioner.KindName());
+    for (size_t i = 0; i < memory.size(); ++i) {
+      std::cout << "ps " << i << " memory: " << FormatBytes(memory[i]) << " (values and " << slots
+                << " optimizer slots each) of a budget of " << FormatBytes(budget) << "\n";
+    }
+  }
+  for (size_t i = 0; i < memory.size(); ++i) {
+    RETURN_IF_ERROR(CheckMemoryBudget(absl::StrCat("ps ", i), memory[i],
+                                      absl::StrCat("values and ", slots, " optimizer slots each"), budget,
+                                      absl::StrCat("give a larger ", kMemoryBudgetFlag,
+                                                   " (here and to pstrain-chief and pstrain-ps), more ps tasks, or a "
+                                                   "smaller model")));
   }
   return absl::OkStatus();
 }
@@ -143,9 +169,7 @@ int PlanMain(int argc, char** argv) {
   absl::Status s = RunPlan(*cl);
   if (!s.ok()) {
     std::cerr << "pstrain plan: " << s.message() << "\n";
-    return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound
-               ? kExitBadConfiguration
-               : ExitCodeFor(s);
+    return ExitCodeFor(s);
   }
   return kExitOk;
 }

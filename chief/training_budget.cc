@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/checked_math.h"
+#include "common/value_range.h"
 
 namespace pstrain {
 
@@ -41,7 +43,11 @@ absl::StatusOr<TrainingBudget> ComputeBudget(const JobSpec& spec, int64_t train_
   if (spec.schedule.steps > 0) {
     b.total_steps = spec.schedule.steps;
   } else if (spec.schedule.epochs > 0 && b.steps_per_epoch > 0) {
-    b.total_steps = spec.schedule.epochs * b.steps_per_epoch;
+    if (!CheckedMul(spec.schedule.epochs, b.steps_per_epoch, &b.total_steps) || b.total_steps > kMaxDimension) {
+      return absl::InvalidArgumentError(absl::StrCat("schedule: ", spec.schedule.epochs, " epochs of ",
+                                                     b.steps_per_epoch, " steps are more than ", kMaxDimension,
+                                                     " global steps"));
+    }
   } else {
     return absl::InvalidArgumentError("schedule: give schedule.steps or schedule.epochs (> 0)");
   }

@@ -13,7 +13,7 @@ std::string Shape(absl::Span<const int64_t> dims) { return absl::StrCat("[", abs
 
 absl::Status TooLarge(absl::string_view what, const std::string& detail) {
   return absl::InvalidArgumentError(
-      absl::StrCat(what, ": ", detail, ", more than pstrain can hold (at most ", kMaxCheckedBytes, " bytes)"));
+      absl::StrCat(what, ": ", detail, ", more than pstrain can hold (at most 2^62 bytes)"));
 }
 
 }  // namespace

@@ -36,8 +36,12 @@ absl::StatusOr<CommandLine> CommandLine::Parse(const std::string& command, int a
     if (it == known.end()) {
       std::string list;
       for (const FlagDef& f : flags) absl::StrAppend(&list, list.empty() ? "--" : ", --", f.name);
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", name, " for `", command, "`; known flags: ", list));
+      std::vector<std::string> names;
+      for (const FlagDef& f : flags) names.push_back(f.name);
+      const std::string near = NearestName(name, names);
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " for `", command, "`",
+                                                     near.empty() ? "" : absl::StrCat("; did you mean --", near, "?"),
+                                                     " (known flags: ", list, ")"));
     }
     if (!has_value) {
       if (it->second->is_bool) {
@@ -66,6 +70,14 @@ absl::StatusOr<int64_t> CommandLine::GetInt(const std::string& name) const {
     return absl::InvalidArgumentError(absl::StrCat("--", name, "=", s, " is not an integer"));
   }
   return v;
+}
+
+absl::StatusOr<int64_t> CommandLine::GetInt(const std::string& name, const IntRange& range) const {
+  absl::StatusOr<int64_t> v = GetInt(name);
+  if (!v.ok()) return v.status();
+  absl::Status s = CheckInRange(*v, range, absl::StrCat("--", name));
+  if (!s.ok()) return s;
+  return *v;
 }
 
 absl::StatusOr<double> CommandLine::GetDouble(const std::string& name) const {

@@ -82,6 +82,44 @@ class PosixEnv : public Env {
     return ss.str();
   }
 
+  absl::StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max_bytes) override {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+      if (errno == ELOOP) return absl::InvalidArgumentError(absl::StrCat(path, " is a symlink; it is not followed"));
+      return ErrnoError("cannot open", path);
+    }
+    struct stat st;
+    absl::Status refused;
+    if (::fstat(fd, &st) != 0) {
+      refused = ErrnoError("cannot stat", path);
+    } else if (!S_ISREG(st.st_mode)) {
+      refused = absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
+    } else if (st.st_size > max_bytes) {
+      refused = absl::InvalidArgumentError(
+          absl::StrCat(path, " holds ", st.st_size, " bytes, more than the ", max_bytes, " it may"));
+    }
+    std::string data;
+    if (refused.ok()) {
+      data.resize(static_cast<size_t>(st.st_size));
+      size_t done = 0;
+      while (done < data.size()) {
+        const ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          refused = n < 0 ? ErrnoError("read failed on", path)
+                          : absl::InternalError(absl::StrCat(path, " shrank while it was read"));
+          break;
+        }
+        done += static_cast<size_t>(n);
+      }
+    }
+    ::close(fd);
+    if (!refused.ok()) return refused;
+    return data;
+  }
+
   bool FileExists(const std::string& path) override {
     struct stat st;
     return ::stat(path.c_str(), &st) == 0;

@@ -20,6 +20,9 @@ namespace pstrain {
 // fits: shapes from users, files or the network are checked with CheckedNumElements first.
 int64_t NumElements(absl::Span<const int64_t> shape);
 
+// Number of NaN/Inf values among the float32 values in `data` (bytes, possibly unaligned).
+int64_t CountNonFiniteFloats(absl::string_view data);
+
 // "[3,4]" style rendering used in messages.
 std::string ShapeString(absl::Span<const int64_t> shape);
 

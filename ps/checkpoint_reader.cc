@@ -5,12 +5,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/checked_math.h"
+#include "common/confined_path.h"
+#include "common/memory_budget.h"
 #include "common/tensor_proto.h"
 #include "ps/checksum.h"
 
 namespace pstrain {
 namespace {
 
+// REQUIRES: an entry validated by ReadCheckpointIndex (its sizes fit).
 int64_t RowElements(const SavedShard& s) {
   int64_t n = 1;
   for (int i = 1; i < s.full_shape_size(); ++i) n *= s.full_shape(i);
@@ -56,18 +60,32 @@ absl::StatusOr<SavedShard> WriteShardFile(Env* env, const std::string& dir, cons
   return saved;
 }
 
-CheckpointReader::CheckpointReader(Env* env, std::string dir, const CheckpointIndex* index)
-    : env_(env), dir_(std::move(dir)), index_(index) {}
+CheckpointReader::CheckpointReader(Env* env, std::string dir, const CheckpointIndex* index, int64_t max_bytes)
+    : env_(env),
+      dir_(std::move(dir)),
+      index_(index),
+      max_bytes_(max_bytes > 0 ? max_bytes : MemoryBudgetBytes(env, 0).value_or(kFallbackMemoryBudgetBytes)) {}
 
 absl::StatusOr<const std::string*> CheckpointReader::VerifiedFile(const SavedShard& shard) {
   auto it = files_.find(shard.file());
   if (it != files_.end()) return &it->second;
-  const std::string path = dir_ + "/" + shard.file();
-  absl::StatusOr<std::string> data = env_->ReadFile(path);
-  if (!data.ok())
-    return absl::DataLossError(absl::StrCat("checkpoint file ", path, " is missing: ", data.status().message()));
-  const size_t expected = static_cast<size_t>(shard.rows() * RowElements(shard) *
-                                              DTypeSize(FromProtoDType(shard.dtype())) * (1 + shard.slot_names_size()));
+  absl::StatusOr<std::string> path_or = PathInDir(dir_, shard.file(), "checkpoint file");
+  if (!path_or.ok()) return absl::DataLossError(path_or.status().message());
+  const std::string& path = *path_or;
+  absl::StatusOr<int64_t> expected_or = SavedShardFileBytes(shard);
+  if (!expected_or.ok()) return absl::DataLossError(absl::StrCat(path, ": ", expected_or.status().message()));
+  if (*expected_or > max_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat("checkpoint file ", path, " would hold ", FormatBytes(*expected_or),
+                                                     ", more than the memory budget of ", FormatBytes(max_bytes_),
+                                                     " (raise ", kMemoryBudgetFlag, ")"));
+  }
+  const size_t expected = static_cast<size_t>(*expected_or);
+  absl::StatusOr<std::string> data = env_->ReadRegularFile(path, *expected_or);
+  if (!data.ok()) {
+    const bool missing = data.status().code() == absl::StatusCode::kNotFound;
+    return absl::DataLossError(absl::StrCat("checkpoint file ", path, missing ? " is missing: " : " is unusable: ",
+                                            data.status().message()));
+  }
   if (data->size() != expected) {
     return absl::DataLossError(absl::StrCat("checkpoint file ", path, " holds ", data->size(), " bytes, expected ",
                                             expected, " (truncated or corrupted)"));
@@ -97,17 +115,42 @@ absl::StatusOr<Tensor> CheckpointReader::ReadRows(const std::string& variable, i
     row_offset = 0;
     rows = total;
   }
-  if (row_offset < 0 || row_offset + rows > total) {
-    return absl::InvalidArgumentError(absl::StrCat("rows [", row_offset, ", ", row_offset + rows, ") of variable ",
-                                                   variable, " fall outside its ", total, " saved rows"));
+  if (row_offset < 0 || rows > total || row_offset > total - rows) {
+    return absl::InvalidArgumentError(absl::StrCat(rows, " rows from row ", row_offset, " of variable ", variable,
+                                                   " fall outside its ", total, " saved rows"));
   }
   std::vector<int64_t> shape(first.full_shape().begin(), first.full_shape().end());
   if (!shape.empty()) shape[0] = rows;
   const DType dtype = FromProtoDType(first.dtype());
-  Tensor out(dtype, shape);
+  // The index was validated (SavedShardFileBytes), so one row's bytes fit; the result may not.
   const size_t row_bytes = static_cast<size_t>(RowElements(first) * DTypeSize(dtype));
+  const std::string what = absl::StrCat("variable ", variable, " in ", dir_);
+  absl::StatusOr<int64_t> out_bytes = CheckedNumBytes(shape, DTypeSize(dtype), what);
+  if (!out_bytes.ok()) return absl::DataLossError(out_bytes.status().message());
+  if (*out_bytes > max_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, " of shape ", ShapeString(shape), " would take ",
+                                                     FormatBytes(*out_bytes), ", more than the memory budget of ",
+                                                     FormatBytes(max_bytes_), " (raise ", kMemoryBudgetFlag, ")"));
+  }
   std::sort(slices.begin(), slices.end(),
             [](const SavedShard* a, const SavedShard* b) { return a->row_offset() < b->row_offset(); });
+  // Every file the rows come from is read and verified before the result is allocated, so an
+  // index that promises more than its files hold fails here, having allocated nothing large.
+  {
+    int64_t next = row_offset;
+    for (const SavedShard* s : slices) {
+      const int64_t lo = std::max(next, s->row_offset());
+      const int64_t hi = std::min(row_offset + rows, s->row_offset() + s->rows());
+      if (hi <= lo) continue;
+      if (lo > next) break;
+      absl::StatusOr<const std::string*> file = VerifiedFile(*s);
+      if (!file.ok()) return file.status();
+      next = hi;
+    }
+  }
+  absl::StatusOr<Tensor> out_or = Tensor::Create(dtype, shape, what);
+  if (!out_or.ok()) return out_or.status();
+  Tensor& out = *out_or;
   int64_t next = row_offset;  // first row not yet copied
   for (const SavedShard* s : slices) {
     if (std::vector<int64_t>(s->full_shape().begin(), s->full_shape().end()) !=
@@ -141,7 +184,7 @@ absl::StatusOr<Tensor> CheckpointReader::ReadRows(const std::string& variable, i
     return absl::DataLossError(
         absl::StrCat("no saved slice of variable ", variable, " holds rows [", next, ", ", row_offset + rows, ")"));
   }
-  return out;
+  return std::move(out);
 }
 
 int64_t CheckpointReader::VersionOf(const std::string& variable, int64_t row_offset, int64_t rows) const {

@@ -32,13 +32,16 @@ absl::StatusOr<SavedShard> WriteShardFile(Env* env, const std::string& dir, cons
 
 class CheckpointReader {
  public:
-  // `env` and `index` are not owned and must outlive the reader.
-  CheckpointReader(Env* env, std::string dir, const CheckpointIndex* index);
+  // `env` and `index` are not owned and must outlive the reader. No file larger than `max_bytes`
+  // is read and no result larger is allocated (0: this host's default memory budget).
+  CheckpointReader(Env* env, std::string dir, const CheckpointIndex* index, int64_t max_bytes = 0);
 
   // Rows [row_offset, row_offset + rows) of a variable (all rows when rows < 0), from the values
-  // (slot "") or a slot. NotFound when the variable or slot is absent; DataLoss on a checksum
-  // mismatch, a truncated file, or rows no saved slice covers; InvalidArgument when the range
-  // falls outside the saved variable.
+  // (slot "") or a slot. Files are read with Env::ReadRegularFile (no symlink followed), sized
+  // from the index before reading and verified before the result is allocated. NotFound when the
+  // variable or slot is absent; DataLoss on a checksum mismatch, a file of the wrong size, a
+  // symlink or other non-regular file, or rows no saved slice covers; InvalidArgument when the
+  // range falls outside the saved variable; ResourceExhausted beyond `max_bytes`.
   absl::StatusOr<Tensor> ReadRows(const std::string& variable, int64_t row_offset, int64_t rows,
                                   const std::string& slot);
   // The largest saved version among the slices overlapping the rows (0 when none).
@@ -52,6 +55,7 @@ class CheckpointReader {
   Env* const env_;
   const std::string dir_;
   const CheckpointIndex* const index_;
+  const int64_t max_bytes_;
   std::map<std::string, std::string> files_;  // file name -> verified contents
 };
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
 #include "common/tensor_proto.h"
 
 namespace pstrain {
@@ -73,14 +74,19 @@ absl::StatusOr<std::vector<int64_t>> ShardShape(const ShardSpecProto& spec) {
   for (int64_t d : full) {
     if (d < 0) return Invalid(spec, absl::StrCat("negative dimension in full shape ", ShapeString(full)));
   }
+  // Every product of the full shape's dimensions below must fit.
+  if (absl::Status s = CheckedNumBytes(full, sizeof(float), "full shape").status(); !s.ok()) {
+    return Invalid(spec, std::string(s.message()));
+  }
   if (full.empty()) {
     if (spec.row_offset() != 0 || spec.rows() != 1)
       return Invalid(spec, "a rank-0 variable needs row_offset 0, rows 1");
     return std::vector<int64_t>{};
   }
-  if (spec.row_offset() < 0 || spec.rows() < 0 || spec.row_offset() + spec.rows() > full[0]) {
-    return Invalid(spec, absl::StrCat("rows [", spec.row_offset(), ", ", spec.row_offset() + spec.rows(),
-                                      ") fall outside the variable's ", full[0], " rows"));
+  if (spec.row_offset() < 0 || spec.rows() < 0 || spec.row_offset() > full[0] ||
+      spec.rows() > full[0] - spec.row_offset()) {
+    return Invalid(spec, absl::StrCat(spec.rows(), " rows from row ", spec.row_offset(),
+                                      " fall outside the variable's ", full[0], " rows"));
   }
   full[0] = spec.rows();
   return full;

@@ -7,22 +7,28 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
 #include "common/exit_codes.h"
+#include "common/memory_budget.h"
+#include "common/task_flags.h"
 #include "common/stop_signals.h"
 #include "ps/ps_grpc_server.h"
 #include "ps/ps_server.h"
 
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
 ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
+ABSL_FLAG(int64_t, memory_budget_bytes, 0,
+          "most bytes of variable values and optimizer slots this ps holds; shards beyond it are refused "
+          "(default 0: half of this host's memory)");
 
 namespace {
 
 struct PsConfig {
   std::string task;
   std::string listen;
+  int64_t memory_budget_bytes = 0;
 };
 
 absl::StatusOr<PsConfig> LoadConfig() {
@@ -36,13 +42,18 @@ absl::StatusOr<PsConfig> LoadConfig() {
   out.task = config->task->ToString();
   out.listen = absl::GetFlag(FLAGS_listen);
   if (out.listen.empty()) out.listen = absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
+  absl::StatusOr<int64_t> budget =
+      pstrain::MemoryBudgetBytes(pstrain::Env::Default(), absl::GetFlag(FLAGS_memory_budget_bytes));
+  if (!budget.ok()) return budget.status();
+  out.memory_budget_bytes = *budget;
   return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  absl::SetProgramUsageMessage("pstrain-ps   (TF_CONFIG in the environment, task type ps)");
+  if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-ps")) return *exit_now;
   absl::StatusOr<PsConfig> config = LoadConfig();
   if (!config.ok()) {
     std::cerr << "pstrain-ps: bad configuration: " << config.status().message() << "\n";
@@ -52,6 +63,7 @@ int main(int argc, char** argv) {
 
   pstrain::PsServer::Options options;
   options.task = config->task;
+  options.memory_budget_bytes = config->memory_budget_bytes;
   pstrain::PsServer ps(options);
   absl::StatusOr<std::unique_ptr<pstrain::PsGrpcServer>> server = pstrain::PsGrpcServer::Start(&ps, config->listen, pstrain::RequestRemoteShutdown);
   if (!server.ok()) {

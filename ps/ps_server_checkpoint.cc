@@ -20,6 +20,16 @@ absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) 
   }
   for (const auto& [name, shard] : shards) {
     ShardSnapshot snap = shard->Snapshot();
+    // A diverged model is never saved over the last good checkpoint (unless the job said to go on).
+    if (shard->options().non_finite == NON_FINITE_REJECT) {
+      const int64_t bad = Shard::CountNonFinite(
+          absl::string_view(reinterpret_cast<const char*>(snap.values.raw()), snap.values.num_bytes()));
+      if (bad > 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            options_.task, " does not save shard ", name, ": it holds ", bad, " non-finite values (NaN/Inf) at version ",
+            snap.version, "; the training diverged, and the checkpoints already saved are kept as they are"));
+      }
+    }
     ASSIGN_OR_RETURN(SavedShard saved,
                      WriteShardFile(env_, request.checkpoint_dir(), shard->spec(), snap.values,
                                     shard->options().optimizer->SlotNames(), snap.slots, snap.version));
@@ -37,6 +47,7 @@ absl::Status PsServer::Restore(const RestoreRequest& request, RestoreResponse* r
       return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " is listed twice"));
     }
   }
+  RETURN_IF_ERROR(CheckMemoryBudget(request.shards(), static_cast<int>(opts.optimizer->SlotNames().size())));
   ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards,
                    LoadShardsFromCheckpoint(env_, request.checkpoint_dir(),
                                             {request.shards().begin(), request.shards().end()}, opts));

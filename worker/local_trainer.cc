@@ -2,9 +2,11 @@
 
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/data/dataset.h"
 #include "worker/data/shard_iterator.h"
+#include "worker/divergence_check.h"
 #include "worker/worker.h"
 
 namespace pstrain {
@@ -78,8 +80,18 @@ absl::Status LocalTrainer::Run(const std::function<void(const EpochReport&)>& on
     const auto start = std::chrono::steady_clock::now();
     for (int64_t k = 0; k < per_epoch && step < total; ++k, ++step) {
       train_->Next(job_.batch_size, &batch);
+      const double loss_before = m.loss_sum;
+      const int64_t examples_before = m.examples;
       RETURN_IF_ERROR(replicas_->Compute(params_, batch, loss_scale, &grads_, &m));
+      const std::string at = absl::StrCat("step ", step + 1);
+      if (job_.terminate_on_nan) {
+        const double loss = (m.loss_sum - loss_before) / std::max<int64_t>(1, m.examples - examples_before);
+        RETURN_IF_ERROR(CheckStepFinite(at, loss, variables_, grads_));
+      }
       RETURN_IF_ERROR(updater_->Apply(grads_, &params_));
+      if (job_.terminate_on_nan) {
+        RETURN_IF_ERROR(CheckVariablesFinite(at, "after the step's update", variables_, params_));
+      }
     }
     report.train_seconds = Seconds(start);
     report.steps = step;

@@ -8,6 +8,8 @@
 #include "common/command_line.h"
 #include "common/exit_codes.h"
 #include "common/json_util.h"
+#include "common/memory_budget.h"
+#include "ps/optimizer.h"
 #include "common/status_macros.h"
 #include "worker/device.h"
 #include "worker/keras_updater.h"
@@ -27,15 +29,32 @@ const std::vector<FlagDef>& TrainFlags() {
       {"data_dir", "", "directory of the dataset files (overrides the job's data.dir)"},
       {"seed", "", "job seed (initial weights and shuffles)"},
       {"eval", "true", "evaluate on the test set after every epoch", true},
+      {"terminate_on_nan", "true",
+       "stop when a loss, gradient or variable turns NaN/Inf, naming the step and variable (overrides the job's)",
+       true},
+      {"memory_budget_bytes", "0",
+       "most memory the model, gradients, optimizer slots, data and activations may take (0: half of this "
+       "host's memory)"},
   };
   return *flags;
 }
 
-absl::StatusOr<int64_t> IntFlag(const CommandLine& cl, const std::string& name, int64_t fallback, int64_t min) {
+absl::StatusOr<int64_t> IntFlag(const CommandLine& cl, const std::string& name, int64_t fallback,
+                                const IntRange& range) {
   if (!cl.Given(name) && cl.Get(name).empty()) return fallback;
-  ASSIGN_OR_RETURN(int64_t v, cl.GetInt(name));
-  if (v < min) return absl::InvalidArgumentError(absl::StrCat("--", name, " must be at least ", min, ", got ", v));
-  return v;
+  return cl.GetInt(name, range);
+}
+
+// Refuses a job whose model, gradients, optimizer slots, data and activations exceed the budget.
+absl::Status CheckTrainMemory(const CommandLine& cl, const JobSpec& job) {
+  ASSIGN_OR_RETURN(int64_t flag, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
+  ASSIGN_OR_RETURN(int64_t budget, MemoryBudgetBytes(Env::Default(), flag));
+  ASSIGN_OR_RETURN(int slots, OptimizerSlotCount(job.optimizer));
+  const int64_t examples = ExamplesInMemory(job.data);
+  const int64_t batch = examples > 0 ? std::min(job.batch_size, examples) : job.batch_size;
+  ASSIGN_OR_RETURN(ComputeBytes bytes, EstimateComputeBytes(job.model, batch, examples, slots));
+  return CheckMemoryBudget("pstrain train", bytes.total(), bytes.Describe(), budget,
+                           absl::StrCat("raise ", kMemoryBudgetFlag, ", lower batch_size, or make the model smaller"));
 }
 
 nlohmann::json ReportJson(const EpochReport& r) {
@@ -54,12 +73,14 @@ absl::Status RunTrain(const CommandLine& cl) {
   ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(cl.Get("job")));
   LocalTrainOptions options;
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  ASSIGN_OR_RETURN(int64_t threads, IntFlag(cl, "threads", cores, 1));
-  ASSIGN_OR_RETURN(int64_t replicas, IntFlag(cl, "replicas", 1, 1));
-  ASSIGN_OR_RETURN(options.epochs, IntFlag(cl, "epochs", 0, 1));
-  ASSIGN_OR_RETURN(options.steps, IntFlag(cl, "steps", 0, 1));
-  ASSIGN_OR_RETURN(int64_t seed, IntFlag(cl, "seed", static_cast<int64_t>(job.seed), 0));
+  ASSIGN_OR_RETURN(int64_t threads, IntFlag(cl, "threads", std::min<int64_t>(cores, kMaxThreads), IntBetween(1, kMaxThreads)));
+  ASSIGN_OR_RETURN(int64_t replicas, IntFlag(cl, "replicas", 1, IntBetween(1, kMaxThreads)));
+  ASSIGN_OR_RETURN(options.epochs, IntFlag(cl, "epochs", 0, DimensionRange()));
+  ASSIGN_OR_RETURN(options.steps, IntFlag(cl, "steps", 0, DimensionRange()));
+  ASSIGN_OR_RETURN(int64_t seed, IntFlag(cl, "seed", static_cast<int64_t>(job.seed), IntAtLeast(0)));
   ASSIGN_OR_RETURN(options.evaluate, cl.GetBool("eval"));
+  ASSIGN_OR_RETURN(job.terminate_on_nan, cl.GetBool("terminate_on_nan"));
+  RETURN_IF_ERROR(CheckTrainMemory(cl, job));
   options.threads = static_cast<int>(threads);
   options.replicas = static_cast<int>(replicas);
   options.data_dir = cl.Get("data_dir");

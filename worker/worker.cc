@@ -8,12 +8,14 @@
 #include "common/status_macros.h"
 #include "worker/data/dataset.h"
 #include "worker/data/shard_iterator.h"
+#include "worker/divergence_check.h"
 #include "worker/variable_exchange.h"
 
 namespace pstrain {
 
 struct Worker::Job {
   JobSpec spec;
+  std::vector<VariableSpec> variables;
   int worker_index = 0, num_workers = 1;
   int64_t batch = 0;        // this worker's examples per step
   float loss_scale = 1.f;   // 1 / (examples one ps update covers)
@@ -67,7 +69,8 @@ absl::StatusOr<std::unique_ptr<Worker::Job>> Worker::BuildJob(const ConfigureReq
   // Sync: the ps adds the pushes of all workers for one update, so each pushes grad/global batch.
   // Async: every push is an update of its own, covering this worker's batch.
   job->loss_scale = 1.f / static_cast<float>(job->sync ? job->spec.batch_size : job->batch);
-  ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(job->spec.model));
+  ASSIGN_OR_RETURN(job->variables, ModelVariables(job->spec.model));
+  const std::vector<VariableSpec>& variables = job->variables;
   std::vector<PsClient*> ps;
   for (int i = 0; i < request.ps_addresses_size(); ++i) {
     ASSIGN_OR_RETURN(auto client, ps_factory_(request.ps_addresses(i), i));
@@ -114,8 +117,20 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
     const int64_t t0 = env->NowMicros();
     RETURN_IF_ERROR(job.exchange->PullAll(job.sync ? request.first_step() + k : 0, &job.params));
     const int64_t t1 = env->NowMicros();
+    const std::string step = job.sync ? absl::StrCat("global step ", request.first_step() + k, " on ", options_.task)
+                                      : absl::StrCat(options_.task, "'s step ", k + 1, " of closure ",
+                                                     request.closure_id());
+    if (job.spec.terminate_on_nan) {
+      RETURN_IF_ERROR(CheckVariablesFinite(step, "as pulled from the ps", job.variables, job.params));
+    }
     job.train->Next(job.batch, &job.batch_buffer);
+    const double loss_before = metrics.loss_sum;
+    const int64_t examples_before = metrics.examples;
     RETURN_IF_ERROR(job.replicas->Compute(job.params, job.batch_buffer, job.loss_scale, &job.grads, &metrics));
+    if (job.spec.terminate_on_nan) {
+      const double loss = (metrics.loss_sum - loss_before) / std::max<int64_t>(1, metrics.examples - examples_before);
+      RETURN_IF_ERROR(CheckStepFinite(step, loss, job.variables, job.grads));
+    }
     const int64_t t2 = env->NowMicros();
     ASSIGN_OR_RETURN(int64_t stale, job.exchange->PushAll(job.worker_index, job.sync, job.grads));
     const int64_t t3 = env->NowMicros();
@@ -145,6 +160,10 @@ absl::Status Worker::Evaluate(const EvaluateRequest& request, EvaluateResponse* 
     return absl::FailedPreconditionError("the job has no test data to evaluate: set data.test_file in the job spec");
   }
   RETURN_IF_ERROR(job.exchange->PullAll(0, &job.params));
+  if (job.spec.terminate_on_nan) {
+    RETURN_IF_ERROR(CheckVariablesFinite(absl::StrCat("evaluation on ", options_.task), "as pulled from the ps",
+                                         job.variables, job.params));
+  }
   auto [begin, end] = EvalRange(job.test->size, request.shard_index(), request.num_shards());
   constexpr int64_t kEvalBatch = 256;  // keeps activations cache-sized
   BatchMetrics metrics;

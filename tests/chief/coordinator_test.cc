@@ -274,8 +274,12 @@ TEST_F(CoordinatorTest, CorruptCheckpointIsSkippedForTheOneBefore) {
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_TRUE(found->has_value());
   EXPECT_EQ((*found)->dir, options_.model_dir + "/ckpt-20");
-  ASSERT_EQ(warnings.size(), 1u);
+  ASSERT_EQ(warnings.size(), 2u);
   EXPECT_THAT(warnings[0], HasSubstr("ignoring checkpoint " + options_.model_dir + "/ckpt-40"));
+  // Kept, but out of the way of the resumed run's saves and pruning.
+  EXPECT_THAT(warnings[1], HasSubstr("moved the unusable checkpoint " + options_.model_dir + "/ckpt-40 aside"));
+  EXPECT_TRUE(std::filesystem::exists(options_.model_dir + "/ckpt-40.unusable/index.json"));
+  EXPECT_FALSE(std::filesystem::exists(options_.model_dir + "/ckpt-40"));
 }
 
 }  // namespace
