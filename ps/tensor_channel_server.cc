@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/checked_math.h"
 
 namespace pstrain {
 namespace {
@@ -50,7 +51,7 @@ void TensorChannelServer::Serve(int fd) {
   for (;;) {
     TensorCallRequest request;
     uint64_t payload_bytes = 0;
-    if (!io.ReadFrameStart(&request, &payload_bytes).ok()) return;
+    if (!io.ReadFrameStart(&request, &payload_bytes, &messages_).ok()) return;
     absl::Status s;
     switch (request.call_case()) {
       case TensorCallRequest::kPull:
@@ -99,7 +100,12 @@ absl::Status TensorChannelServer::ServePush(FrameIo* io, const TensorCallRequest
                                                      " gradients but ", request.payload_bytes_size(), " sizes"));
   }
   uint64_t announced = 0;
-  for (int64_t b : request.payload_bytes()) announced += static_cast<uint64_t>(b);
+  for (int64_t b : request.payload_bytes()) {
+    if (b < 0 || static_cast<uint64_t>(b) > kMaxCheckedBytes - announced) {
+      return absl::InternalError("a push announces a negative or overflowing gradient size");
+    }
+    announced += static_cast<uint64_t>(b);
+  }
   if (status.ok() && announced != payload_bytes) {
     return absl::InternalError("push payload size disagrees with its gradient sizes");
   }
@@ -107,7 +113,18 @@ absl::Status TensorChannelServer::ServePush(FrameIo* io, const TensorCallRequest
   // (and dropped) so the connection stays in step.
   std::vector<std::shared_ptr<Tensor>> buffers;
   std::vector<int64_t> counted;  // NaN/Inf values per gradient
+  // Room for the payload before its buffers exist, given back once it arrived (below).
+  struct Reservation {
+    ByteBudget* budget = nullptr;
+    int64_t bytes = 0;
+    ~Reservation() {
+      if (budget != nullptr) budget->Give(bytes);
+    }
+  } reservation;
   if (status.ok()) {
+    payloads_.Take(static_cast<int64_t>(payload_bytes));
+    reservation.bytes = static_cast<int64_t>(payload_bytes);
+    reservation.budget = &payloads_;
     absl::StatusOr<std::vector<std::shared_ptr<Tensor>>> b = ps_->GradientBuffers(push);
     if (b.ok()) {
       buffers = std::move(*b);
@@ -137,6 +154,10 @@ absl::Status TensorChannelServer::ServePush(FrameIo* io, const TensorCallRequest
       }
       counted.push_back(non_finite);
     }
+  }
+  if (reservation.budget != nullptr) {  // delivered: the room goes to other connections
+    payloads_.Give(reservation.bytes);
+    reservation.budget = nullptr;
   }
   TensorCallResponse response;
   if (status.ok()) {

@@ -15,10 +15,18 @@
 
 namespace pstrain {
 
+// What all connections together may have announced but not delivered: frame messages (whose
+// memory grows as they arrive; a connection passing the bound is closed), and push payloads
+// (received into buffers sized by the shard, not by the announcement; a push waits for room).
+inline constexpr int64_t kMaxPendingMessageBytes = int64_t{64} << 20;
+inline constexpr int64_t kMaxPendingPayloadBytes = int64_t{1} << 30;
+
 class TensorChannelServer {
  public:
   // `ps` is not owned and must outlive every Serve call.
-  explicit TensorChannelServer(PsServer* ps) : ps_(ps) {}
+  explicit TensorChannelServer(PsServer* ps, int64_t max_pending_message_bytes = kMaxPendingMessageBytes,
+                               int64_t max_pending_payload_bytes = kMaxPendingPayloadBytes)
+      : ps_(ps), messages_(max_pending_message_bytes), payloads_(max_pending_payload_bytes) {}
 
   // Answers calls on `fd` (a connection whose preface was already read) until the client closes
   // it, it fails, or the client breaks the protocol. Does not close `fd`.
@@ -31,6 +39,8 @@ class TensorChannelServer {
   absl::Status ServePush(FrameIo* io, const TensorCallRequest& request, uint64_t payload_bytes);
 
   PsServer* const ps_;
+  ByteBudget messages_;
+  ByteBudget payloads_;
 };
 
 }  // namespace pstrain
