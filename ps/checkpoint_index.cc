@@ -102,6 +102,10 @@ absl::StatusOr<SavedShard> SavedShardFromJson(const json& j, const std::string& 
   if (absl::StatusOr<int64_t> bytes = SavedShardFileBytes(s); !bytes.ok()) {
     return Corrupt(dir, absl::StrCat(where, ": ", bytes.status().message()));
   }
+  const std::vector<int64_t> full(s.full_shape().begin(), s.full_shape().end());
+  if (absl::Status fits = CheckedNumBytes(full, sizeof(float), where + ".full_shape").status(); !fits.ok()) {
+    return Corrupt(dir, std::string(fits.message()));
+  }
   return s;
 }
 

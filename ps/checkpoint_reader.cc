@@ -124,14 +124,6 @@ absl::StatusOr<Tensor> CheckpointReader::ReadRows(const std::string& variable, i
   const DType dtype = FromProtoDType(first.dtype());
   // The index was validated (SavedShardFileBytes), so one row's bytes fit; the result may not.
   const size_t row_bytes = static_cast<size_t>(RowElements(first) * DTypeSize(dtype));
-  const std::string what = absl::StrCat("variable ", variable, " in ", dir_);
-  absl::StatusOr<int64_t> out_bytes = CheckedNumBytes(shape, DTypeSize(dtype), what);
-  if (!out_bytes.ok()) return absl::DataLossError(out_bytes.status().message());
-  if (*out_bytes > max_bytes_) {
-    return absl::ResourceExhaustedError(absl::StrCat(what, " of shape ", ShapeString(shape), " would take ",
-                                                     FormatBytes(*out_bytes), ", more than the memory budget of ",
-                                                     FormatBytes(max_bytes_), " (raise ", kMemoryBudgetFlag, ")"));
-  }
   std::sort(slices.begin(), slices.end(),
             [](const SavedShard* a, const SavedShard* b) { return a->row_offset() < b->row_offset(); });
   // Every file the rows come from is read and verified before the result is allocated, so an
@@ -147,6 +139,18 @@ absl::StatusOr<Tensor> CheckpointReader::ReadRows(const std::string& variable, i
       if (!file.ok()) return file.status();
       next = hi;
     }
+    if (next < row_offset + rows) {
+      return absl::DataLossError(absl::StrCat("no saved slice of variable ", variable, " holds rows [", next, ", ",
+                                              row_offset + rows, ")"));
+    }
+  }
+  const std::string what = absl::StrCat("variable ", variable, " in ", dir_);
+  absl::StatusOr<int64_t> out_bytes = CheckedNumBytes(shape, DTypeSize(dtype), what);
+  if (!out_bytes.ok()) return absl::DataLossError(out_bytes.status().message());
+  if (*out_bytes > max_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, " of shape ", ShapeString(shape), " would take ",
+                                                     FormatBytes(*out_bytes), ", more than the memory budget of ",
+                                                     FormatBytes(max_bytes_), " (raise ", kMemoryBudgetFlag, ")"));
   }
   absl::StatusOr<Tensor> out_or = Tensor::Create(dtype, shape, what);
   if (!out_or.ok()) return out_or.status();

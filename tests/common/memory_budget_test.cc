@@ -1,0 +1,86 @@
+// Per-task memory budgets: the host's memory as the Env reports it, the default share, and the
+// estimates the chief, `pstrain plan` and `pstrain train` check before anything is allocated.
+#include "common/memory_budget.h"
+
+#include <map>
+
+#include "common/job_presets.h"
+#include "common/model_variables.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/test_util/forwarding_env.h"
+
+namespace pstrain {
+namespace {
+
+using ::testing::HasSubstr;
+
+// An Env whose files are the test's (everything else is missing).
+class FakeFilesEnv : public ForwardingEnv {
+ public:
+  std::map<std::string, std::string> files;
+  absl::StatusOr<std::string> ReadFile(const std::string& p) override {
+    auto it = files.find(p);
+    if (it == files.end()) return absl::NotFoundError(p);
+    return it->second;
+  }
+  bool FileExists(const std::string& p) override { return files.count(p) > 0; }
+};
+
+TEST(MemoryBudgetTest, HostMemoryIsMemTotalLoweredByTheCgroupLimit) {
+  FakeFilesEnv env;
+  env.files["/proc/meminfo"] = "MemFree:   100 kB\nMemTotal:       16384000 kB\nSwapTotal: 0 kB\n";
+  EXPECT_EQ(*HostMemoryBytes(&env), int64_t{16384000} * 1024);
+  env.files["/sys/fs/cgroup/memory.max"] = "max\n";  // no limit
+  EXPECT_EQ(*HostMemoryBytes(&env), int64_t{16384000} * 1024);
+  env.files["/sys/fs/cgroup/memory.max"] = "1073741824\n";
+  EXPECT_EQ(*HostMemoryBytes(&env), int64_t{1} << 30);
+  EXPECT_EQ(*MemoryBudgetBytes(&env, 0), int64_t{1} << 29);  // half
+  EXPECT_EQ(*MemoryBudgetBytes(&env, 12345), 12345);         // the flag wins
+  EXPECT_FALSE(MemoryBudgetBytes(&env, -1).ok());
+  for (const char* broken : {"", "MemTotal: lots kB\n", "MemTotal: 99999999999999999999 kB\n"}) {
+    env.files["/proc/meminfo"] = broken;
+    EXPECT_FALSE(HostMemoryBytes(&env).ok()) << broken;
+    EXPECT_EQ(*MemoryBudgetBytes(&env, 0), kFallbackMemoryBudgetBytes) << broken;
+  }
+  EXPECT_GT(*HostMemoryBytes(Env::Default()), 0);  // this machine's
+}
+
+TEST(MemoryBudgetTest, OverBudgetSaysWhoWhatAndHowToRaise) {
+  EXPECT_TRUE(CheckMemoryBudget("ps:0", 100, "values", 100, "raise it").ok());
+  absl::Status s = CheckMemoryBudget("ps:1", int64_t{4} << 40, "values and 2 optimizer slots each", int64_t{8} << 30,
+                                     "raise --memory_budget_bytes");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("ps:1 would hold 4.0 TiB"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("more than its memory budget of 8.0 GiB"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("raise --memory_budget_bytes"));
+}
+
+TEST(MemoryBudgetTest, PsBytesCountOptimizerSlotsWithCheckedArithmetic) {
+  VariablePlan plan;
+  plan.ps_bytes = {1000, 0, int64_t{1} << 61};
+  absl::StatusOr<std::vector<int64_t>> bytes = PsTaskBytes(plan, 1);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ((*bytes)[0], 2000);
+  EXPECT_FALSE(PsTaskBytes(plan, 2).ok());  // 3 x 2^61 passes 2^62
+}
+
+TEST(MemoryBudgetTest, ComputeEstimateGrowsWithModelBatchAndData) {
+  JobSpec cnn = *JobSpecFromJson(*JobPresetJson("cnn"));
+  absl::StatusOr<ComputeBytes> small = EstimateComputeBytes(cnn.model, 64, 70000, 0);
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->variables, 121930 * 4 * 2);   // values and gradients
+  EXPECT_EQ(small->data, int64_t{70000} * (784 + 1) * 4);
+  EXPECT_GT(small->activations, 64 * 784 * 4);
+  EXPECT_GT(EstimateComputeBytes(cnn.model, 640, 70000, 2)->total(), small->total());
+  EXPECT_THAT(small->Describe(), HasSubstr("of data"));
+  // A model whose activations overflow: [2^31 - 1] units per layer times a huge batch.
+  JobSpec wide = cnn;
+  wide.model.input_shape = {1 << 30};
+  wide.model.layers = {LayerSpec{"dense", "d", (int64_t{1} << 31) - 1}};
+  EXPECT_FALSE(EstimateComputeBytes(wide.model, (int64_t{1} << 31) - 1, 0, 0).ok());
+  EXPECT_EQ(ExamplesInMemory(cnn.data), 70000);
+}
+
+}  // namespace
+}  // namespace pstrain
