@@ -35,7 +35,9 @@ absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path) {
   Env* env = Env::Default();
   if (env->FileExists(path + "/index.json")) return path;
   CheckpointManager manager(env, path, 1, {});
-  absl::StatusOr<std::optional<FoundCheckpoint>> found = manager.FindLatest(nullptr, /*remove_incomplete=*/false);
+  std::vector<std::string> warnings;  // newer checkpoints skipped: the user must know which was read
+  absl::StatusOr<std::optional<FoundCheckpoint>> found = manager.FindLatest(&warnings, /*remove_incomplete=*/false);
+  for (const std::string& w : warnings) std::cerr << "pstrain evaluate: " << w << "\n";
   if (!found.ok()) return found.status();
   if (!found->has_value()) {
     return absl::NotFoundError(absl::StrCat(path, " is neither a checkpoint (no index.json) nor a model dir with one"));

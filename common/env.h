@@ -31,8 +31,8 @@ class Env {
   virtual absl::StatusOr<std::string> ReadFile(const std::string& path) = 0;
   // Reads `path` only when it is a regular file itself: a symlink is not followed (O_NOFOLLOW), a
   // FIFO or device is not opened for reading, and nothing is read when the file holds more than
-  // `max_bytes`. NotFound when missing; InvalidArgument for a symlink, a non-regular file or one
-  // larger than max_bytes; Internal on read errors.
+  // `max_bytes`. NotFound when missing; InvalidArgument for a symlink or a non-regular file;
+  // OutOfRange for one larger than max_bytes; Internal on read errors.
   virtual absl::StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max_bytes) = 0;
   virtual bool FileExists(const std::string& path) = 0;
   // Creates `path` and missing parents; OK when it exists.

@@ -97,7 +97,7 @@ class PosixEnv : public Env {
     } else if (!S_ISREG(st.st_mode)) {
       refused = absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
     } else if (st.st_size > max_bytes) {
-      refused = absl::InvalidArgumentError(
+      refused = absl::OutOfRangeError(
           absl::StrCat(path, " holds ", st.st_size, " bytes, more than the ", max_bytes, " it may"));
     }
     std::string data;

@@ -137,7 +137,10 @@ absl::StatusOr<CheckpointIndex> ReadCheckpointIndex(Env* env, const std::string&
   if (!env->FileExists(path)) return absl::NotFoundError(absl::StrCat("checkpoint index ", path, " does not exist"));
   absl::StatusOr<std::string> text = env->ReadRegularFile(path, kMaxJsonFileBytes);
   if (!text.ok()) {
-    if (text.status().code() == absl::StatusCode::kInvalidArgument) return absl::DataLossError(text.status().message());
+    if (text.status().code() == absl::StatusCode::kInvalidArgument ||
+        text.status().code() == absl::StatusCode::kOutOfRange) {
+      return absl::DataLossError(text.status().message());
+    }
     return text.status();
   }
   absl::StatusOr<json> doc = ParseJson(*text, path);

@@ -74,13 +74,15 @@ absl::StatusOr<const std::string*> CheckpointReader::VerifiedFile(const SavedSha
   const std::string& path = *path_or;
   absl::StatusOr<int64_t> expected_or = SavedShardFileBytes(shard);
   if (!expected_or.ok()) return absl::DataLossError(absl::StrCat(path, ": ", expected_or.status().message()));
-  if (*expected_or > max_bytes_) {
+  const size_t expected = static_cast<size_t>(*expected_or);
+  // Never more than the index promises nor than the budget allows: a short file is read and
+  // reported below, a longer one is not read at all.
+  absl::StatusOr<std::string> data = env_->ReadRegularFile(path, std::min(*expected_or, max_bytes_));
+  if (!data.ok() && data.status().code() == absl::StatusCode::kOutOfRange && *expected_or > max_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat("checkpoint file ", path, " would hold ", FormatBytes(*expected_or),
                                                      ", more than the memory budget of ", FormatBytes(max_bytes_),
                                                      " (raise ", kMemoryBudgetFlag, ")"));
   }
-  const size_t expected = static_cast<size_t>(*expected_or);
-  absl::StatusOr<std::string> data = env_->ReadRegularFile(path, *expected_or);
   if (!data.ok()) {
     const bool missing = data.status().code() == absl::StatusCode::kNotFound;
     return absl::DataLossError(absl::StrCat("checkpoint file ", path, missing ? " is missing: " : " is unusable: ",
@@ -140,8 +142,8 @@ absl::StatusOr<Tensor> CheckpointReader::ReadRows(const std::string& variable, i
       next = hi;
     }
     if (next < row_offset + rows) {
-      return absl::DataLossError(absl::StrCat("no saved slice of variable ", variable, " holds rows [", next, ", ",
-                                              row_offset + rows, ")"));
+      return absl::DataLossError(absl::StrCat("no saved slice of variable ", variable, " in ", dir_, " holds rows [",
+                                              next, ", ", row_offset + rows, ")"));
     }
   }
   const std::string what = absl::StrCat("variable ", variable, " in ", dir_);

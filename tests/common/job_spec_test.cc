@@ -1,5 +1,7 @@
 #include "common/job_spec.h"
 
+#include <fstream>
+
 #include "common/job_presets.h"
 #include "common/json_util.h"
 #include "common/model_variables.h"
@@ -82,6 +84,130 @@ TEST(JobSpecTest, ErrorsNameTheField) {
   doc = Cnn();
   doc["mode"] = "semi";
   EXPECT_THAT(ErrorOf(doc), HasSubstr("mode"));
+}
+
+// Every value checked against its valid range (class: training garbage in silence), with the
+// rule's origin where Keras, TensorFlow or PyTorch has one.
+TEST(JobSpecTest, ValuesOutsideTheirRangeAreRefused) {
+  struct Case {
+    const char* pointer;  // JSON pointer into the cnn preset
+    nlohmann::json value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"/optimizer/learning_rate", 1e300, "optimizer.learning_rate must be at most 3.4e+38, got 1e+300"},
+      {"/optimizer/learning_rate", 0, "optimizer.learning_rate must be positive"},
+      {"/optimizer/beta_1", 1, "optimizer.beta_1 must be less than 1, got 1 (as PyTorch's Adam"},
+      {"/optimizer/beta_2", -0.1, "optimizer.beta_2 must not be negative"},
+      {"/optimizer/momentum", 1.5, "optimizer.momentum must be at most 1, got 1.5 (as Keras's SGD)"},
+      {"/optimizer/rho", 1, "optimizer.rho must be less than 1"},
+      {"/optimizer/epsilon", 0, "optimizer.epsilon must be positive"},
+      {"/optimizer/initial_accumulator_value", -1, "must not be negative, got -1 (as Keras's Adagrad)"},
+      {"/optimizer/learning_rate",
+       {{"schedule", "piecewise_constant"}, {"boundaries", {100}}, {"values", {0.1, -0.01}}},
+       "optimizer.learning_rate.values[1] must be positive, got -0.01"},
+      {"/optimizer/learning_rate",
+       {{"schedule", "piecewise_constant"}, {"boundaries", {100, 50}}, {"values", {0.1, 0.01, 0.001}}},
+       "boundaries must increase"},
+      {"/optimizer/learning_rate", {{"schedule", "exponential_decay"}, {"decay_steps", 10}, {"decay_rate", 0}},
+       "decay_rate must be positive"},
+      {"/optimizer/learning_rate", {{"schedule", "exponential_decay"}, {"decay_steps", 0}},
+       "decay_steps must be positive"},
+      {"/model/layers/0/kernel_initializer", {{"type", "random_normal"}, {"stddev", -1}}, "stddev must not be negative"},
+      {"/model/layers/0/kernel_initializer", {{"type", "random_uniform"}, {"minval", 1}, {"maxval", 0}},
+       "minval 1 is larger than maxval 0"},
+      {"/schedule/keep_checkpoints", 0, "keep_checkpoints must be positive"},
+      {"/schedule/steps_per_closure", 4294967296, "steps_per_closure must be at most 2147483647"},
+      {"/schedule/checkpoint_every_secs", -5, "checkpoint_every_secs must not be negative"},
+      {"/sync_timeout_ms", 0, "sync_timeout_ms must be positive"},
+      {"/seed", -1, "seed must not be negative"},
+      {"/data/label_column", -2, "label_column must be at least -1"},
+  };
+  for (const Case& c : cases) {
+    auto doc = Cnn();
+    doc[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    EXPECT_THAT(ErrorOf(doc), HasSubstr(c.message)) << c.pointer << " = " << c.value.dump();
+  }
+}
+
+// Sizes bounded before anything is allocated, and never wrapped (classes: sizes trusted before
+// allocating, integer overflow into wrong messages).
+TEST(JobSpecTest, SizesAreBoundedAndNeverWrap) {
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"/model/layers/5/units", 1000000000000, "model.layers[5].units must be at most 2147483647"},
+      {"/model/layers/5/units", nlohmann::json::parse("18446744073709551615"), "= 18446744073709551615 is out of range"},
+      {"/model/layers/0/filters", -3, "model.layers[0].filters must be positive, got -3"},
+      {"/batch_size", 1000000000000, "batch_size must be at most 2147483647"},
+      {"/model/input_shape", {28, 28, 0}, "model.input_shape[2] must be positive"},
+      {"/model/input_shape", {1, 2, 3, 4, 5, 6, 7, 8, 9}, "has 9 entries, at most 8"},
+      {"/schedule/steps", 1e300, "schedule.steps = 1e+300 is out of range"},
+  };
+  for (const Case& c : cases) {
+    auto doc = Cnn();
+    doc[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    EXPECT_THAT(ErrorOf(doc), HasSubstr(c.message)) << c.pointer;
+  }
+  // In range each, too large together: the product is checked, never wrapped ([2^40, 2^40] read
+  // as [0, 16] before).
+  auto doc = Cnn();
+  doc["model"]["input_shape"] = {1 << 30, 1 << 30, 1 << 30};
+  auto spec = JobSpecFromJson(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto vars = ModelVariables(spec->model);
+  ASSERT_FALSE(vars.ok());
+  EXPECT_THAT(std::string(vars.status().message()), HasSubstr("more than pstrain can hold"));
+  doc = Cnn();
+  doc["model"]["layers"][5]["units"] = 2147483647;  // a dense kernel of 1600 x (2^31 - 1) floats
+  doc["model"]["layers"][6]["units"] = 2147483647;
+  spec = JobSpecFromJson(doc);
+  ASSERT_TRUE(spec.ok());
+  vars = ModelVariables(spec->model);
+  ASSERT_FALSE(vars.ok());
+  EXPECT_THAT(std::string(vars.status().message()), HasSubstr("variable dense_1/kernel"));
+}
+
+// Unknown keys at every level are refused, naming the nearest known key (class: processes and
+// flags).
+TEST(JobSpecTest, UnknownKeysAreRefusedWithTheNearestKnownOne) {
+  struct Case {
+    const char* pointer;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"/optimiser", "unknown key \"optimiser\" in the top level; did you mean \"optimizer\"?"},
+      {"/optimizer/learing_rate", "unknown key \"learing_rate\" in optimizer; did you mean \"learning_rate\"?"},
+      {"/model/layers/5/unit", "in model.layers[5]; did you mean \"units\"?"},
+      {"/model/inputshape", "did you mean \"input_shape\"?"},
+      {"/data/datset", "in data; did you mean \"dataset\"?"},
+      {"/schedule/epoch", "in schedule; did you mean \"epochs\"?"},
+      {"/partitioner/max_shard", "in partitioner; did you mean \"max_shards\"?"},
+      {"/model/layers/0/kernel_initializer/sttdev", "did you mean \"stddev\"?"},
+      {"/dropout", "unknown key \"dropout\" in the top level (known keys:"},
+  };
+  for (const Case& c : cases) {
+    auto doc = Cnn();
+    if (std::string(c.pointer).find("kernel_initializer") != std::string::npos) {
+      doc["model"]["layers"][0]["kernel_initializer"] = {{"type", "random_normal"}};
+    }
+    doc[nlohmann::json::json_pointer(c.pointer)] = 1;
+    EXPECT_THAT(ErrorOf(doc), HasSubstr(c.message)) << c.pointer;
+  }
+  // The canonical form (every field explicit) has no unknown key.
+  auto spec = LoadJobSpec("cnn");
+  EXPECT_TRUE(JobSpecFromJson(JobSpecToJson(*spec)).ok());
+}
+
+TEST(JobSpecTest, DeeplyNestedJobFilesAreRefused) {
+  const std::string path = ::testing::TempDir() + "/nested_job.json";
+  std::ofstream(path) << "{\"model\": " << std::string(100000, '[') << std::string(100000, ']') << "}";
+  auto spec = LoadJobSpec(path);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("deeper than 64 levels"));
 }
 
 TEST(JobSpecTest, ShapeErrorsNameTheLayer) {
