@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3
   docker-compose nftables iproute2  # deploy tests: compose file check, several-hosts cluster
+  strace  # the file-access test of bad inputs
 )
 PACKAGES+=("$@")
 

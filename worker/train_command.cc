@@ -29,8 +29,9 @@ const std::vector<FlagDef>& TrainFlags() {
       {"data_dir", "", "directory of the dataset files (overrides the job's data.dir)"},
       {"seed", "", "job seed (initial weights and shuffles)"},
       {"eval", "true", "evaluate on the test set after every epoch", true},
-      {"terminate_on_nan", "true",
-       "stop when a loss, gradient or variable turns NaN/Inf, naming the step and variable (overrides the job's)",
+      {"terminate_on_nan", "",
+       "stop when a loss, gradient or variable turns NaN/Inf, naming the step and variable (default: the job's "
+       "terminate_on_nan, true unless it says false)",
        true},
       {"memory_budget_bytes", "0",
        "most memory the model, gradients, optimizer slots, data and activations may take (0: half of this "
@@ -79,7 +80,9 @@ absl::Status RunTrain(const CommandLine& cl) {
   ASSIGN_OR_RETURN(options.steps, IntFlag(cl, "steps", 0, DimensionRange()));
   ASSIGN_OR_RETURN(int64_t seed, IntFlag(cl, "seed", static_cast<int64_t>(job.seed), IntAtLeast(0)));
   ASSIGN_OR_RETURN(options.evaluate, cl.GetBool("eval"));
-  ASSIGN_OR_RETURN(job.terminate_on_nan, cl.GetBool("terminate_on_nan"));
+  if (cl.Given("terminate_on_nan")) {
+    ASSIGN_OR_RETURN(job.terminate_on_nan, cl.GetBool("terminate_on_nan"));
+  }
   RETURN_IF_ERROR(CheckTrainMemory(cl, job));
   options.threads = static_cast<int>(threads);
   options.replicas = static_cast<int>(replicas);
