@@ -11,10 +11,13 @@ bash deploy/install-deps.sh clang libclang-rt-14-dev strace
 # every integration test that feeds the binaries bad input. Training runs are left to the plain
 # build: under the sanitizers they cost minutes and exercise no input handling.
 UNIT_TARGETS=(common_cluster_spec_test common_partitioner_test common_variable_planner_test common_job_spec_test
-              common_tensor_test common_env_test common_bad_input_test ps_test ps_bad_input_test
-              chief_bad_input_test worker_bad_input_test worker_dataset_test)
+              common_tensor_test common_env_test common_bad_input_test ps_bad_input_test chief_bad_input_test
+              in_process_cluster_test worker_bad_input_test worker_dataset_test)
 BINARIES=(pstrain pstrain-chief pstrain-worker pstrain-ps)
-TESTS=${1:-"^(Checked|JsonLimits|JsonFields|MemoryBudget|ConfinedPath|TaskFlags|JobSpec|ClusterSpec|Partitioner|VariablePlanner|Tensor|Env|CheckpointBadInput|PsMemoryBudget|TensorChannelBounds|ModelDirRuns|CoordinatorMemory|Divergence|Dataset|integration_bad_input|integration_bad_config|integration_file_access)"}
+UNIT_SUITES="CheckedMath|JsonLimits|JsonFields|MemoryBudget|ConfinedPath|ReadRegularFile|TaskFlags|JobSpec|ClusterSpec"
+UNIT_SUITES+="|Partitioner|VariablePlanner|Tensor|Env|CheckpointBadInput|PsMemoryBudget|TensorChannelBounds|ByteBudget"
+UNIT_SUITES+="|ModelDirRuns|CoordinatorMemory|Divergence|DivergenceCheck|DatasetBadInput|Idx|Csv"
+TESTS=${1:-"^((${UNIT_SUITES})Test\\.|integration_(bad_input_.*|bad_config|file_access)$)"}
 
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}"
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
