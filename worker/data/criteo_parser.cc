@@ -16,8 +16,8 @@ constexpr int64_t kFirstBlockRows = 1024;
 constexpr int64_t kMaxBlockRows = 65536;
 
 template <typename T>
-void AppendRows(const std::vector<T>& from, int64_t count, std::vector<T>* to) {
-  to->insert(to->end(), from.begin(), from.begin() + count);
+void AppendRows(const std::unique_ptr<T[]>& from, int64_t count, std::vector<T>* to) {
+  to->insert(to->end(), from.get(), from.get() + count);
 }
 
 }  // namespace
@@ -76,8 +76,8 @@ absl::Status CriteoParser::EndLine(absl::string_view line) {
       Block& block = WritableBlock();
       const int64_t row = block.rows;
       absl::Status parsed =
-          ParseCriteoLine(line, format_, &block.labels[row], block.numeric.data() + row * format_.num_numeric,
-                          block.ids.data() + row * format_.num_categorical);
+          ParseCriteoLine(line, format_, &block.labels[row], block.numeric.get() + row * format_.num_numeric,
+                          block.ids.get() + row * format_.num_categorical);
       if (parsed.ok()) {
         ++block.rows;
       } else {
@@ -107,9 +107,10 @@ CriteoParser::Block& CriteoParser::WritableBlock() {
   if (blocks_.empty() || blocks_.back().rows == blocks_.back().capacity) {
     Block block;
     block.capacity = blocks_.empty() ? kFirstBlockRows : std::min(2 * blocks_.back().capacity, kMaxBlockRows);
-    block.labels.resize(block.capacity);
-    block.numeric.resize(block.capacity * format_.num_numeric);
-    block.ids.resize(block.capacity * format_.num_categorical);
+    // new T[] without (): no zero-filling of memory every row overwrites.
+    block.labels.reset(new float[block.capacity]);
+    block.numeric.reset(new float[block.capacity * format_.num_numeric]);
+    block.ids.reset(new int64_t[block.capacity * format_.num_categorical]);
     blocks_.push_back(std::move(block));
   }
   return blocks_.back();

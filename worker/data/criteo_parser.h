@@ -11,6 +11,7 @@
 #define PSTRAIN_WORKER_DATA_CRITEO_PARSER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,11 +47,11 @@ class CriteoParser {
   CtrData Finish();
 
  private:
-  struct Block {
+  struct Block {  // columns of `capacity` rows, left uninitialised (only written rows are read)
     int64_t rows = 0;
     int64_t capacity = 0;
-    std::vector<float> labels, numeric;
-    std::vector<int64_t> ids;
+    std::unique_ptr<float[]> labels, numeric;
+    std::unique_ptr<int64_t[]> ids;
   };
 
   bool Owned() const { return options_.num_parts == 1 || line_index_ % options_.num_parts == options_.part; }
