@@ -48,6 +48,16 @@ inline void StoreI(int32_t* p, VecI v) { __builtin_memcpy(p, &v, sizeof(v)); }
 inline Vec Splat(float x) { return Vec{} + x; }
 inline VecI SplatI(int32_t x) { return VecI{} + x; }
 inline Vec Max0(Vec v) { return v > Vec{} ? v : Vec{}; }
+// Correctly rounded, like sqrtf.
+inline Vec Sqrt(Vec v) {
+#if defined(__AVX512F__)
+  return _mm512_maskz_sqrt_ps(static_cast<__mmask16>(0xffff), v);  // _mm512_sqrt_ps trips -Wmaybe-uninitialized
+#elif defined(__AVX2__)
+  return _mm256_sqrt_ps(v);
+#else
+  return _mm_sqrt_ps(v);
+#endif
+}
 
 // The first n lanes (0 <= n <= kLanes) of p; the others are zero. Never reads past p + n.
 inline Vec LoadN(const float* p, int n) {
