@@ -45,7 +45,16 @@ inline VecI LoadI(const int32_t* p) {
   return v;
 }
 inline void StoreI(int32_t* p, VecI v) { __builtin_memcpy(p, &v, sizeof(v)); }
-inline Vec Splat(float x) { return Vec{} + x; }
+// A load-and-broadcast when x comes from memory (no arithmetic: 0 + x is not x for x = -0).
+inline Vec Splat(float x) {
+#if defined(__AVX512F__)
+  return _mm512_set1_ps(x);
+#elif defined(__AVX2__)
+  return _mm256_set1_ps(x);
+#else
+  return _mm_set1_ps(x);
+#endif
+}
 inline VecI SplatI(int32_t x) { return VecI{} + x; }
 inline Vec Max0(Vec v) { return v > Vec{} ? v : Vec{}; }
 // Correctly rounded, like sqrtf.

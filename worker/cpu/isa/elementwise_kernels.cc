@@ -7,16 +7,50 @@
 namespace pstrain {
 namespace PSTRAIN_ISA_NS {
 
+namespace {
+
+// Sums of NV column vectors (the last one `tail` wide) over the rows: four rows in flight, so the
+// additions of one column do not wait on each other.
+template <int NV>
+void SumColumns(const float* d, int64_t rows, int64_t ld, int tail, float* out, bool accumulate) {
+  Vec acc[4][NV] = {};
+  auto load = [&](const float* p, int v) { return v + 1 < NV || tail == kLanes ? Load(p) : LoadN(p, tail); };
+  int64_t i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    for (int phase = 0; phase < 4; ++phase) {
+      for (int v = 0; v < NV; ++v) acc[phase][v] += load(d + (i + phase) * ld + v * kLanes, v);
+    }
+  }
+  for (; i < rows; ++i) {
+    for (int v = 0; v < NV; ++v) acc[0][v] += load(d + i * ld + v * kLanes, v);
+  }
+  for (int v = 0; v < NV; ++v) {
+    const int w = v + 1 < NV ? kLanes : tail;
+    Vec total = (acc[0][v] + acc[1][v]) + (acc[2][v] + acc[3][v]);
+    if (accumulate) total += LoadN(out + v * kLanes, w);
+    StoreN(out + v * kLanes, total, w);
+  }
+}
+
+}  // namespace
+
 void ColumnSums(const float* d, int64_t rows, int64_t n, int64_t ld, float* out, bool accumulate) {
-  for (int64_t j = 0; j < n; j += kLanes) {
-    const int w = static_cast<int>(MinI(kLanes, n - j));
-    Vec acc = accumulate ? LoadN(out + j, w) : Vec{};
-    if (w == kLanes) {
-      for (int64_t i = 0; i < rows; ++i) acc += Load(d + i * ld + j);
-      Store(out + j, acc);
-    } else {
-      for (int64_t i = 0; i < rows; ++i) acc += LoadN(d + i * ld + j, w);
-      StoreN(out + j, acc, w);
+  for (int64_t j = 0; j < n; j += 4 * kLanes) {
+    const int64_t w = MinI(4 * kLanes, n - j);
+    const int nv = static_cast<int>((w + kLanes - 1) / kLanes);
+    const int tail = static_cast<int>(w - (nv - 1) * kLanes);
+    switch (nv) {
+      case 1:
+        SumColumns<1>(d + j, rows, ld, tail, out + j, accumulate);
+        break;
+      case 2:
+        SumColumns<2>(d + j, rows, ld, tail, out + j, accumulate);
+        break;
+      case 3:
+        SumColumns<3>(d + j, rows, ld, tail, out + j, accumulate);
+        break;
+      default:
+        SumColumns<4>(d + j, rows, ld, tail, out + j, accumulate);
     }
   }
 }

@@ -192,9 +192,18 @@ const float* PackB(const PackBArgs& args, float* scratch) {
     ForPanels(len, args.k, [&](const Panel& p) {
       const int64_t width = static_cast<int64_t>(p.nv) * kLanes;
       float* dst = run + p.offset;
-      for (int64_t t = 0; t < args.k; ++t, dst += width) {
-        const float* src = args.src + t * args.t_stride + (s * len + p.col0) * args.j_stride;
-        for (int64_t x = 0; x < width; ++x) dst[x] = x < p.ncols ? src[x * args.j_stride] : 0.f;
+      const float* src = args.src + (s * len + p.col0) * args.j_stride;
+      if (args.j_stride == 1) {  // rows of B are contiguous: copy them
+        for (int64_t t = 0; t < args.k; ++t) {
+          for (int64_t x = 0; x < width; ++x) dst[t * width + x] = x < p.ncols ? src[t * args.t_stride + x] : 0.f;
+        }
+        return;
+      }
+      // A transposed source: walk its rows (B's columns), so the reads are contiguous.
+      for (int64_t x = 0; x < width; ++x) {
+        for (int64_t t = 0; t < args.k; ++t) {
+          dst[t * width + x] = x < p.ncols ? src[x * args.j_stride + t * args.t_stride] : 0.f;
+        }
       }
     });
   }
