@@ -112,6 +112,51 @@ void DispatchNN(int mr, const float* const* a, int64_t segments, int64_t seg_len
   BlockNN<MR, NV>(a, segments, seg_len, seg_stride, bp, c, ncols, bias, relu, accumulate);
 }
 
+// ---- C = A * B for a 3x3 kernel over one channel (a first layer on grey images): K = 9 is too
+// short to amortise a register block, so the 9 x NV vectors of B stay in registers instead and the
+// rows stream through, R at a time.
+template <int R, int NV>
+inline void TinyPatchRows(const GemmNNArgs& g, int64_t i, const Vec (&w)[9][NV], const Vec (&init)[NV],
+                          int64_t ncols) {
+  const int64_t ss = g.a.segment_stride;
+  const float* a[R];
+  float* c[R];
+  Vec acc[R][NV];
+  for (int r = 0; r < R; ++r) {
+    a[r] = g.a.base + RowOffset(g.a, i + r);
+    c[r] = g.c.base + RowOffset(g.c, i + r);
+    for (int j = 0; j < NV; ++j) acc[r][j] = init[j];
+  }
+  for (int s = 0; s < 3; ++s) {
+    for (int q = 0; q < 3; ++q) {
+      for (int r = 0; r < R; ++r) {
+        const Vec x = Splat(a[r][s * ss + q]);
+        for (int j = 0; j < NV; ++j) acc[r][j] += x * w[s * 3 + q][j];
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < NV; ++j) StoreCols(c[r] + j * kLanes, g.relu ? Max0(acc[r][j]) : acc[r][j], ncols - j * kLanes);
+  }
+}
+
+template <int NV>
+bool TinyPatchNN(const GemmNNArgs& g, const Panel& p, const float* bp) {
+  if constexpr (9 * NV + 6 * NV <= 32 - 2) {  // weights, accumulators, bias and a broadcast in registers
+    if (g.a.segments != 3 || g.a.segment_length != 3 || g.c.segments != 1 || g.accumulate) return false;
+    Vec w[9][NV], init[NV];
+    for (int t = 0; t < 9; ++t) {
+      for (int j = 0; j < NV; ++j) w[t][j] = Load(bp + (t * NV + j) * kLanes);
+    }
+    for (int j = 0; j < NV; ++j) init[j] = g.bias != nullptr ? LoadCols(g.bias + j * kLanes, p.ncols - j * kLanes) : Vec{};
+    int64_t i = 0;
+    for (; i + 4 <= g.rows; i += 4) TinyPatchRows<4, NV>(g, i, w, init, p.ncols);
+    for (; i < g.rows; ++i) TinyPatchRows<1, NV>(g, i, w, init, p.ncols);
+    return true;
+  }
+  return false;
+}
+
 // ---- C += A^T * D: C rows are SEGS runs of PER columns of A (run s at s * seg_stride), NV vectors.
 template <int SEGS, int PER, int NV>
 void BlockTN(const RowsIn& a, int64_t i0, int64_t rows, int64_t col_off, const float* d, int64_t ldd, float* c,
@@ -215,6 +260,13 @@ void GemmNN(const GemmNNArgs& g) {
   const int64_t run_size = (len + kLanes - 1) / kLanes * kLanes * k;
   // Rows go in chunks whose A rows stay in cache while every panel of B sweeps them.
   constexpr int64_t kChunk = 192;
+  if ((len + kLanes - 1) / kLanes <= 2) {  // one panel of at most 2 vectors: maybe a tiny patch
+    bool done = false;
+    ForPanels(len, k, [&](const Panel& p) {
+      done = p.nv == 1 ? TinyPatchNN<1>(g, p, g.packed_b) : TinyPatchNN<2>(g, p, g.packed_b);
+    });
+    if (done) return;
+  }
   for (int64_t c0 = 0; c0 < g.rows; c0 += kChunk) {
     const int64_t c1 = MinI(g.rows, c0 + kChunk);
     for (int64_t s = 0; s < g.c.segments; ++s) {
