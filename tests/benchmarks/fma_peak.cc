@@ -1,5 +1,6 @@
 #include "tests/benchmarks/fma_peak.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -43,14 +44,19 @@ double MeasureFmaPeak(CpuLevel level, int threads, double seconds) {
     }
     iterations *= 4;
   }
-  std::vector<float> sinks(threads);
-  std::vector<std::thread> pool;
-  const auto start = std::chrono::steady_clock::now();
-  double flops = 0;
-  for (int t = 1; t < threads; ++t) pool.emplace_back([&, t] { Chains(level, iterations, &sinks[t]); });
-  flops = Chains(level, iterations, &sinks[0]) * threads;
-  for (std::thread& t : pool) t.join();
-  return flops / Seconds(start) / 1e9;
+  // A peak is a best case: the best of three tries, so a thread started late or a neighbour's burst
+  // of work on a shared machine does not lower it.
+  double best = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<float> sinks(threads);
+    std::vector<std::thread> pool;
+    const auto start = std::chrono::steady_clock::now();
+    for (int t = 1; t < threads; ++t) pool.emplace_back([&, t] { Chains(level, iterations, &sinks[t]); });
+    const double flops = Chains(level, iterations, &sinks[0]) * threads;
+    for (std::thread& t : pool) t.join();
+    best = std::max(best, flops / Seconds(start) / 1e9);
+  }
+  return best;
 }
 
 std::string HostDescription() {

@@ -11,7 +11,7 @@
 
 namespace pstrain {
 
-// GFLOP/s of `threads` threads running FMA chains at `level` for about `seconds`.
+// GFLOP/s of `threads` threads running FMA chains at `level` for about `seconds`, best of 3 tries.
 // REQUIRES: level is kAvx2 or kAvx512 and level <= DetectCpuLevel().
 double MeasureFmaPeak(CpuLevel level, int threads, double seconds);
 

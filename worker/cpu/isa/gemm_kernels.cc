@@ -116,8 +116,7 @@ void DispatchNN(int mr, const float* const* a, int64_t segments, int64_t seg_len
 // short to amortise a register block, so the 9 x NV vectors of B stay in registers instead and the
 // rows stream through, R at a time.
 template <int R, int NV>
-inline void TinyPatchRows(const GemmNNArgs& g, int64_t i, const Vec (&w)[9][NV], const Vec (&init)[NV],
-                          int64_t ncols) {
+inline void TinyPatchRows(const GemmNNArgs& g, int64_t i, const Vec (&w)[9][NV], const Vec (&init)[NV], int64_t ncols) {
   const int64_t ss = g.a.segment_stride;
   const float* a[R];
   float* c[R];
@@ -148,7 +147,8 @@ bool TinyPatchNN(const GemmNNArgs& g, const Panel& p, const float* bp) {
     for (int t = 0; t < 9; ++t) {
       for (int j = 0; j < NV; ++j) w[t][j] = Load(bp + (t * NV + j) * kLanes);
     }
-    for (int j = 0; j < NV; ++j) init[j] = g.bias != nullptr ? LoadCols(g.bias + j * kLanes, p.ncols - j * kLanes) : Vec{};
+    for (int j = 0; j < NV; ++j)
+      init[j] = g.bias != nullptr ? LoadCols(g.bias + j * kLanes, p.ncols - j * kLanes) : Vec{};
     int64_t i = 0;
     for (; i + 4 <= g.rows; i += 4) TinyPatchRows<4, NV>(g, i, w, init, p.ncols);
     for (; i < g.rows; ++i) TinyPatchRows<1, NV>(g, i, w, init, p.ncols);
