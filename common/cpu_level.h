@@ -54,6 +54,21 @@ CpuLevel ActiveCpuLevel();
 // "avx2 (8 floats per vector, FMA; forced by PSTRAIN_CPU_LEVEL, this CPU has avx512)".
 std::string DescribeCpuLevel();
 
+// The one of three per-level things (kernel tables) for `level`; only the chosen getter is called,
+// since the others may hold instructions this CPU lacks.
+template <typename T>
+const T& PickForLevel(CpuLevel level, const T& (*baseline)(), const T& (*avx2)(), const T& (*avx512)()) {
+  switch (level) {
+    case CpuLevel::kAvx512:
+      return avx512();
+    case CpuLevel::kAvx2:
+      return avx2();
+    case CpuLevel::kBaseline:
+      break;
+  }
+  return baseline();
+}
+
 // Test-only: runs kernels at `level` until destroyed, then restores the previous level.
 // REQUIRES: level <= DetectCpuLevel(); no kernel runs concurrently on another thread.
 class ScopedCpuLevelForTest {

@@ -16,15 +16,7 @@ const OptimizerKernels& OptimizerTable();
 }
 
 const OptimizerKernels& OptimizerKernelsFor(CpuLevel level) {
-  switch (level) {
-    case CpuLevel::kAvx512:
-      return isa_avx512::OptimizerTable();
-    case CpuLevel::kAvx2:
-      return isa_avx2::OptimizerTable();
-    case CpuLevel::kBaseline:
-      break;
-  }
-  return isa_baseline::OptimizerTable();
+  return PickForLevel(level, &isa_baseline::OptimizerTable, &isa_avx2::OptimizerTable, &isa_avx512::OptimizerTable);
 }
 
 const OptimizerKernels& ActiveOptimizerKernels() { return OptimizerKernelsFor(ActiveCpuLevel()); }

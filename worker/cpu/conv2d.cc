@@ -143,14 +143,7 @@ void Conv2D::Backward(const float* in, const float* out, float* dout, int64_t ba
       if (g_.relu) kernels_->relu_backward(out + n0 * g_.out_size(), chunk, chunk, rows * f);
       d = PadRowsForTN(chunk, rows, f, &dconv_, &ldd);
     }
-    GemmTNArgs tn;
-    tn.a = ImageRows(src + n0 * padded_size(), 0);
-    tn.rows = rows;
-    tn.d = d;
-    tn.ldd = ldd;
-    tn.n = f;
-    tn.c = dkernel;
-    tn.ldc = f;
+    const GemmTNArgs tn{ImageRows(src + n0 * padded_size(), 0), rows, d, ldd, f, dkernel, f};
     kernels_->gemm_tn(tn);
     if (want_dbias) kernels_->column_sums(d, rows, f, ldd, dbias, /*accumulate=*/true);
     if (dsrc == nullptr) continue;

@@ -16,15 +16,7 @@ const CpuKernels& Table();
 }
 
 const CpuKernels& CpuKernelsFor(CpuLevel level) {
-  switch (level) {
-    case CpuLevel::kAvx512:
-      return isa_avx512::Table();
-    case CpuLevel::kAvx2:
-      return isa_avx2::Table();
-    case CpuLevel::kBaseline:
-      break;
-  }
-  return isa_baseline::Table();
+  return PickForLevel(level, &isa_baseline::Table, &isa_avx2::Table, &isa_avx512::Table);
 }
 
 const CpuKernels& ActiveCpuKernels() { return CpuKernelsFor(ActiveCpuLevel()); }

@@ -26,14 +26,7 @@ void Dense::Backward(const float* in, const float* out, float* dout, int64_t bat
   int64_t ldd = units;
   const float* d = PadRowsForTN(dout, batch, units, &padded_, &ldd);
   std::memset(dkernel, 0, sizeof(float) * inputs * units);
-  GemmTNArgs tn;
-  tn.a = MatrixIn(in, inputs, inputs);
-  tn.rows = batch;
-  tn.d = d;
-  tn.ldd = ldd;
-  tn.n = units;
-  tn.c = dkernel;
-  tn.ldc = units;
+  const GemmTNArgs tn{MatrixIn(in, inputs, inputs), batch, d, ldd, units, dkernel, units};
   kernels_->gemm_tn(tn);
   if (g_.bias && dbias != nullptr) kernels_->column_sums(dout, batch, units, units, dbias, /*accumulate=*/false);
   if (din == nullptr) return;

@@ -34,14 +34,7 @@ void GemmTN(const float* a, const float* b, float* c, int64_t m, int64_t k, int6
   std::vector<float> padded;
   int64_t ldd = n;
   const float* d = PadRowsForTN(b, m, n, &padded, &ldd);
-  GemmTNArgs g;
-  g.a = MatrixIn(a, k, k);
-  g.rows = m;
-  g.d = d;
-  g.ldd = ldd;
-  g.n = n;
-  g.c = c;
-  g.ldc = n;
+  const GemmTNArgs g{MatrixIn(a, k, k), m, d, ldd, n, c, n};
   kernels.gemm_tn(g);
 }
 
