@@ -1,6 +1,7 @@
 // pstrain-chief: the coordinator of a training cluster (TF_CONFIG task type "chief"), or, with task
 // type "evaluator", the sidecar that evaluates each new checkpoint of the model dir. Flags are
 // parsed here only and passed down as a config struct.
+#include <cstdlib>
 #include <iostream>
 
 #include "absl/flags/flag.h"
@@ -10,6 +11,7 @@
 #include "chief/chief_runner.h"
 #include "chief/evaluator_runner.h"
 #include "common/cluster_spec.h"
+#include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "common/job_spec.h"
 #include "common/status_macros.h"
@@ -80,6 +82,12 @@ int Main() {
               << "\n";
     return kExitBadConfiguration;
   }
+  absl::StatusOr<CpuLevel> level = ConfigureCpuLevel(std::getenv(kCpuLevelEnv));
+  if (!level.ok()) {
+    std::cerr << "pstrain-chief: bad configuration: " << level.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
+  LogLine(evaluator ? "evaluator" : "chief", "cpu kernels: " + DescribeCpuLevel());
   if (evaluator) {
     EvaluatorConfig e;
     e.model_dir = absl::GetFlag(FLAGS_model_dir);

@@ -1,4 +1,5 @@
 // `pstrain`: the user's tool. Each subcommand has its own entry point and flag set.
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -6,6 +7,7 @@
 #include "chief/evaluate_command.h"
 #include "chief/inspect_command.h"
 #include "chief/plan_command.h"
+#include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "worker/train_command.h"
 
@@ -36,6 +38,12 @@ int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
     PrintUsage(argc < 2 ? std::cerr : std::cout);
     return argc < 2 ? pstrain::kExitBadConfiguration : pstrain::kExitOk;
+  }
+  // Every command that computes runs the CPU kernels at this level (`pstrain train` shows it).
+  auto level = pstrain::ConfigureCpuLevel(std::getenv(pstrain::kCpuLevelEnv));
+  if (!level.ok()) {
+    std::cerr << "pstrain: " << level.status().message() << "\n";
+    return pstrain::kExitBadConfiguration;
   }
   for (const Subcommand& c : kSubcommands) {
     if (std::strcmp(argv[1], c.name) == 0) return c.main(argc, argv);

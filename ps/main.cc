@@ -10,6 +10,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
+#include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "common/stop_signals.h"
 #include "ps/ps_grpc_server.h"
@@ -32,6 +33,8 @@ absl::StatusOr<PsConfig> LoadConfig() {
   if (!s.ok()) return s;
   absl::StatusOr<std::string> address = config->cluster.Address(pstrain::kPs, config->task->index);
   if (!address.ok()) return address.status();
+  absl::StatusOr<pstrain::CpuLevel> level = pstrain::ConfigureCpuLevel(std::getenv(pstrain::kCpuLevelEnv));
+  if (!level.ok()) return level.status();
   PsConfig out;
   out.task = config->task->ToString();
   out.listen = absl::GetFlag(FLAGS_listen);
@@ -58,7 +61,8 @@ int main(int argc, char** argv) {
     std::cerr << "pstrain-ps: " << config->task << ": " << server.status().message() << "\n";
     return pstrain::kExitRuntimeFailure;
   }
-  std::cerr << "pstrain-ps: " << config->task << " serving on " << config->listen << std::endl;
+  std::cerr << "pstrain-ps: " << config->task << " serving on " << config->listen << " (cpu kernels "
+            << pstrain::DescribeCpuLevel() << ")" << std::endl;
   const pstrain::StopReason stop = pstrain::WaitForStop();
   std::cerr << "pstrain-ps: " << config->task << " stopping: " << stop.description << std::endl;
   (*server)->Shutdown(absl::Milliseconds(500));

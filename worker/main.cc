@@ -13,6 +13,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
+#include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "common/stop_signals.h"
 #include "ps/grpc_ps_client.h"
@@ -42,6 +43,8 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
   if (!s.ok()) return s;
   absl::StatusOr<std::string> address = config->cluster.Address(pstrain::kWorker, config->task->index);
   if (!address.ok()) return address.status();
+  absl::StatusOr<pstrain::CpuLevel> level = pstrain::ConfigureCpuLevel(std::getenv(pstrain::kCpuLevelEnv));
+  if (!level.ok()) return level.status();
   WorkerConfig out;
   out.options.task = config->task->ToString();
   const int threads = absl::GetFlag(FLAGS_threads);
@@ -87,7 +90,7 @@ int main(int argc, char** argv) {
             << config->options.replicas << " replicas; tensors to the ps over "
             << (pstrain::BulkTransportFromEnv() == pstrain::BulkTransport::kGrpcStream ? "gRPC streams"
                                                                                       : "the tensor channel")
-            << ")" << std::endl;
+            << "; cpu kernels " << pstrain::DescribeCpuLevel() << ")" << std::endl;
   const pstrain::StopReason stop = pstrain::WaitForStop();
   std::cerr << "pstrain-worker: " << task << " stopping: " << stop.description << std::endl;
   const int exit_code = stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitOk;

@@ -4,7 +4,8 @@
 #
 #   deploy/docker/build-image.sh [--bin-dir DIR] [--tag TAG]
 #
-# 1. Binaries: by default a portable build (-DPSTRAIN_NATIVE=OFF, no CUDA, no tests) in
+# 1. Binaries: by default a portable build (-DPSTRAIN_NATIVE=OFF, no CUDA, no tests; its kernels still
+#    pick AVX-512 or AVX2 at run time when the host has them) in
 #    build-docker/cmake; --bin-dir uses binaries built elsewhere (they must run on bookworm).
 # 2. Runtime packages: the Debian packages that own the binaries' shared-library closure (ldd).
 # 3. Base image pstrain-base:bookworm: debootstrap --variant=minbase, those packages installed with
