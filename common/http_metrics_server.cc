@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -107,7 +109,13 @@ absl::StatusOr<std::unique_ptr<HttpMetricsServer>> HttpMetricsServer::Start(cons
   if (pipe2(server->wake_fds_, O_CLOEXEC | O_NONBLOCK) != 0) {
     return absl::InternalError(absl::StrCat("cannot serve metrics: pipe: ", std::strerror(errno)));
   }
+  // The thread starts with every signal blocked: signals are for the task's main thread
+  // (stop_signals.h), whenever this server was started.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
   server->thread_ = std::thread([s = server.get()] { s->Serve(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return server;
 }
 

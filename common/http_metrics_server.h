@@ -3,7 +3,8 @@
 // other path 404, any other method 405, a malformed request 400, a request head over
 // max_request_bytes 431. One response per connection (Connection: close).
 // Bounded: at most max_connections connections at once (further ones wait in the listen backlog),
-// each closed after io_timeout without progress. One thread serves everything with poll(2).
+// each closed after io_timeout without progress. One thread serves everything with poll(2); it
+// blocks every signal, so signals keep going to the thread that waits for them.
 // Thread-safety: Start/Stop from any thread; `render` runs on the server's thread.
 #ifndef PSTRAIN_COMMON_HTTP_METRICS_SERVER_H_
 #define PSTRAIN_COMMON_HTTP_METRICS_SERVER_H_
