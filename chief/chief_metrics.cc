@@ -37,7 +37,8 @@ double DirectoryBytes(const std::string& dir) {
 
 ChiefMetrics::ChiefMetrics(MetricsRegistry* r)
     : r_(r),
-      global_step_(r->GetGauge("pstrain_global_step", "Global steps done (a global step is one batch_size of examples)")),
+      global_step_(
+          r->GetGauge("pstrain_global_step", "Global steps done (a global step is one batch_size of examples)")),
       total_steps_(r->GetGauge("pstrain_total_steps", "Global steps the job trains in all")),
       epoch_(r->GetGauge("pstrain_epoch", "Epochs done (fractional) at the last progress report")),
       examples_(r->GetCounter("pstrain_examples_total", "Training examples processed by this chief's run")),
@@ -57,8 +58,8 @@ ChiefMetrics::ChiefMetrics(MetricsRegistry* r)
       checkpoint_step_(r->GetGauge("pstrain_checkpoint_step", "Global step of the newest checkpoint saved")),
       checkpoint_bytes_(r->GetGauge("pstrain_checkpoint_size_bytes", "Size of the newest checkpoint saved")),
       checkpoint_seconds_(r->GetHistogram("pstrain_checkpoint_duration_seconds",
-                                          "Time to save one checkpoint (every ps writes its shards)", LatencyBuckets())) {
-}
+                                          "Time to save one checkpoint (every ps writes its shards)",
+                                          LatencyBuckets())) {}
 
 void ChiefMetrics::SetPlan(int64_t total_steps, int64_t start_step) {
   total_steps_->Set(total_steps);

@@ -5,6 +5,7 @@
 #include "chief/evaluate_command.h"
 #include "chief/inspect_command.h"
 #include "chief/plan_command.h"
+#include "chief/plot_command.h"
 #include "common/exit_codes.h"
 #include "worker/train_command.h"
 
@@ -21,6 +22,7 @@ const Subcommand kSubcommands[] = {
     {"train", pstrain::TrainMain, "train a job in this one process, no cluster (debugging, compute baseline)"},
     {"evaluate", pstrain::EvaluateMain, "evaluate a checkpoint on the test set in one process, with no cluster"},
     {"inspect", pstrain::InspectMain, "list a checkpoint's variables with digests, whatever its partitioning"},
+    {"plot", pstrain::PlotMain, "draw the training and test curves of runs side by side (SVG or PNG)"},
 };
 
 void PrintUsage(std::ostream& out) {

@@ -64,8 +64,9 @@ absl::StatusOr<std::unique_ptr<TfEventsWriter>> TfEventsWriter::Open(const std::
   if (ec) return absl::InternalError(absl::StrCat("cannot create the event-file directory ", dir, ": ", ec.message()));
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
-  const std::string path = absl::StrFormat("%s/events.out.tfevents.%010d.%s.%d.%d", dir, static_cast<int64_t>(wall_time),
-                                           host, static_cast<int>(getpid()), files_opened.fetch_add(1));
+  const std::string path =
+      absl::StrFormat("%s/events.out.tfevents.%010d.%s.%d.%d", dir, static_cast<int64_t>(wall_time), host,
+                      static_cast<int>(getpid()), files_opened.fetch_add(1));
   std::unique_ptr<TfEventsWriter> w(new TfEventsWriter(path));
   tfevents::Event first;
   first.set_wall_time(wall_time);

@@ -40,8 +40,7 @@ std::string ParentDir(const std::string& path) {
 class PosixEnv : public Env {
  public:
   int64_t NowMicros() override {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
 

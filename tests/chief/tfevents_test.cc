@@ -29,7 +29,7 @@ TEST(TfRecordTest, FramesLengthCrcDataCrc) {
 }
 
 TEST(RunEventsTest, ScalarsOfTrainAndEvalRecords) {
-  const nlohmann::json train = {{"kind", "train"}, {"step", 10},   {"wall_time", 1.5},      {"loss", 0.5},
+  const nlohmann::json train = {{"kind", "train"},     {"step", 10},   {"wall_time", 1.5},   {"loss", 0.5},
                                 {"accuracy", nullptr}, {"epoch", 0.1}, {"staleness", {0, 3}}};
   Scalars s = RunEvents::ScalarsOf(train);
   std::sort(s.begin(), s.end());
