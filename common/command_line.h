@@ -17,7 +17,7 @@ struct FlagDef {
   std::string name;           // without dashes
   std::string default_value;  // "" = unset
   std::string help;
-  bool is_bool = false;  // bare "--name" means true
+  bool is_bool = false;       // bare "--name" means true
 };
 
 class CommandLine {

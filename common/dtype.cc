@@ -33,9 +33,9 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
   for (const auto& info : kDTypes) {
     if (name == info.name) return info.dtype;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype \"", name,
-                   "\"; use one of float32, float64, int32, int64, float16, bfloat16, int8, uint8, bool, string"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown dtype \"", name,
+      "\"; use one of float32, float64, int32, int64, float16, bfloat16, int8, uint8, bool, string"));
 }
 
 int64_t DTypeSize(DType dtype, int64_t bytes_per_string) {

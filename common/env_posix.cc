@@ -40,7 +40,8 @@ std::string ParentDir(const std::string& path) {
 class PosixEnv : public Env {
  public:
   int64_t NowMicros() override {
-    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
 

@@ -88,8 +88,8 @@ absl::StatusOr<LayerSpec> ParseLayer(const json& value, const std::string& path)
                    ParseInitializer(value, "kernel_initializer", InitializerSpec{"glorot_uniform"}, path));
   ASSIGN_OR_RETURN(layer.bias_initializer, ParseInitializer(value, "bias_initializer", InitializerSpec{"zeros"}, path));
   if (layer.activation == "linear") layer.activation = "";
-  RETURN_IF_ERROR(
-      RequireOneOf(layer.activation.empty() ? "linear" : layer.activation, {"linear", "relu"}, path + ".activation"));
+  RETURN_IF_ERROR(RequireOneOf(layer.activation.empty() ? "linear" : layer.activation, {"linear", "relu"},
+                               path + ".activation"));
   RETURN_IF_ERROR(RequireOneOf(layer.padding, {"valid", "same"}, path + ".padding"));
   if (layer.type == "dense" && layer.units <= 0) return Invalid(path + ".units", "must be positive");
   if (layer.type == "conv2d" && layer.filters <= 0) return Invalid(path + ".filters", "must be positive");
@@ -170,10 +170,8 @@ absl::Status ParseOptimizer(const json& doc, OptimizerSpec* opt) {
           s.values.push_back(v.get<double>());
         }
       }
-      RETURN_IF_ERROR(
-          RequireOneOf(s.schedule, {"constant", "exponential_decay", "piecewise_constant"}, lp + ".schedule"));
-      if (s.schedule == "exponential_decay" && s.decay_steps <= 0)
-        return Invalid(lp + ".decay_steps", "must be positive");
+      RETURN_IF_ERROR(RequireOneOf(s.schedule, {"constant", "exponential_decay", "piecewise_constant"}, lp + ".schedule"));
+      if (s.schedule == "exponential_decay" && s.decay_steps <= 0) return Invalid(lp + ".decay_steps", "must be positive");
       if (s.schedule == "piecewise_constant" && s.values.size() != s.boundaries.size() + 1) {
         return Invalid(lp, "piecewise_constant needs one more value than boundaries");
       }
@@ -211,8 +209,7 @@ absl::Status ParseData(const json& doc, DataSpec* data) {
 
 absl::Status ParseSchedule(const json& doc, ScheduleSpec* s) {
   auto it = doc.find("schedule");
-  if (it == doc.end() || it->is_null())
-    return Invalid("schedule", "is missing; give {\"epochs\": N} or {\"steps\": N}");
+  if (it == doc.end() || it->is_null()) return Invalid("schedule", "is missing; give {\"epochs\": N} or {\"steps\": N}");
   RETURN_IF_ERROR(RequireObject(*it, "schedule"));
   const std::string p = "schedule";
   ScheduleSpec d;
@@ -363,8 +360,8 @@ absl::StatusOr<JobSpec> LoadJobSpec(const std::string& name_or_path) {
     return JobSpecFromJson(doc);
   }
   if (name_or_path.find('/') == std::string::npos && name_or_path.find('.') == std::string::npos) {
-    return absl::NotFoundError(
-        absl::StrCat("job \"", name_or_path, "\" is neither a preset (", JobPresetNames(), ") nor a JSON file path"));
+    return absl::NotFoundError(absl::StrCat("job \"", name_or_path, "\" is neither a preset (",
+                                            JobPresetNames(), ") nor a JSON file path"));
   }
   ASSIGN_OR_RETURN(json doc, ReadJsonFile(name_or_path));
   return JobSpecFromJson(doc);

@@ -27,14 +27,14 @@ struct InitializerSpec {
 };
 
 struct LayerSpec {
-  std::string type;               // dense, conv2d, max_pool2d, flatten, relu
-  std::string name;               // Keras-style automatic name when not given: dense, dense_1, conv2d, ...
-  int64_t units = 0;              // dense
-  int64_t filters = 0;            // conv2d
-  int64_t kernel_size = 0;        // conv2d (square kernels, stride 1)
+  std::string type;            // dense, conv2d, max_pool2d, flatten, relu
+  std::string name;            // Keras-style automatic name when not given: dense, dense_1, conv2d, ...
+  int64_t units = 0;           // dense
+  int64_t filters = 0;         // conv2d
+  int64_t kernel_size = 0;     // conv2d (square kernels, stride 1)
   std::string padding = "valid";  // conv2d: valid | same
-  int64_t pool_size = 2;          // max_pool2d (stride = pool_size)
-  std::string activation;         // "" / "linear" or "relu" (dense, conv2d)
+  int64_t pool_size = 2;       // max_pool2d (stride = pool_size)
+  std::string activation;      // "" / "linear" or "relu" (dense, conv2d)
   bool use_bias = true;
   InitializerSpec kernel_initializer{"glorot_uniform"};
   InitializerSpec bias_initializer{"zeros"};
@@ -57,32 +57,32 @@ struct LearningRateSpec {
 };
 
 struct OptimizerSpec {
-  std::string type = "adam";  // sgd | adagrad | adam | rmsprop
+  std::string type = "adam";   // sgd | adagrad | adam | rmsprop
   LearningRateSpec learning_rate;
-  double momentum = 0.0;                   // sgd, rmsprop
-  bool nesterov = false;                   // sgd
-  double beta_1 = 0.9;                     // adam
-  double beta_2 = 0.999;                   // adam
-  double epsilon = 1e-7;                   // adagrad, adam, rmsprop
+  double momentum = 0.0;       // sgd, rmsprop
+  bool nesterov = false;       // sgd
+  double beta_1 = 0.9;         // adam
+  double beta_2 = 0.999;       // adam
+  double epsilon = 1e-7;       // adagrad, adam, rmsprop
   double initial_accumulator_value = 0.1;  // adagrad
-  double rho = 0.9;                        // rmsprop
-  bool centered = false;                   // rmsprop
+  double rho = 0.9;            // rmsprop
+  bool centered = false;       // rmsprop
 };
 
 struct DataSpec {
-  std::string dataset = "fashion_mnist";                  // fashion_mnist | csv | synthetic_linear
+  std::string dataset = "fashion_mnist";  // fashion_mnist | csv | synthetic_linear
   std::string dir = "/usr/share/datasets/fashion-mnist";  // fashion_mnist IDX files
-  std::string train_file;                                 // csv
-  std::string test_file;                                  // csv
-  int64_t label_column = -1;                              // csv: -1 = last column
-  bool header = false;                                    // csv: skip the first line
-  int64_t num_examples = 0;                               // synthetic_linear: training examples (test: a quarter)
-  int64_t shuffle_seed = 0;                               // 0: derive from the job seed
+  std::string train_file;      // csv
+  std::string test_file;       // csv
+  int64_t label_column = -1;   // csv: -1 = last column
+  bool header = false;         // csv: skip the first line
+  int64_t num_examples = 0;    // synthetic_linear: training examples (test: a quarter)
+  int64_t shuffle_seed = 0;    // 0: derive from the job seed
 };
 
 struct ScheduleSpec {
-  int64_t epochs = 0;              // either epochs or steps (> 0)
-  int64_t steps = 0;               // global steps of batch_size examples
+  int64_t epochs = 0;          // either epochs or steps (> 0)
+  int64_t steps = 0;           // global steps of batch_size examples
   int64_t steps_per_closure = 10;  // k steps a worker runs per scheduled closure
   int64_t eval_every_steps = 0;    // 0: only at the end
   int64_t checkpoint_every_steps = 0;
@@ -95,7 +95,7 @@ struct JobSpec {
   ModelSpec model;
   OptimizerSpec optimizer;
   DataSpec data;
-  int64_t batch_size = 64;  // GLOBAL batch: losses are summed and divided by it
+  int64_t batch_size = 64;     // GLOBAL batch: losses are summed and divided by it
   ScheduleSpec schedule;
   PartitionerSpec partitioner;
   std::string mode = "async";  // async | sync

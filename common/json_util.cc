@@ -39,8 +39,8 @@ absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_vi
     std::string msg = e.what();
     const size_t cut = msg.find(": ");  // drop nlohmann's "[json.exception.parse_error.101] " prefix
     if (msg.rfind("[json.exception", 0) == 0 && cut != std::string::npos) msg = msg.substr(cut + 2);
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " is not valid JSON: error at line ", line, ", column ", col, " (byte ", pos, "): ", msg));
+    return absl::InvalidArgumentError(absl::StrCat(what, " is not valid JSON: error at line ", line, ", column ",
+                                                   col, " (byte ", pos, "): ", msg));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(what, " is not valid JSON: ", e.what()));
   }

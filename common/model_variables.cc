@@ -54,8 +54,7 @@ absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model)
     const LayerSpec& layer = model.layers[i];
     if (layer.type == "dense") {
       vars.push_back({layer.name + "/kernel", {in[0], layer.units}, DType::kFloat32, layer.kernel_initializer});
-      if (layer.use_bias)
-        vars.push_back({layer.name + "/bias", {layer.units}, DType::kFloat32, layer.bias_initializer});
+      if (layer.use_bias) vars.push_back({layer.name + "/bias", {layer.units}, DType::kFloat32, layer.bias_initializer});
     } else if (layer.type == "conv2d") {
       vars.push_back({layer.name + "/kernel",
                       {layer.kernel_size, layer.kernel_size, in[2], layer.filters},

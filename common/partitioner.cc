@@ -12,21 +12,18 @@ namespace {
 
 absl::Status RequirePositive(int64_t value, const char* name, const std::string& kind) {
   if (value > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(kind, " partitioner: ", name, " must be positive, got ", value));
+  return absl::InvalidArgumentError(
+      absl::StrCat(kind, " partitioner: ", name, " must be positive, got ", value));
 }
 
 }  // namespace
 
 std::string PartitionerSpec::KindName() const {
   switch (kind) {
-    case Kind::kNone:
-      return "none";
-    case Kind::kFixedShards:
-      return "fixed_shards";
-    case Kind::kMinSize:
-      return "min_size";
-    case Kind::kMaxSize:
-      return "max_size";
+    case Kind::kNone: return "none";
+    case Kind::kFixedShards: return "fixed_shards";
+    case Kind::kMinSize: return "min_size";
+    case Kind::kMaxSize: return "max_size";
   }
   return "none";
 }
@@ -37,8 +34,8 @@ absl::StatusOr<PartitionerSpec::Kind> ParsePartitionerKind(absl::string_view nam
   if (name == "fixed_shards" || name == "FixedShardsPartitioner") return Kind::kFixedShards;
   if (name == "min_size" || name == "MinSizePartitioner") return Kind::kMinSize;
   if (name == "max_size" || name == "MaxSizePartitioner") return Kind::kMaxSize;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown partitioner \"", name, "\"; use none, fixed_shards, min_size or max_size"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown partitioner \"", name,
+                                                 "\"; use none, fixed_shards, min_size or max_size"));
 }
 
 absl::Status ValidatePartitioner(const PartitionerSpec& spec) {
@@ -67,15 +64,14 @@ absl::StatusOr<int64_t> NumShards(const PartitionerSpec& spec, absl::Span<const 
   RETURN_IF_ERROR(ValidatePartitioner(spec));
   if (dtype == DType::kInvalid) return absl::InvalidArgumentError("cannot partition a variable of invalid dtype");
   for (int64_t d : shape) {
-    if (d < 0)
-      return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeString(shape), " has a negative dimension"));
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeString(shape), " has a negative dimension"));
   }
   if (shape.empty() || spec.kind == PartitionerSpec::Kind::kNone) return 1;
   const int64_t rows = shape[0];
   const int64_t elements = NumElements(shape);
   if (rows == 0 || elements == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot partition a variable of shape ", ShapeString(shape), ": it has no elements"));
+    return absl::InvalidArgumentError(absl::StrCat("cannot partition a variable of shape ", ShapeString(shape),
+                                                   ": it has no elements"));
   }
   const double element_size = static_cast<double>(DTypeSize(dtype, spec.bytes_per_string));
   switch (spec.kind) {

@@ -13,8 +13,7 @@ nlohmann::json PlanToJson(const VariablePlan& plan) {
   for (const PlannedVariable& pv : plan.variables) {
     nlohmann::json shards = nlohmann::json::array();
     for (const PlannedShard& s : pv.shards) {
-      shards.push_back(
-          {{"name", s.name}, {"offset", s.row_offset}, {"rows", s.rows}, {"bytes", s.bytes}, {"ps", s.ps}});
+      shards.push_back({{"name", s.name}, {"offset", s.row_offset}, {"rows", s.rows}, {"bytes", s.bytes}, {"ps", s.ps}});
     }
     vars.push_back({{"name", pv.variable.name},
                     {"shape", pv.variable.shape},
@@ -35,8 +34,8 @@ std::string PlanToTable(const VariablePlan& plan, const std::string& partitioner
   for (const PlannedVariable& pv : plan.variables) {
     for (const PlannedShard& s : pv.shards) {
       absl::StrAppend(&out, absl::StrFormat("%-*s  %-14s  %-8s  %8d  %6d  %12d  %3d\n", width, s.name,
-                                            ShapeString(pv.variable.shape), DTypeName(pv.variable.dtype), s.row_offset,
-                                            s.rows, s.bytes, s.ps));
+                                            ShapeString(pv.variable.shape), DTypeName(pv.variable.dtype),
+                                            s.row_offset, s.rows, s.bytes, s.ps));
     }
   }
   int64_t total = 0;

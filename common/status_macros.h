@@ -13,10 +13,10 @@
 #define PSTRAIN_CONCAT_INNER_(a, b) a##b
 #define PSTRAIN_CONCAT_(a, b) PSTRAIN_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    ::absl::Status pstrain_status_ = (expr);           \
-    if (!pstrain_status_.ok()) return pstrain_status_; \
+#define RETURN_IF_ERROR(expr)                                  \
+  do {                                                         \
+    ::absl::Status pstrain_status_ = (expr);                   \
+    if (!pstrain_status_.ok()) return pstrain_status_;         \
   } while (0)
 
 #define ASSIGN_OR_RETURN(lhs, expr) \

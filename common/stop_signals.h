@@ -18,8 +18,8 @@ using RemoteShutdownHandler = std::function<absl::Status(const ShutdownRequest& 
 
 struct StopReason {
   int signal_number = 0;
-  bool remote = false;      // the chief asked (the job failed)
-  std::string description;  // "Terminated", or "the chief:0 ended the job: <reason>"
+  bool remote = false;       // the chief asked (the job failed)
+  std::string description;   // "Terminated", or "the chief:0 ended the job: <reason>"
 };
 
 // Blocks SIGTERM, SIGINT and SIGUSR1 in the calling thread; threads started later inherit the mask,

@@ -26,7 +26,9 @@ int64_t NumElements(absl::Span<const int64_t> shape) {
   return n;
 }
 
-std::string ShapeString(absl::Span<const int64_t> shape) { return "[" + absl::StrJoin(shape, ",") + "]"; }
+std::string ShapeString(absl::Span<const int64_t> shape) {
+  return "[" + absl::StrJoin(shape, ",") + "]";
+}
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape)
     : dtype_(dtype),

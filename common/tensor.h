@@ -41,13 +41,9 @@ class Tensor {
   uint8_t* raw() { return buffer_.get(); }
   const uint8_t* raw() const { return buffer_.get(); }
   template <typename T>
-  T* data() {
-    return reinterpret_cast<T*>(buffer_.get());
-  }
+  T* data() { return reinterpret_cast<T*>(buffer_.get()); }
   template <typename T>
-  const T* data() const {
-    return reinterpret_cast<const T*>(buffer_.get());
-  }
+  const T* data() const { return reinterpret_cast<const T*>(buffer_.get()); }
   absl::Span<float> flat() { return {data<float>(), static_cast<size_t>(num_elements_)}; }
   absl::Span<const float> flat() const { return {data<float>(), static_cast<size_t>(num_elements_)}; }
 

@@ -29,8 +29,7 @@ absl::StatusOr<VariablePlan> PlanVariables(const std::vector<VariableSpec>& vari
     }
     PlannedVariable planned{var, {}};
     const int64_t rows = var.shape.empty() ? 1 : var.shape[0];
-    const int64_t row_bytes =
-        rows == 0 ? 0 : NumElements(var.shape) / rows * DTypeSize(var.dtype, spec.bytes_per_string);
+    const int64_t row_bytes = rows == 0 ? 0 : NumElements(var.shape) / rows * DTypeSize(var.dtype, spec.bytes_per_string);
     int64_t offset = 0;
     const std::vector<int64_t> split = DivSplit(rows, *shards);
     for (size_t i = 0; i < split.size(); ++i) {

@@ -19,7 +19,7 @@ namespace pstrain {
 struct PlannedShard {
   std::string name;
   int64_t row_offset = 0;
-  int64_t rows = 0;  // for rank-0 variables: 1
+  int64_t rows = 0;     // for rank-0 variables: 1
   int64_t bytes = 0;
   int ps = 0;
 };
