@@ -73,6 +73,7 @@ int Main() {
     std::cerr << "pstrain-chief: bad TF_CONFIG: " << config.status().message() << "\n";
     return kExitBadConfiguration;
   }
+  for (const std::string& note : config->notes) std::cerr << "pstrain-chief: " << note << "\n";
   const bool evaluator = config->task.has_value() && config->task->type == kEvaluator;
   absl::Status valid = ValidateTaskForRole(*config, evaluator ? kEvaluator : kChief);
   if (!valid.ok()) {

@@ -32,6 +32,7 @@ struct PsConfig {
 absl::StatusOr<PsConfig> LoadConfig() {
   absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
   if (!config.ok()) return config.status();
+  for (const std::string& note : config->notes) std::cerr << "pstrain-ps: " << note << "\n";
   absl::Status s = pstrain::ValidateTaskForRole(*config, pstrain::kPs);
   if (!s.ok()) return s;
   absl::StatusOr<std::string> address = config->cluster.Address(pstrain::kPs, config->task->index);

@@ -42,6 +42,7 @@ struct WorkerConfig {
 absl::StatusOr<WorkerConfig> LoadConfig() {
   absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
   if (!config.ok()) return config.status();
+  for (const std::string& note : config->notes) std::cerr << "pstrain-worker: " << note << "\n";
   absl::Status s = pstrain::ValidateTaskForRole(*config, pstrain::kWorker);
   if (!s.ok()) return s;
   absl::StatusOr<std::string> address = config->cluster.Address(pstrain::kWorker, config->task->index);
