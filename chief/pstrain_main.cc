@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "chief/evaluate_command.h"
+#include "chief/health_command.h"
 #include "chief/inspect_command.h"
 #include "chief/plan_command.h"
 #include "chief/plot_command.h"
@@ -22,6 +23,7 @@ const Subcommand kSubcommands[] = {
     {"train", pstrain::TrainMain, "train a job in this one process, no cluster (debugging, compute baseline)"},
     {"evaluate", pstrain::EvaluateMain, "evaluate a checkpoint on the test set in one process, with no cluster"},
     {"inspect", pstrain::InspectMain, "list a checkpoint's variables with digests, whatever its partitioning"},
+    {"health", pstrain::HealthMain, "ask a chief, worker or ps for its gRPC health (exit 0 when SERVING)"},
     {"plot", pstrain::PlotMain, "draw the training and test curves of runs side by side (SVG or PNG)"},
 };
 
