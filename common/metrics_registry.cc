@@ -16,29 +16,13 @@ void AtomicAdd(std::atomic<double>* target, double v) {
   }
 }
 
-// HELP text: backslash and newline escaped.
-std::string EscapeHelp(const std::string& s) {
+// Backslash and newline escaped, and double quotes too in label values (not in HELP text).
+std::string Escape(const std::string& s, bool quotes) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
+    if (c == '\\' || (quotes && c == '"')) {
+      out += '\\';
       out += c;
-    }
-  }
-  return out;
-}
-
-// Label values: backslash, double quote and newline escaped.
-std::string EscapeLabelValue(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
     } else if (c == '\n') {
       out += "\\n";
     } else {
@@ -53,7 +37,7 @@ std::string LabelText(const MetricLabels& labels, const std::string& extra_name 
   if (labels.empty() && extra_name.empty()) return "";
   std::string out = "{";
   for (const auto& [name, value] : labels) {
-    absl::StrAppend(&out, out.size() > 1 ? "," : "", name, "=\"", EscapeLabelValue(value), "\"");
+    absl::StrAppend(&out, out.size() > 1 ? "," : "", name, "=\"", Escape(value, true), "\"");
   }
   if (!extra_name.empty()) absl::StrAppend(&out, out.size() > 1 ? "," : "", extra_name, "=\"", extra_value, "\"");
   return out + "}";
@@ -151,7 +135,7 @@ void MetricsSnapshot::AddHistogram(const std::string& name, const std::string& h
 std::string MetricsSnapshot::ToText() const {
   std::string out;
   for (const auto& [name, f] : families_) {
-    absl::StrAppend(&out, "# HELP ", name, " ", EscapeHelp(f.help), "\n# TYPE ", name, " ", TypeName(f.type), "\n");
+    absl::StrAppend(&out, "# HELP ", name, " ", Escape(f.help, false), "\n# TYPE ", name, " ", TypeName(f.type), "\n");
     for (const auto& [labels, value] : f.values) {
       absl::StrAppend(&out, name, LabelText(labels), " ", FormatMetricValue(value), "\n");
     }
