@@ -43,7 +43,7 @@ print(a.getsockname()[1], b.getsockname()[1])')"
 TF_CONFIG="{\"cluster\": {\"worker\": [\"localhost:1\"], \"ps\": [\"localhost:$port\"]}, \"task\": {\"type\": \"ps\", \"index\": 0}}" \
   "$bin_dir/pstrain-ps" --listen="127.0.0.1:$port" --metrics_port="$metrics_port" >"$tmp/ps.log" 2>&1 &
 ps_pid=$!
-trap 'kill "$ps_pid" 2>/dev/null; wait "$ps_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill "$ps_pid" 2>/dev/null || true; wait "$ps_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 mapfile -t check < <("$(deploy_python)" -c 'import sys, yaml
 print("\n".join(yaml.safe_load(open(sys.argv[1]))["services"]["ps0"]["healthcheck"]["test"][2:]))' "$tmp/rendered.yml")
 check[1]="localhost:$port"  # the compose file's localhost:2222, here on the test's port
