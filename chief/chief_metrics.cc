@@ -70,7 +70,7 @@ void ChiefMetrics::OnTrainResult(const std::string& worker, int64_t worker_steps
                                  int64_t max_staleness, int64_t global_step) {
   examples_->Increment(examples);
   worker_steps_->Increment(worker_steps);
-  global_step_->Set(global_step);
+  global_step_->SetMax(global_step);  // results arrive on several threads
   r_->GetHistogram("pstrain_staleness_steps",
                    "Per closure, the most steps a worker's gradient lagged behind the variables it updated (async)",
                    StalenessBuckets(), {{"worker", TaskOfPeer(worker)}})
@@ -78,7 +78,7 @@ void ChiefMetrics::OnTrainResult(const std::string& worker, int64_t worker_steps
 }
 
 void ChiefMetrics::OnWindow(const ProgressWindow& w) {
-  global_step_->Set(w.global_step);
+  global_step_->SetMax(w.global_step);
   epoch_->Set(w.epoch);
   examples_per_second_->Set(w.examples_per_second);
   SetFinite(train_loss_, w.loss);

@@ -72,6 +72,12 @@ void Counter::Increment(double v) {
 
 void Gauge::Add(double v) { AtomicAdd(&value_, v); }
 
+void Gauge::SetMax(double v) {
+  double old = value_.load(std::memory_order_relaxed);
+  while (v > old && !value_.compare_exchange_weak(old, v, std::memory_order_relaxed)) {
+  }
+}
+
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)) {
   absl::MutexLock lock(&mu_);
   counts_.assign(bounds_.size() + 1, 0);

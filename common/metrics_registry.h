@@ -44,6 +44,9 @@ class Gauge {
  public:
   void Set(double v) { value_.store(v, std::memory_order_relaxed); }
   void Add(double v);
+  // Raises the gauge to `v` when `v` is higher: for figures that only grow but are computed on
+  // several threads, where a plain Set could go back to an older value.
+  void SetMax(double v);
   double value() const { return value_.load(std::memory_order_relaxed); }
 
  private:

@@ -76,5 +76,28 @@ TEST(RunEventsTest, WritesFileVersionThenOneEventPerRecordUnderTrainAndEval) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(TfEventsWriterTest, AZeroIsWrittenAsAValue) {
+  // TensorFlow's simple_value sits in a oneof: a 0 must be present on the wire, not dropped.
+  const std::string dir = ::testing::TempDir() + "/tfevents_zero_test";
+  std::filesystem::remove_all(dir);
+  auto w = TfEventsWriter::Open(dir, 1.7e9);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Write(1, 1.7e9, {{"staleness/worker_0", 0.0}}).ok());
+  std::ifstream in((*w)->path(), std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string data = ss.str();
+  uint64_t first;
+  std::memcpy(&first, data.data(), 8);
+  const size_t second = 16 + first;
+  uint64_t len;
+  std::memcpy(&len, data.data() + second, 8);
+  tfevents::Event e;
+  ASSERT_TRUE(e.ParseFromString(data.substr(second + 12, len)));
+  ASSERT_EQ(e.summary().value_size(), 1);
+  EXPECT_EQ(e.summary().value(0).value_case(), tfevents::Summary::Value::kSimpleValue);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace pstrain

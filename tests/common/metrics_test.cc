@@ -188,3 +188,18 @@ TEST(HttpMetricsServerTest, BadAddressesAreNamed) {
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+TEST(MetricsRegistryTest, SetMaxNeverGoesBack) {
+  Gauge g;
+  g.SetMax(5);
+  g.SetMax(3);
+  EXPECT_EQ(g.value(), 5);
+  g.SetMax(7);
+  EXPECT_EQ(g.value(), 7);
+}
+
+}  // namespace
+}  // namespace pstrain

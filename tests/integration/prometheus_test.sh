@@ -23,7 +23,7 @@ start chief 0 pstrain-chief --job=mlp --steps=1000000 --model_dir="$MODEL" --pro
   --checkpoint_every_steps=200 --eval_every_steps=0 --metrics_port="${MP[4]}"
 CHIEF_PID=$LAST_PID
 TF_CONFIG="{\"cluster\":$CLUSTER,\"task\":{\"type\":\"evaluator\",\"index\":0}}" \
-  "$BIN/pstrain-chief" --job=mlp --model_dir="$MODEL" --eval_poll_secs=1 --metrics_port="${MP[5]}" \
+  "$BIN/pstrain-chief" --job=mlp --steps=1000000 --model_dir="$MODEL" --eval_poll_secs=1 --metrics_port="${MP[5]}" \
   >"$WORK/evaluator-0.log" 2>&1 &
 PIDS+=("$!")
 
