@@ -47,12 +47,7 @@ ChiefMetrics::ChiefMetrics(MetricsRegistry* r)
           r->GetGauge("pstrain_examples_per_second", "Training examples per second over the last progress window")),
       train_loss_(r->GetGauge("pstrain_train_loss", "Mean training loss over the last progress window")),
       train_accuracy_(r->GetGauge("pstrain_train_accuracy", "Training accuracy (0..1) over the last progress window")),
-      eval_step_(r->GetGauge("pstrain_eval_step", "Global step of the last evaluation")),
-      eval_loss_(r->GetGauge("pstrain_eval_loss", "Test loss of the last evaluation")),
-      eval_accuracy_(r->GetGauge("pstrain_eval_accuracy", "Test accuracy (0..1) of the last evaluation")),
-      evaluations_(r->GetCounter("pstrain_evaluations_total", "Evaluations finished")),
-      eval_seconds_(r->GetHistogram("pstrain_evaluation_duration_seconds", "Time one evaluation of the test set took",
-                                    LatencyBuckets())),
+      eval_(r),
       workers_alive_(r->GetGauge("pstrain_workers_alive", "Workers the chief can use now")),
       checkpoints_(r->GetCounter("pstrain_checkpoints_total", "Checkpoints saved")),
       checkpoint_step_(r->GetGauge("pstrain_checkpoint_step", "Global step of the newest checkpoint saved")),
@@ -85,7 +80,17 @@ void ChiefMetrics::OnWindow(const ProgressWindow& w) {
   SetFinite(train_accuracy_, w.accuracy);
 }
 
-void ChiefMetrics::OnEval(const EvalResult& r, double seconds) {
+EvalMetrics::EvalMetrics(MetricsRegistry* r)
+    : eval_step_(r->GetGauge("pstrain_eval_step", "Global step of the last evaluation")),
+      eval_loss_(r->GetGauge("pstrain_eval_loss", "Test loss of the last evaluation")),
+      eval_accuracy_(r->GetGauge("pstrain_eval_accuracy", "Test accuracy (0..1) of the last evaluation")),
+      evaluations_(r->GetCounter("pstrain_evaluations_total", "Evaluations finished")),
+      eval_seconds_(r->GetHistogram("pstrain_evaluation_duration_seconds", "Time one evaluation of the test set took",
+                                    LatencyBuckets())) {}
+
+void ChiefMetrics::OnEval(const EvalResult& r, double seconds) { eval_.OnEval(r, seconds); }
+
+void EvalMetrics::OnEval(const EvalResult& r, double seconds) {
   eval_step_->Set(r.step);
   SetFinite(eval_loss_, r.loss);
   SetFinite(eval_accuracy_, r.accuracy);

@@ -1,6 +1,6 @@
 // ChiefMetrics: the chief's Prometheus metrics (global step, examples, examples/s, loss, accuracy,
 // evaluations, per-worker staleness, lost and returned workers, checkpoints), registered in a
-// MetricsRegistry and updated by the Coordinator; the evaluator sidecar uses the evaluation part.
+// MetricsRegistry and updated by the Coordinator; the evaluator sidecar serves EvalMetrics only.
 // Names follow Prometheus's conventions: `_total` counters, `_seconds` and `_bytes` units,
 // ratios 0..1.
 // Thread-safety: every method may be called from any thread.
@@ -14,6 +14,21 @@
 #include "common/metrics_registry.h"
 
 namespace pstrain {
+
+// The evaluation metrics, which the evaluator sidecar serves alone (it does not train).
+class EvalMetrics {
+ public:
+  // `registry` is not owned and must outlive this object.
+  explicit EvalMetrics(MetricsRegistry* registry);
+  void OnEval(const EvalResult& r, double seconds);
+
+ private:
+  Gauge* const eval_step_;
+  Gauge* const eval_loss_;
+  Gauge* const eval_accuracy_;
+  Counter* const evaluations_;
+  Histogram* const eval_seconds_;
+};
 
 class ChiefMetrics {
  public:
@@ -42,11 +57,7 @@ class ChiefMetrics {
   Gauge* const examples_per_second_;
   Gauge* const train_loss_;
   Gauge* const train_accuracy_;
-  Gauge* const eval_step_;
-  Gauge* const eval_loss_;
-  Gauge* const eval_accuracy_;
-  Counter* const evaluations_;
-  Histogram* const eval_seconds_;
+  EvalMetrics eval_;
   Gauge* const workers_alive_;
   Counter* const checkpoints_;
   Gauge* const checkpoint_step_;

@@ -68,7 +68,7 @@ int RunEvaluator(const EvaluatorConfig& config) {
   LogLine("evaluator", absl::StrCat("watching ", config.model_dir, " for checkpoints",
                                     final_step > 0 ? absl::StrCat(" until step ", final_step) : ""));
   MetricsRegistry own_registry;
-  ChiefMetrics gauges(config.metrics != nullptr ? config.metrics : &own_registry);
+  EvalMetrics gauges(config.metrics != nullptr ? config.metrics : &own_registry);
   RunEvents events(config.model_dir, UnixSeconds());
   CheckpointEvalOptions options;
   options.data_dir = config.job.data.dir;

@@ -88,16 +88,20 @@ for ((i = 0; i < 300; i++)); do n=$(prom targets_up 6) && break; sleep 0.1; done
 prom targets_up 6 >/dev/null || fail "not every task is up in Prometheus after 30 s ($n of 6)"
 echo "prometheus scrapes 6 targets, all up"
 
-# Wait (bounded) until both series have grown over at least 5 scrapes.
+# Wait (bounded) until both series have grown over at least 5 scrapes. The global step is the
+# chief's alone: it must be the only task that has one (the evaluator does not train).
+STEP="pstrain_global_step{instance=\"127.0.0.1:${MP[4]}\"}"
+n=$(python3 -c 'import json,sys,urllib.request,urllib.parse; print(len(json.load(urllib.request.urlopen("http://%s/api/v1/series?%s" % (sys.argv[1], urllib.parse.urlencode({"match[]": "pstrain_global_step"}))))["data"]))' "$PROM")
+[ "$n" = 1 ] || fail "$n tasks have a pstrain_global_step series; only the chief should"
 step_ok="" bytes_ok=""
 for ((i = 0; i < 120; i++)); do
-  step_ok=$(prom increasing pstrain_global_step 5) && bytes_ok=$(prom increasing 'sum(pstrain_ps_pulled_bytes_total)' 5) \
+  step_ok=$(prom increasing "$STEP" 5) && bytes_ok=$(prom increasing 'sum(pstrain_ps_pulled_bytes_total)' 5) \
     && pushed_ok=$(prom increasing 'sum(pstrain_ps_pushed_bytes_total)' 5) && break
   step_ok="" bytes_ok=""
   sleep 0.5
 done
 [ -n "$step_ok" ] && [ -n "$bytes_ok" ] || fail "the step or ps-bytes series did not grow within 60 s: \
-$(prom increasing pstrain_global_step 5); $(prom increasing 'sum(pstrain_ps_pulled_bytes_total)' 5)"
+$(prom increasing "$STEP" 5); $(prom increasing 'sum(pstrain_ps_pulled_bytes_total)' 5)"
 echo "$step_ok"
 echo "$bytes_ok"
 echo "$pushed_ok"
