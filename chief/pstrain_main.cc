@@ -5,8 +5,10 @@
 
 #include "chief/datagen_command.h"
 #include "chief/evaluate_command.h"
+#include "chief/health_command.h"
 #include "chief/inspect_command.h"
 #include "chief/plan_command.h"
+#include "chief/plot_command.h"
 #include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "worker/train_command.h"
@@ -25,6 +27,8 @@ const Subcommand kSubcommands[] = {
     {"evaluate", pstrain::EvaluateMain, "evaluate a checkpoint on the test set in one process, with no cluster"},
     {"inspect", pstrain::InspectMain, "list a checkpoint's variables with digests, whatever its partitioning"},
     {"datagen", pstrain::DatagenMain, "write a synthetic CTR data set (Criteo layout) with its Bayes-optimal AUC"},
+    {"health", pstrain::HealthMain, "ask a chief, worker or ps for its gRPC health (exit 0 when SERVING)"},
+    {"plot", pstrain::PlotMain, "draw the training and test curves of runs side by side (SVG or PNG)"},
 };
 
 void PrintUsage(std::ostream& out) {

@@ -96,9 +96,10 @@ void Shard::ApplyLocked(const float* grad, std::vector<std::function<void()>>* r
     options_.optimizer->Apply(absl::MakeConstSpan(grad, n), values_->flat(), slots, version_);
   }
   ++version_;
-  update_nanos_.fetch_add(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
-      std::memory_order_relaxed);
+  const int64_t nanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  update_nanos_.fetch_add(nanos, std::memory_order_relaxed);
+  if (options_.update_latency != nullptr) options_.update_latency->Observe(nanos * 1e-9);
   while (!version_waiters_.empty() && version_waiters_.begin()->first <= version_) {
     ReadyCallback cb = std::move(version_waiters_.begin()->second);
     version_waiters_.erase(version_waiters_.begin());
