@@ -50,11 +50,11 @@ class GrpcPsClientTest : public ::testing::TestWithParam<Path> {
 
   absl::Status Create(UpdateMode mode, int workers, NonFinitePolicy non_finite = NON_FINITE_REJECT) {
     CreateShardsResponse resp;
-    return client_->CreateShards(testing_util::CreateRequest({Spec("big", {kRows, kCols}, 0, kRows, "glorot_uniform"),
-                                                              Spec("small", {3}, 0, 3, "ones"),
-                                                              Spec("empty", {0, 4}, 0, 0, "ones")},
-                                                             mode, workers, non_finite),
-                                 &resp);
+    return client_->CreateShards(
+        testing_util::CreateRequest({Spec("big", {kRows, kCols}, 0, kRows, "glorot_uniform"),
+                                     Spec("small", {3}, 0, 3, "ones"), Spec("empty", {0, 4}, 0, 0, "ones")},
+                                    mode, workers, non_finite),
+        &resp);
   }
 
   PsServer ps_{PsServer::Options{"ps:0"}};
@@ -170,10 +170,9 @@ TEST_P(GrpcPsClientTest, TableRowsTravelWithDenseShardsInOneCall) {
   constexpr int64_t kVocab = 1000, kDim = 64;
   CreateShardsResponse created;
   ASSERT_TRUE(client_
-                  ->CreateShards(testing_util::CreateRequest(
-                                     {TableShard("emb", kVocab, kDim, 0, 500, 2, "emb/part_0"),
-                                      TableShard("emb", kVocab, kDim, 1, 500, 2, "emb/part_1")},
-                                     UPDATE_ASYNC, 1),
+                  ->CreateShards(testing_util::CreateRequest({TableShard("emb", kVocab, kDim, 0, 500, 2, "emb/part_0"),
+                                                              TableShard("emb", kVocab, kDim, 1, 500, 2, "emb/part_1")},
+                                                             UPDATE_ASYNC, 1),
                                  &created)
                   .ok());
   Tensor whole;
@@ -208,9 +207,9 @@ TEST_P(GrpcPsClientTest, TableRowsTravelWithDenseShardsInOneCall) {
   EXPECT_EQ(ToFloats(after.values(0).value()), (std::vector<float>{0, -1, -2}));
   EXPECT_EQ(after.sparse(0).version(), 1);
   const std::vector<float> updated = RowFloats(after.sparse(0));
-  for (int64_t e = 0; e < kDim; ++e) {  // SGD with learning rate 1
-    EXPECT_EQ(updated[0 * kDim + e], rows[0 * kDim + e] - grad[2 * kDim + e]);                  // 999
-    EXPECT_EQ(updated[1 * kDim + e], rows[1 * kDim + e] - grad[1 * kDim + e]);                  // 1
+  for (int64_t e = 0; e < kDim; ++e) {                                          // SGD with learning rate 1
+    EXPECT_EQ(updated[0 * kDim + e], rows[0 * kDim + e] - grad[2 * kDim + e]);  // 999
+    EXPECT_EQ(updated[1 * kDim + e], rows[1 * kDim + e] - grad[1 * kDim + e]);  // 1
     EXPECT_FLOAT_EQ(updated[2 * kDim + e], rows[2 * kDim + e] - (grad[e] + grad[3 * kDim + e]));  // 501
   }
 
