@@ -187,7 +187,9 @@ void Shard::AwaitSyncStepLocked(AppliedCallback applied, std::vector<std::functi
 void Shard::CompleteSyncStepLocked(std::vector<std::function<void()>>* run_after) {
   if (!pending_rows_.empty()) {
     // A table: the rows of all workers summed per row, in worker-index order, applied once.
-    RowAccumulator sum(row_elements_);
+    size_t expected = 0;
+    for (const auto& [worker, rows] : pending_rows_) expected += rows.rows.size();
+    RowAccumulator sum(row_elements_, expected);
     for (const auto& [worker, rows] : pending_rows_) sum.Add(rows);
     pending_rows_.clear();
     pending_.clear();  // a table takes rows only (PsServer checks), so this is empty
