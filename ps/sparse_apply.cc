@@ -53,9 +53,11 @@ inline void CopyRow(float* dst, const float* src, size_t n) {
   for (; n > 0; --n) *dst++ = *src++;
 }
 
-void ApplyTouchedRows(const Optimizer& optimizer, const RowGradients& update, int64_t row_elements,
-                      absl::Span<float> values, absl::Span<const absl::Span<float>> slots, int64_t step) {
-  const size_t n = update.rows.size(), e = static_cast<size_t>(row_elements), block = n * e;
+// Rows `first`..`first + n` of `update`, gathered, applied, scattered (see ApplyTouchedRows).
+void ApplyRowBlock(const Optimizer& optimizer, const RowGradients& update, size_t first, size_t n,
+                   int64_t row_elements, absl::Span<float> values, absl::Span<const absl::Span<float>> slots,
+                   int64_t step) {
+  const size_t e = static_cast<size_t>(row_elements), block = n * e;
   thread_local std::vector<float> scratch;  // reused: no fresh pages per update
   if (scratch.size() < block * (1 + slots.size())) scratch.resize(block * (1 + slots.size()));
   std::vector<absl::Span<float>> tables = {values}, blocks = {absl::MakeSpan(scratch.data(), block)};
@@ -63,20 +65,31 @@ void ApplyTouchedRows(const Optimizer& optimizer, const RowGradients& update, in
     tables.push_back(slots[s]);
     blocks.push_back(absl::MakeSpan(scratch.data() + (s + 1) * block, block));
   }
+  const int64_t* rows = update.rows.data() + first;
   constexpr size_t kAhead = 8;
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) PrefetchRow(update.rows[i], row_elements, values, slots);
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) PrefetchRow(rows[i], row_elements, values, slots);
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) PrefetchRow(update.rows[i + kAhead], row_elements, values, slots);
-    for (size_t t = 0; t < tables.size(); ++t) {
-      CopyRow(blocks[t].data() + i * e, tables[t].data() + update.rows[i] * row_elements, e);
-    }
+    if (i + kAhead < n) PrefetchRow(rows[i + kAhead], row_elements, values, slots);
+    for (size_t t = 0; t < tables.size(); ++t) CopyRow(blocks[t].data() + i * e, tables[t].data() + rows[i] * e, e);
   }
-  optimizer.Apply(absl::MakeConstSpan(update.grads.data(), block), blocks[0], absl::MakeConstSpan(blocks).subspan(1),
-                  step);
+  optimizer.Apply(absl::MakeConstSpan(update.grads.data() + first * e, block), blocks[0],
+                  absl::MakeConstSpan(blocks).subspan(1), step);
   for (size_t i = 0; i < n; ++i) {
-    for (size_t t = 0; t < tables.size(); ++t) {
-      CopyRow(tables[t].data() + update.rows[i] * row_elements, blocks[t].data() + i * e, e);
-    }
+    for (size_t t = 0; t < tables.size(); ++t) CopyRow(tables[t].data() + rows[i] * e, blocks[t].data() + i * e, e);
+  }
+}
+
+// Gathers the touched rows of the values and of every slot into one contiguous block each, runs
+// the optimizer's dense formula once over the blocks, and scatters them back. The formula is the
+// dense one by construction, runs vectorised in one call, and the random row accesses become a
+// read (gather, with prefetching keeping several misses in flight) and a write of lines that are
+// still in the cache. Blocks of at most 4096 rows bound the scratch memory each thread keeps.
+void ApplyTouchedRows(const Optimizer& optimizer, const RowGradients& update, int64_t row_elements,
+                      absl::Span<float> values, absl::Span<const absl::Span<float>> slots, int64_t step) {
+  constexpr size_t kBlockRows = 4096;
+  for (size_t first = 0; first < update.rows.size(); first += kBlockRows) {
+    ApplyRowBlock(optimizer, update, first, std::min(kBlockRows, update.rows.size() - first), row_elements, values,
+                  slots, step);
   }
 }
 
