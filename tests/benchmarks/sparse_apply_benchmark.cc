@@ -13,16 +13,21 @@
 //   ps:     PsServer::Push of one sparse entry through LocalPsClient: id checks, NaN/Inf scan,
 //           duplicate summing, the shard's lock and the apply (everything but the network).
 // Ratio = rows/s divided by the rmw loop's rows/s. Single-threaded: figures are per core.
+// With --concurrent_pull, a second table follows: ps pushes on one thread while another thread
+// pulls rows of the same shard (gathering under the shard's lock held shared), both rows/s, so
+// what the lock costs when pulls and pushes meet shows beside the single-thread figure.
 //
 // Usage: sparse_apply_benchmark [--rows=12500000] [--dim=16] [--batch=16384] [--seconds=1]
 //          [--repeats=3] [--zipf_a=1.05] [--distributions=uniform,zipf]
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -41,6 +46,8 @@ ABSL_FLAG(double, seconds, 1.0, "time per measurement");
 ABSL_FLAG(int, repeats, 3, "measurements per method, alternating; medians are printed");
 ABSL_FLAG(double, zipf_a, 1.05, "Zipf exponent of the skewed batches");
 ABSL_FLAG(std::string, distributions, "uniform,zipf", "id distributions to measure");
+ABSL_FLAG(bool, concurrent_pull, true,
+          "also measure ps pushes while another thread pulls the same batches' rows (the shard lock's cost)");
 
 namespace pstrain {
 namespace {
@@ -98,6 +105,32 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Push rows/s on this thread while another thread pulls the same batches' rows: (push, pull).
+std::pair<double, double> Contended(LocalPsClient& client, const std::vector<PushRequest>& pushes,
+                                    const std::vector<std::vector<int64_t>>& batches) {
+  std::vector<PullRequest> pulls(kBatches);
+  for (int k = 0; k < kBatches; ++k) *pulls[k].add_sparse() = pushes[k].sparse(0);
+  for (PullRequest& p : pulls) p.mutable_sparse(0)->clear_values();
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> pulled{0};
+  const auto start = Clock::now();
+  std::thread puller([&] {
+    PullResponse got;
+    for (int k = 0; !done.load(); k = (k + 1) % kBatches) {
+      if (!client.Pull(pulls[k], &got).ok()) std::abort();
+      pulled += static_cast<int64_t>(batches[k].size());
+    }
+  });
+  const int64_t batch = static_cast<int64_t>(batches[0].size());
+  const double push = RowsPerSecond(absl::GetFlag(FLAGS_seconds), batch, [&](int k) {
+    PushResponse pushed;
+    if (!client.Push(pushes[k], &pushed).ok()) std::abort();
+  });
+  done = true;
+  puller.join();
+  return {push, static_cast<double>(pulled.load()) / std::chrono::duration<double>(Clock::now() - start).count()};
+}
+
 OptimizerProto Adagrad() {
   OptimizerProto o;
   o.set_type("adagrad");
@@ -141,6 +174,7 @@ void Run() {
 
   std::printf("\n%-8s  %14s  %14s  %14s  %11s  %11s\n", "ids", "rmw rows/s", "apply rows/s", "ps rows/s", "apply / rmw",
               "ps / rmw");
+  std::vector<std::pair<std::string, std::pair<double, double>>> concurrent;
   for (const std::string& distribution :
        std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_distributions), ','))) {
     const auto batches = MakeBatches(distribution, rows, batch, absl::GetFlag(FLAGS_zipf_a));
@@ -181,6 +215,12 @@ void Run() {
     }
     const double r = Median(rmw), a = Median(apply), p = Median(push);
     std::printf("%-8s  %14.3g  %14.3g  %14.3g  %11.2f  %11.2f\n", distribution.c_str(), r, a, p, a / r, p / r);
+    if (absl::GetFlag(FLAGS_concurrent_pull)) concurrent.push_back({distribution, Contended(client, pushes, batches)});
+  }
+  if (!concurrent.empty())
+    std::printf("\n%-8s  %22s  %22s\n", "ids", "push rows/s (+ pulls)", "pull rows/s (+ pushes)");
+  for (const auto& [distribution, c] : concurrent) {
+    std::printf("%-8s  %22.3g  %22.3g\n", distribution.c_str(), c.first, c.second);
   }
 }
 
