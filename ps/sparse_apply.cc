@@ -54,9 +54,8 @@ inline void CopyRow(float* dst, const float* src, size_t n) {
 }
 
 // Rows `first`..`first + n` of `update`, gathered, applied, scattered (see ApplyTouchedRows).
-void ApplyRowBlock(const Optimizer& optimizer, const RowGradients& update, size_t first, size_t n,
-                   int64_t row_elements, absl::Span<float> values, absl::Span<const absl::Span<float>> slots,
-                   int64_t step) {
+void ApplyRowBlock(const Optimizer& optimizer, const RowGradients& update, size_t first, size_t n, int64_t row_elements,
+                   absl::Span<float> values, absl::Span<const absl::Span<float>> slots, int64_t step) {
   const size_t e = static_cast<size_t>(row_elements), block = n * e;
   thread_local std::vector<float> scratch;  // reused: no fresh pages per update
   if (scratch.size() < block * (1 + slots.size())) scratch.resize(block * (1 + slots.size()));
