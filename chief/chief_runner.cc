@@ -18,6 +18,8 @@
 #include "common/exit_codes.h"
 #include "common/json_util.h"
 #include "ps/grpc_ps_client.h"
+#include "ps/metered_ps_client.h"
+#include "ps/ps_stats_format.h"
 #include "worker/grpc_worker_client.h"
 
 namespace pstrain {
@@ -69,6 +71,25 @@ void BlockStopSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+// Each ps's counters after the run, logged per ps and returned for summary.json ("ps_stats"):
+// what each ps served, and for tables the rows pulled and pushed. A ps that does not answer is
+// logged and left out; the job already succeeded.
+nlohmann::json CollectPsStats(const std::vector<PsClient*>& ps, const std::vector<int>& indices) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const std::string task = absl::StrCat("ps:", indices[i]);
+    PsStatsResponse stats;
+    absl::Status s = ps[i]->GetStats(PsStatsRequest(), &stats);
+    if (!s.ok()) {
+      LogLine("chief", absl::StrCat("no stats from ", task, ": ", s.message()));
+      continue;
+    }
+    LogLine("chief", absl::StrCat(task, ": ", ShardStatsText(stats.total())));
+    out.push_back(PsStatsToJson(task, stats));
+  }
+  return out;
+}
+
 }  // namespace
 
 void LogLine(const std::string& who, const std::string& message) {
@@ -89,7 +110,11 @@ int RunChief(const ChiefConfig& config) {
   std::vector<std::string> ps_addresses = cluster.Addresses(kPs);
   std::vector<int> ps_indices = cluster.TaskIndices(kPs);
   for (size_t i = 0; i < ps_addresses.size(); ++i) {
-    ps_owned.push_back(NewGrpcPsClient(ps_addresses[i], absl::StrCat("ps:", ps_indices[i])));
+    const std::string name = absl::StrCat("ps:", ps_indices[i]);
+    ps_owned.push_back(NewGrpcPsClient(ps_addresses[i], name));
+    if (config.metrics != nullptr) {
+      ps_owned.back() = std::make_unique<MeteredPsClient>(std::move(ps_owned.back()), config.metrics, name);
+    }
     ps.push_back(ps_owned.back().get());
   }
   std::vector<std::string> worker_addresses = cluster.Addresses(kWorker);
@@ -112,6 +137,7 @@ int RunChief(const ChiefConfig& config) {
   options.memory_budget_bytes = config.memory_budget_bytes;
   options.init_only = config.init_only;
   options.log = [](const std::string& line) { LogLine("chief", line); };
+  options.metrics = config.metrics;
   Coordinator coordinator(Env::Default(), config.job, ps, workers, ps_addresses, options);
 
   const std::string task = config.tf_config.task->ToString();
@@ -121,7 +147,7 @@ int RunChief(const ChiefConfig& config) {
   if (address.ok() || !config.listen.empty()) {
     const std::string listen =
         !config.listen.empty() ? config.listen : absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
-    absl::StatusOr<std::unique_ptr<grpc::Server>> started = StartChiefServer(listen, &service);
+    absl::StatusOr<std::unique_ptr<grpc::Server>> started = StartChiefServer(listen, &service, nullptr, config.metrics);
     if (!started.ok()) {
       LogLine("chief", std::string(started.status().message()));
       return kExitRuntimeFailure;
@@ -139,7 +165,9 @@ int RunChief(const ChiefConfig& config) {
     }
     return ExitCodeFor(summary.status());
   }
-  const std::string json = DumpJson(summary->ToJson(), 2);
+  nlohmann::json doc = summary->ToJson();
+  doc["ps_stats"] = CollectPsStats(ps, ps_indices);
+  const std::string json = DumpJson(doc, 2);
   if (!config.model_dir.empty()) {
     Env::Default()->WriteFileAtomic(config.model_dir + "/summary.json", json + "\n").IgnoreError();
   }

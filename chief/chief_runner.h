@@ -9,6 +9,7 @@
 
 #include "common/cluster_spec.h"
 #include "common/job_spec.h"
+#include "common/metrics_registry.h"
 
 namespace pstrain {
 
@@ -26,6 +27,7 @@ struct ChiefConfig {
   bool init_only = false;             // create or restore, checkpoint, stop (see CoordinatorOptions)
   int64_t memory_budget_bytes = 0;    // every task's (see CoordinatorOptions); 0: not checked
   std::string listen;                 // the status service's address ("": 0.0.0.0:<TF_CONFIG port>)
+  MetricsRegistry* metrics = nullptr; // the process's Prometheus metrics (not owned; may be null)
 };
 
 // Exit code of a signal-terminated chief (128 + SIGTERM): orchestrators treat it as retryable.

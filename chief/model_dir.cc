@@ -13,7 +13,8 @@ absl::StatusOr<std::vector<std::string>> EarlierRunEntries(Env* env, const std::
   if (!env->FileExists(model_dir)) return out;
   ASSIGN_OR_RETURN(std::vector<std::string> names, env->ListDir(model_dir));
   for (const std::string& name : names) {
-    if (absl::StartsWith(name, "ckpt-") || name == "metrics.jsonl" || name == "summary.json" || name == "eval") {
+    if (absl::StartsWith(name, "ckpt-") || name == "metrics.jsonl" || name == "summary.json" || name == "train" ||
+        name == "eval") {
       out.push_back(name);
     }
   }

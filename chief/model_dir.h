@@ -14,7 +14,8 @@
 namespace pstrain {
 
 // Names of the entries of `model_dir` an earlier run wrote: "ckpt-*" (complete, interrupted or
-// set aside), metrics.jsonl, summary.json and eval/. Empty when the directory does not exist.
+// set aside), metrics.jsonl, summary.json, and the TensorBoard runs train/ and eval/. Empty when
+// the directory does not exist.
 absl::StatusOr<std::vector<std::string>> EarlierRunEntries(Env* env, const std::string& model_dir);
 
 // Moves EarlierRunEntries into "<model_dir>/previous-run-<UTC time>" (a fresh name) and returns

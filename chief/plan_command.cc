@@ -1,6 +1,7 @@
 #include "chief/plan_command.h"
 
 #include <iostream>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/checked_math.h"
@@ -31,9 +32,12 @@ const std::vector<FlagDef>& PlanFlags() {
       {"max_shard_bytes", "", "max_size: maximum bytes per shard"},
       {"max_shards", "", "min_size (default 1) / max_size (default 0 = unlimited): most shards"},
       {"bytes_per_string", "16", "estimated bytes per string element"},
+      {"strategy", "", "div or mod: how embedding tables' rows map to their shards (overrides the job's)"},
+      {"optimizer", "", "count this optimizer's slots in each ps's bytes (default: the job's)"},
       {"shape", "", "single variable: comma-separated shape, e.g. 10,30"},
       {"dtype", "float32", "single variable: element type"},
       {"name", "v", "single variable: its name"},
+      {"sparse", "false", "single variable: an embedding table (true or false)"},
       {"memory_budget_bytes", "0",
        "most bytes of values and optimizer slots one ps may hold; a plan beyond it is refused (0: half of this "
        "host's memory)"},
@@ -60,6 +64,7 @@ absl::StatusOr<PartitionerSpec> PartitionerFromFlags(const CommandLine& cl, Part
   if (cl.Given("bytes_per_string")) {
     ASSIGN_OR_RETURN(spec.bytes_per_string, cl.GetInt("bytes_per_string"));
   }
+  if (cl.Given("strategy")) spec.strategy = cl.Get("strategy");
   if (spec.kind == PartitionerSpec::Kind::kFixedShards && spec.num_shards == 0) {
     return absl::InvalidArgumentError("--partitioner=fixed_shards needs --num_shards=N");
   }
@@ -97,7 +102,27 @@ absl::StatusOr<std::vector<VariableSpec>> SingleVariable(const CommandLine& cl) 
   var.name = cl.Get("name");
   var.shape = shape;
   ASSIGN_OR_RETURN(var.dtype, ParseDType(cl.Get("dtype")));
+  const std::string sparse = cl.Get("sparse");
+  if (sparse != "true" && sparse != "false") {
+    return absl::InvalidArgumentError(absl::StrCat("--sparse=", sparse, " is not true or false"));
+  }
+  var.sparse = sparse == "true";
   return std::vector<VariableSpec>{var};
+}
+
+// The optimizer slots a ps keeps per value: --optimizer (a type with Keras defaults) over the
+// job's optimizer; none known: values only.
+absl::StatusOr<SlotInfo> SlotsFromFlags(const CommandLine& cl, const JobSpec* job) {
+  OptimizerSpec spec;
+  if (job != nullptr) spec = job->optimizer;
+  if (cl.Given("optimizer")) {
+    spec = OptimizerSpec();
+    spec.type = cl.Get("optimizer");
+  } else if (job == nullptr) {
+    return SlotInfo();
+  }
+  ASSIGN_OR_RETURN(int slots, OptimizerSlotCount(spec));
+  return SlotInfo{spec.type, slots};
 }
 
 absl::Status RunPlan(const CommandLine& cl) {
@@ -112,36 +137,32 @@ absl::Status RunPlan(const CommandLine& cl) {
   ASSIGN_OR_RETURN(int num_ps, NumPs(cl));
   std::vector<VariableSpec> variables;
   PartitionerSpec partitioner;
-  int slots = 0;  // a single variable has no optimizer
+  std::optional<JobSpec> job;
   if (has_job) {
-    ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(cl.Get("job")));
-    ASSIGN_OR_RETURN(variables, ModelVariables(job.model));
-    partitioner = job.partitioner;
-    ASSIGN_OR_RETURN(slots, OptimizerSlotCount(job.optimizer));
+    ASSIGN_OR_RETURN(job, LoadJobSpec(cl.Get("job")));
+    ASSIGN_OR_RETURN(variables, ModelVariables(job->model));
+    partitioner = job->partitioner;
   } else {
     ASSIGN_OR_RETURN(variables, SingleVariable(cl));
   }
   ASSIGN_OR_RETURN(partitioner, PartitionerFromFlags(cl, partitioner));
+  ASSIGN_OR_RETURN(SlotInfo slots, SlotsFromFlags(cl, job ? &*job : nullptr));
   ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, partitioner, num_ps));
   ASSIGN_OR_RETURN(int64_t budget_flag, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
   ASSIGN_OR_RETURN(int64_t budget, MemoryBudgetBytes(Env::Default(), budget_flag));
-  ASSIGN_OR_RETURN(std::vector<int64_t> memory, PsTaskBytes(plan, slots));
+  ASSIGN_OR_RETURN(std::vector<int64_t> memory, PsTaskBytes(plan, slots.slots_per_value));
   if (format == "json") {
-    nlohmann::json doc = PlanToJson(plan);
-    doc["optimizer_slots"] = slots;
-    doc["ps_memory_bytes"] = memory;
+    nlohmann::json doc = PlanToJson(plan, partitioner.strategy, slots);
     doc["memory_budget_bytes"] = budget;
     std::cout << DumpJson(doc, 2) << "\n";
   } else {
-    std::cout << PlanToTable(plan, partitioner.KindName());
-    for (size_t i = 0; i < memory.size(); ++i) {
-      std::cout << "ps " << i << " memory: " << FormatBytes(memory[i]) << " (values and " << slots
-                << " optimizer slots each) of a budget of " << FormatBytes(budget) << "\n";
-    }
+    std::cout << PlanToTable(plan, absl::StrCat(partitioner.KindName(), ", tables ", partitioner.strategy), slots);
+    std::cout << "memory budget of each ps: " << FormatBytes(budget) << " (" << kMemoryBudgetFlag << ")\n";
   }
   for (size_t i = 0; i < memory.size(); ++i) {
     RETURN_IF_ERROR(CheckMemoryBudget(absl::StrCat("ps ", i), memory[i],
-                                      absl::StrCat("values and ", slots, " optimizer slots each"), budget,
+                                      absl::StrCat("values and ", slots.slots_per_value, " optimizer slots each"),
+                                      budget,
                                       absl::StrCat("give a larger ", kMemoryBudgetFlag,
                                                    " (here and to pstrain-chief and pstrain-ps), more ps tasks, or a "
                                                    "smaller model")));
@@ -156,6 +177,8 @@ int PlanMain(int argc, char** argv) {
       "Shows how variables are split into shards and placed on ps tasks (TensorFlow's partitioner arithmetic,\n"
       "round-robin placement). Examples:\n"
       "  pstrain plan --job=cnn --num_ps=2\n"
+      "  pstrain plan --shape=50000000,16 --sparse=true --strategy=mod --optimizer=adagrad \\\n"
+      "      --partitioner=max_size --max_shard_bytes=800000000 --num_ps=4\n"
       "  pstrain plan --partitioner=max_size --max_shard_bytes=1000 --shape=10,30 --dtype=float64 --num_ps=3";
   auto cl = CommandLine::Parse("pstrain plan", argc, argv, 2, PlanFlags());
   if (!cl.ok()) {

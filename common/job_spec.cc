@@ -1,5 +1,6 @@
 #include "common/job_spec.h"
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -156,7 +157,7 @@ absl::Status ParseLearningRate(JsonFields& opt, LearningRateSpec* s) {
 }
 
 absl::Status ParseOptimizer(JsonFields& top, OptimizerSpec* opt) {
-  const std::vector<std::string> types = {"sgd", "adagrad", "adam", "rmsprop"};
+  const std::vector<std::string> types = {"sgd", "adagrad", "adam", "rmsprop", "ftrl", "lazy_adam"};
   const json* value = top.Find("optimizer");
   if (value == nullptr) return absl::OkStatus();
   if (value->is_string()) {
@@ -185,8 +186,24 @@ absl::Status ParseOptimizer(JsonFields& top, OptimizerSpec* opt) {
                                       NumberBetween(0, false, 1, true,
                                                     "(at 1 RMSprop's average of squared gradients never moves)")));
   ASSIGN_OR_RETURN(opt->centered, f.Bool("centered", d.centered));
+  // Ftrl's arguments, under Keras's names, with Keras's checks.
+  const std::string ftrl = "(as Keras's Ftrl)";
+  ASSIGN_OR_RETURN(opt->learning_rate_power, f.Number("learning_rate_power", d.learning_rate_power,
+                                                      NumberBetween(-std::numeric_limits<double>::max(), false, 0,
+                                                                    false, ftrl)));
+  ASSIGN_OR_RETURN(opt->l1, f.Number("l1_regularization_strength", d.l1, NonNegativeNumber(ftrl)));
+  ASSIGN_OR_RETURN(opt->l2, f.Number("l2_regularization_strength", d.l2, NonNegativeNumber(ftrl)));
+  ASSIGN_OR_RETURN(opt->l2_shrinkage,
+                   f.Number("l2_shrinkage_regularization_strength", d.l2_shrinkage, NonNegativeNumber(ftrl)));
+  ASSIGN_OR_RETURN(opt->beta, f.Number("beta", d.beta, NonNegativeNumber(ftrl)));
   RETURN_IF_ERROR(ParseLearningRate(f, &opt->learning_rate));
-  return f.NoUnknownKeys();
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  // Ftrl divides by the square root of its accumulator: TensorFlow's Ftrl refuses a start of 0.
+  if (opt->type == "ftrl") {
+    RETURN_IF_ERROR(CheckInRange(opt->initial_accumulator_value, PositiveNumber("(as TensorFlow's Ftrl)"),
+                                 kPrefix + f.Where("initial_accumulator_value")));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ParseData(JsonFields& top, DataSpec* data) {
@@ -247,6 +264,7 @@ absl::Status ParsePartitioner(JsonFields& top, PartitionerSpec* spec) {
     ASSIGN_OR_RETURN(spec->max_shard_bytes, f.Int("max_shard_bytes", d.max_shard_bytes, IntBetween(0, kMaxCheckedBytes)));
     ASSIGN_OR_RETURN(spec->max_shards, f.Int("max_shards", d.max_shards, IntBetween(-1, kMaxDimension)));
     ASSIGN_OR_RETURN(spec->bytes_per_string, f.Int("bytes_per_string", d.bytes_per_string, IntBetween(0, kMaxDimension)));
+    ASSIGN_OR_RETURN(spec->strategy, f.String("strategy", d.strategy, {"div", "mod"}));
     RETURN_IF_ERROR(f.NoUnknownKeys());
   }
   auto parsed = ParsePartitionerKind(kind);
@@ -325,7 +343,12 @@ json JobSpecToJson(const JobSpec& spec) {
         {"epsilon", o.epsilon},
         {"initial_accumulator_value", o.initial_accumulator_value},
         {"rho", o.rho},
-        {"centered", o.centered}}},
+        {"centered", o.centered},
+        {"learning_rate_power", o.learning_rate_power},
+        {"l1_regularization_strength", o.l1},
+        {"l2_regularization_strength", o.l2},
+        {"l2_shrinkage_regularization_strength", o.l2_shrinkage},
+        {"beta", o.beta}}},
       {"data",
        {{"dataset", d.dataset},
         {"dir", d.dir},
@@ -350,7 +373,8 @@ json JobSpecToJson(const JobSpec& spec) {
         {"min_shard_bytes", p.min_shard_bytes},
         {"max_shard_bytes", p.max_shard_bytes},
         {"max_shards", p.max_shards},
-        {"bytes_per_string", p.bytes_per_string}}},
+        {"bytes_per_string", p.bytes_per_string},
+        {"strategy", p.strategy}}},
       {"mode", spec.mode},
       {"seed", spec.seed},
       {"sync_timeout_ms", spec.sync_timeout_ms},

@@ -63,11 +63,24 @@ absl::Status CheckMemoryBudget(absl::string_view task, int64_t bytes, absl::stri
                                                  how_to_fix));
 }
 
+absl::StatusOr<std::vector<int64_t>> PsSlotBytes(const VariablePlan& plan, int slots) {
+  std::vector<int64_t> out(plan.ps_bytes.size(), 0);
+  for (const PlannedVariable& pv : plan.variables) {
+    for (const PlannedShard& s : pv.shards) {
+      const int64_t elements = s.bytes / std::max<int64_t>(DTypeSize(pv.variable.dtype), 1);
+      const std::string what = absl::StrCat("the optimizer slots of ", s.name);
+      ASSIGN_OR_RETURN(int64_t bytes, CheckedSizeProduct(elements, int64_t{4} * slots, what));
+      int64_t& held = out[static_cast<size_t>(s.ps)];
+      ASSIGN_OR_RETURN(held, CheckedSizeSum(held, bytes, absl::StrCat("ps ", s.ps, "'s optimizer slots")));
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<int64_t>> PsTaskBytes(const VariablePlan& plan, int slots) {
-  std::vector<int64_t> out;
-  for (size_t i = 0; i < plan.ps_bytes.size(); ++i) {
-    ASSIGN_OR_RETURN(int64_t b, CheckedSizeProduct(plan.ps_bytes[i], 1 + slots, absl::StrCat("ps ", i, "'s bytes")));
-    out.push_back(b);
+  ASSIGN_OR_RETURN(std::vector<int64_t> out, PsSlotBytes(plan, slots));
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSIGN_OR_RETURN(out[i], CheckedSizeSum(plan.ps_bytes[i], out[i], absl::StrCat("ps ", i, "'s bytes")));
   }
   return out;
 }

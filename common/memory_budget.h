@@ -39,8 +39,10 @@ absl::StatusOr<int64_t> MemoryBudgetBytes(Env* env, int64_t flag_bytes);
 absl::Status CheckMemoryBudget(absl::string_view task, int64_t bytes, absl::string_view what, int64_t budget,
                                absl::string_view how_to_fix);
 
-// Bytes each ps task of `plan` holds: its shards' values plus `slots` optimizer slots of the same
-// size each (checked arithmetic).
+// Bytes of optimizer slots each ps task of `plan` holds: `slots` float32 elements per value
+// element (checked arithmetic; InvalidArgument naming the shard or ps on overflow).
+absl::StatusOr<std::vector<int64_t>> PsSlotBytes(const VariablePlan& plan, int slots);
+// Bytes each ps task of `plan` holds: its shards' values plus PsSlotBytes.
 absl::StatusOr<std::vector<int64_t>> PsTaskBytes(const VariablePlan& plan, int slots);
 
 // What a process computing the job's gradients holds, estimated: the variables and their

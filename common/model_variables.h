@@ -18,6 +18,9 @@ struct VariableSpec {
   std::vector<int64_t> shape;
   DType dtype = DType::kFloat32;
   InitializerSpec initializer;
+  // An embedding table: partitioned like any variable, but never moved whole: workers pull and
+  // push only the rows a step touches. Tables are 2-D [vocabulary_size, embedding_dim], float32.
+  bool sparse = false;
 };
 
 // Shape of one example after each layer: result[i] is the output of layers[i]; InvalidArgument

@@ -23,6 +23,7 @@ json SavedShardToJson(const SavedShard& s) {
               {"full_shape", std::vector<int64_t>(s.full_shape().begin(), s.full_shape().end())},
               {"row_offset", s.row_offset()},
               {"rows", s.rows()},
+              {"row_stride", std::max<int64_t>(s.row_stride(), 1)},
               {"dtype", DTypeName(FromProtoDType(s.dtype()))},
               {"file", s.file()},
               {"checksum", absl::StrFormat("%016x", s.checksum())},  // hex: exact in every JSON reader
@@ -84,7 +85,9 @@ absl::StatusOr<SavedShard> SavedShardFromJson(const json& j, const std::string& 
   if (shape == j.end() || !shape->is_array()) return Corrupt(dir, where + ".full_shape must be an array");
   for (const json& d : *shape) {
     absl::StatusOr<int64_t> dim = JsonToInt64(d, where + ".full_shape");
-    if (!dim.ok() || *dim < 0) return Corrupt(dir, absl::StrCat(where, ".full_shape has a bad dimension ", JsonExcerpt(d)));
+    // pstrain's variables have no empty dimension; refusing them keeps rows and row bytes positive,
+    // so a bitmap of rows is never larger than the files that hold them.
+    if (!dim.ok() || *dim < 1) return Corrupt(dir, absl::StrCat(where, ".full_shape has a bad dimension ", JsonExcerpt(d)));
     s.add_full_shape(*dim);
   }
   auto slots = j.find("slot_names");
@@ -94,8 +97,12 @@ absl::StatusOr<SavedShard> SavedShardFromJson(const json& j, const std::string& 
       s.add_slot_names(name.get<std::string>());
     }
   }
+  // Absent in checkpoints written before strided (mod) shards: contiguous rows.
+  if (j.contains("row_stride")) RETURN_IF_ERROR(num("row_stride", &n));
+  s.set_row_stride(j.contains("row_stride") ? n : 1);
   const int64_t total = s.full_shape_size() == 0 ? 1 : s.full_shape(0);
-  if (s.row_offset() < 0 || s.rows() < 0 || s.row_offset() > total || s.rows() > total - s.row_offset()) {
+  if (s.row_offset() < 0 || s.rows() < 0 || s.row_stride() < 1 ||
+      (s.rows() > 0 && (s.row_offset() >= total || (s.rows() - 1) > (total - 1 - s.row_offset()) / s.row_stride()))) {
     return Corrupt(dir, where + " has rows outside the variable");
   }
   // Every size derived from the entry must fit before a reader sizes anything by it.

@@ -3,6 +3,9 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "ps/ftrl_optimizer.h"
+#include "ps/optimizer_kernels.h"
 
 namespace pstrain {
 namespace {
@@ -16,22 +19,11 @@ class Sgd : public Optimizer {
   }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
-    // Raw restrict pointers: Span's checked operator[] keeps the loops from vectorising.
-    const float* __restrict gp = g.data();
-    float* __restrict wp = w.data();
     const float lr = static_cast<float>(LearningRate(step));
-    const size_t n = w.size();
-    if (config().momentum() == 0) {
-      for (size_t i = 0; i < n; ++i) wp[i] -= lr * gp[i];
-      return;
-    }
-    const float mu = static_cast<float>(config().momentum());
-    float* __restrict m = slots[0].data();
-    const bool nesterov = config().nesterov();
-    for (size_t i = 0; i < n; ++i) {
-      m[i] = mu * m[i] - lr * gp[i];
-      wp[i] += nesterov ? mu * m[i] - lr * gp[i] : m[i];
-    }
+    const int64_t n = static_cast<int64_t>(w.size());
+    if (config().momentum() == 0) return ActiveOptimizerKernels().sgd(w.data(), g.data(), lr, n);
+    ActiveOptimizerKernels().sgd_momentum(w.data(), slots[0].data(), g.data(), lr,
+                                          static_cast<float>(config().momentum()), config().nesterov(), n);
   }
 };
 
@@ -42,16 +34,8 @@ class Adagrad : public Optimizer {
   float SlotInitialValue(int) const override { return static_cast<float>(config().initial_accumulator_value()); }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
-    // Raw restrict pointers: Span's checked operator[] keeps the loops from vectorising.
-    const float* __restrict gp = g.data();
-    float* __restrict wp = w.data();
-    const float lr = static_cast<float>(LearningRate(step));
-    const float eps = static_cast<float>(config().epsilon());
-    float* __restrict a = slots[0].data();
-    for (size_t i = 0, n = w.size(); i < n; ++i) {
-      a[i] += gp[i] * gp[i];
-      wp[i] -= lr * gp[i] / std::sqrt(a[i] + eps);
-    }
+    ActiveOptimizerKernels().adagrad(w.data(), slots[0].data(), g.data(), static_cast<float>(LearningRate(step)),
+                                     static_cast<float>(config().epsilon()), static_cast<int64_t>(w.size()));
   }
 };
 
@@ -61,22 +45,13 @@ class Adam : public Optimizer {
   std::vector<std::string> SlotNames() const override { return {"m", "v"}; }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
-    // Raw restrict pointers: Span's checked operator[] keeps the loops from vectorising.
-    const float* __restrict gp = g.data();
-    float* __restrict wp = w.data();
     const double t = static_cast<double>(step + 1);
     const double b1 = config().beta_1(), b2 = config().beta_2();
     const float alpha =
         static_cast<float>(LearningRate(step) * std::sqrt(1.0 - std::pow(b2, t)) / (1.0 - std::pow(b1, t)));
     const float one_minus_b1 = static_cast<float>(1.0 - b1), one_minus_b2 = static_cast<float>(1.0 - b2);
-    const float eps = static_cast<float>(config().epsilon());
-    float* __restrict m = slots[0].data();
-    float* __restrict v = slots[1].data();
-    for (size_t i = 0, n = w.size(); i < n; ++i) {
-      m[i] += (gp[i] - m[i]) * one_minus_b1;
-      v[i] += (gp[i] * gp[i] - v[i]) * one_minus_b2;
-      wp[i] -= alpha * m[i] / (std::sqrt(v[i]) + eps);
-    }
+    ActiveOptimizerKernels().adam(w.data(), slots[0].data(), slots[1].data(), g.data(), alpha, one_minus_b1,
+                                  one_minus_b2, static_cast<float>(config().epsilon()), static_cast<int64_t>(w.size()));
   }
 };
 
@@ -91,30 +66,12 @@ class RmsProp : public Optimizer {
   }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
-    // Raw restrict pointers: Span's checked operator[] keeps the loops from vectorising.
-    const float* __restrict gp = g.data();
-    float* __restrict wp = w.data();
-    const float lr = static_cast<float>(LearningRate(step));
-    const float rho = static_cast<float>(config().rho()), eps = static_cast<float>(config().epsilon());
     const float mu = static_cast<float>(config().momentum());
-    float* __restrict vel = slots[0].data();
-    float* __restrict mom = mu > 0 ? slots[1].data() : nullptr;
-    float* __restrict avg = config().centered() ? slots[mu > 0 ? 2 : 1].data() : nullptr;
-    for (size_t i = 0, n = w.size(); i < n; ++i) {
-      vel[i] = rho * vel[i] + (1 - rho) * gp[i] * gp[i];
-      float den = vel[i] + eps;
-      if (avg != nullptr) {
-        avg[i] = rho * avg[i] + (1 - rho) * gp[i];
-        den = vel[i] - avg[i] * avg[i] + eps;
-      }
-      const float inc = lr * gp[i] / std::sqrt(den);
-      if (mom != nullptr) {
-        mom[i] = mu * mom[i] + inc;
-        wp[i] -= mom[i];
-      } else {
-        wp[i] -= inc;
-      }
-    }
+    float* mom = mu > 0 ? slots[1].data() : nullptr;
+    float* avg = config().centered() ? slots[mu > 0 ? 2 : 1].data() : nullptr;
+    ActiveOptimizerKernels().rmsprop(w.data(), slots[0].data(), mom, avg, g.data(),
+                                     static_cast<float>(LearningRate(step)), static_cast<float>(config().rho()),
+                                     static_cast<float>(config().epsilon()), mu, static_cast<int64_t>(w.size()));
   }
 };
 
@@ -122,11 +79,23 @@ absl::Status Invalid(const std::string& field, const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat("optimizer.", field, " ", problem));
 }
 
+// Keras Ftrl's defaults and argument checks.
+absl::Status FillFtrlDefaultsAndValidate(OptimizerProto* p) {
+  if (!p->has_learning_rate_power()) p->set_learning_rate_power(-0.5);
+  if (p->learning_rate_power() > 0) return Invalid("learning_rate_power", "must be <= 0");
+  if (p->l1() < 0) return Invalid("l1", "must be >= 0");
+  if (p->l2() < 0) return Invalid("l2", "must be >= 0");
+  if (p->l2_shrinkage() < 0) return Invalid("l2_shrinkage", "must be >= 0");
+  if (p->beta() < 0) return Invalid("beta", "must be >= 0");
+  return absl::OkStatus();
+}
+
 absl::Status FillDefaultsAndValidate(OptimizerProto* p) {
   if (p->type().empty()) p->set_type("adam");
   const std::string& type = p->type();
-  if (type != "sgd" && type != "adagrad" && type != "adam" && type != "rmsprop") {
-    return Invalid("type", absl::StrCat("\"", type, "\" is unknown (sgd, adagrad, adam, rmsprop)"));
+  if (type != "sgd" && type != "adagrad" && type != "adam" && type != "rmsprop" && type != "ftrl" &&
+      type != "lazy_adam") {
+    return Invalid("type", absl::StrCat("\"", type, "\" is unknown (sgd, adagrad, adam, rmsprop, ftrl, lazy_adam)"));
   }
   LearningRateProto* lr = p->mutable_learning_rate();
   if (lr->initial() == 0) lr->set_initial(type == "sgd" ? 0.01 : 0.001);
@@ -139,6 +108,7 @@ absl::Status FillDefaultsAndValidate(OptimizerProto* p) {
   if (lr->initial() < 0) return Invalid("learning_rate", "must be positive");
   if (p->epsilon() < 0) return Invalid("epsilon", "must be positive");
   if (p->momentum() < 0) return Invalid("momentum", "must be >= 0");
+  RETURN_IF_ERROR(FillFtrlDefaultsAndValidate(p));
   if (lr->schedule() == "exponential_decay") {
     if (lr->decay_steps() <= 0) return Invalid("learning_rate.decay_steps", "must be positive for exponential_decay");
   } else if (lr->schedule() == "piecewise_constant") {
@@ -162,7 +132,9 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerProt
   if (!s.ok()) return s;
   if (p.type() == "sgd") return std::unique_ptr<Optimizer>(new Sgd(std::move(p)));
   if (p.type() == "adagrad") return std::unique_ptr<Optimizer>(new Adagrad(std::move(p)));
-  if (p.type() == "adam") return std::unique_ptr<Optimizer>(new Adam(std::move(p)));
+  // LazyAdam's formula is Adam's; it differs only in which rows of a table it updates (sparse_apply.h).
+  if (p.type() == "adam" || p.type() == "lazy_adam") return std::unique_ptr<Optimizer>(new Adam(std::move(p)));
+  if (p.type() == "ftrl") return NewFtrlOptimizer(std::move(p));
   return std::unique_ptr<Optimizer>(new RmsProp(std::move(p)));
 }
 
@@ -201,6 +173,11 @@ OptimizerProto OptimizerProtoFromSpec(const OptimizerSpec& spec) {
   p.set_initial_accumulator_value(spec.initial_accumulator_value);
   p.set_rho(spec.rho);
   p.set_centered(spec.centered);
+  p.set_learning_rate_power(spec.learning_rate_power);
+  p.set_l1(spec.l1);
+  p.set_l2(spec.l2);
+  p.set_l2_shrinkage(spec.l2_shrinkage);
+  p.set_beta(spec.beta);
   return p;
 }
 

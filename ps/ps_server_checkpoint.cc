@@ -18,22 +18,36 @@ absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) 
     absl::ReaderMutexLock l(&mu_);
     shards = shards_;
   }
-  for (const auto& [name, shard] : shards) {
-    ShardSnapshot snap = shard->Snapshot();
-    // A diverged model is never saved over the last good checkpoint (unless the job said to go on).
-    if (shard->options().non_finite == NON_FINITE_REJECT) {
-      const int64_t bad = Shard::CountNonFinite(
-          absl::string_view(reinterpret_cast<const char*>(snap.values.raw()), snap.values.num_bytes()));
-      if (bad > 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            options_.task, " does not save shard ", name, ": it holds ", bad, " non-finite values (NaN/Inf) at version ",
-            snap.version, "; the training diverged, and the checkpoints already saved are kept as they are"));
+  for (const auto& entry : shards) {
+    const std::string& name = entry.first;
+    const std::shared_ptr<Shard>& shard = entry.second;
+    absl::StatusOr<SavedShard> saved;
+    auto write = [&](const Tensor& values, const std::vector<Tensor>& slots, int64_t version) {
+      // A diverged model is never saved over the last good checkpoint (unless the job said to go on).
+      if (shard->options().non_finite == NON_FINITE_REJECT) {
+        const int64_t bad = Shard::CountNonFinite(
+            absl::string_view(reinterpret_cast<const char*>(values.raw()), values.num_bytes()));
+        if (bad > 0) {
+          saved = absl::FailedPreconditionError(
+              absl::StrCat(options_.task, " does not save shard ", name, ": it holds ", bad,
+                           " non-finite values (NaN/Inf) at version ", version,
+                           "; the training diverged, and the checkpoints already saved are kept as they are"));
+          return;
+        }
       }
+      saved = WriteShardFile(env_, request.checkpoint_dir(), shard->spec(), values,
+                             shard->options().optimizer->SlotNames(), slots, version);
+    };
+    if (shard->spec().sparse()) {
+      // A table shard is written from its own memory while its updates wait: a copy could double
+      // the ps's memory. Pulls go on meanwhile.
+      shard->WithState(write);
+    } else {
+      ShardSnapshot snap = shard->Snapshot();
+      write(snap.values, snap.slots, snap.version);
     }
-    ASSIGN_OR_RETURN(SavedShard saved,
-                     WriteShardFile(env_, request.checkpoint_dir(), shard->spec(), snap.values,
-                                    shard->options().optimizer->SlotNames(), snap.slots, snap.version));
-    *response->add_shards() = std::move(saved);
+    if (!saved.ok()) return saved.status();
+    *response->add_shards() = std::move(*saved);
   }
   return absl::OkStatus();
 }

@@ -16,8 +16,9 @@
 namespace pstrain {
 
 // What all connections together may have announced but not delivered: frame messages (whose
-// memory grows as they arrive; a connection passing the bound is closed), and push payloads
-// (received into buffers sized by the shard, not by the announcement; a push waits for room).
+// memory grows as they arrive; a connection passing the bound is closed), and payloads: push
+// gradients and table rows, and the row ids of table pulls (received into buffers sized by the
+// shard or checked against the rows' count, allocated only once there is room; a call waits for it).
 inline constexpr int64_t kMaxPendingMessageBytes = int64_t{64} << 20;
 inline constexpr int64_t kMaxPendingPayloadBytes = int64_t{1} << 30;
 
@@ -32,10 +33,13 @@ class TensorChannelServer {
   // it, it fails, or the client breaks the protocol. Does not close `fd`.
   void Serve(int fd);
 
+  // Payload bytes connections have been given room for and not yet delivered (for tests and stats).
+  int64_t pending_payload_bytes() const { return payloads_.taken(); }
+
  private:
   // Each returns a status only when the connection must be closed; the call's own outcome goes to
   // the client in the response.
-  absl::Status ServePull(FrameIo* io, const PullRequest& request, uint64_t payload_bytes);
+  absl::Status ServePull(FrameIo* io, TensorCallRequest* call, uint64_t payload_bytes);
   absl::Status ServePush(FrameIo* io, const TensorCallRequest& request, uint64_t payload_bytes);
 
   PsServer* const ps_;

@@ -187,6 +187,13 @@ void ByteBudget::Give(int64_t n) {
   taken_ -= n;
 }
 
+ByteReservation::ByteReservation(ByteBudget* budget, int64_t n) : budget_(budget), bytes_(n) { budget_->Take(n); }
+
+void ByteReservation::Release() {
+  if (budget_ != nullptr) budget_->Give(bytes_);
+  budget_ = nullptr;
+}
+
 int64_t ByteBudget::taken() const {
   absl::MutexLock l(&mu_);
   return taken_;

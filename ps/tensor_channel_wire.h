@@ -48,6 +48,21 @@ class ByteBudget {
   int64_t taken_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Room taken from a ByteBudget (ByteBudget::Take) until Release or destruction: held from the
+// moment a payload is announced until its bytes have arrived. Not thread-safe; one per payload.
+class ByteReservation {
+ public:
+  ByteReservation(ByteBudget* budget, int64_t n);  // REQUIRES: budget outlives the reservation
+  ~ByteReservation() { Release(); }
+  ByteReservation(const ByteReservation&) = delete;
+  ByteReservation& operator=(const ByteReservation&) = delete;
+  void Release();
+
+ private:
+  ByteBudget* budget_;
+  const int64_t bytes_;
+};
+
 // Blocking I/O on a connected socket, each call bounded by one deadline.
 class FrameIo {
  public:

@@ -86,7 +86,7 @@ TEST_F(ModelDirRunsTest, RestoreFalseOnAnEarlierRunIsRefused) {
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(again.status().message()), HasSubstr("would mix the two runs"));
-  EXPECT_THAT(std::string(again.status().message()), HasSubstr("ckpt-20, ckpt-40, metrics.jsonl"));
+  EXPECT_THAT(std::string(again.status().message()), HasSubstr("ckpt-20, ckpt-40, eval, metrics.jsonl, train"));
   EXPECT_EQ(Tree(options_.model_dir), before);
 }
 
@@ -107,8 +107,8 @@ TEST_F(ModelDirRunsTest, StartOverMovesTheEarlierRunAsideWhole) {
     if (name.rfind("previous-run-", 0) == 0) aside_dir = e.path().string();
   }
   std::sort(top.begin(), top.end());
-  EXPECT_EQ(top, (std::vector<std::string>{"ckpt-10", "ckpt-20", "ckpt-30", "metrics.jsonl", aside_dir.substr(
-                                                                                           options_.model_dir.size() + 1)}));
+  EXPECT_EQ(top, (std::vector<std::string>{"ckpt-10", "ckpt-20", "ckpt-30", "eval", "metrics.jsonl",
+                                            aside_dir.substr(options_.model_dir.size() + 1), "train"}));
   // The earlier run, byte for byte, under previous-run-<time>/.
   for (const auto& [path, contents] : first) {
     const std::string moved = aside_dir + path.substr(options_.model_dir.size());

@@ -59,10 +59,18 @@ TEST(MemoryBudgetTest, OverBudgetSaysWhoWhatAndHowToRaise) {
 TEST(MemoryBudgetTest, PsBytesCountOptimizerSlotsWithCheckedArithmetic) {
   VariablePlan plan;
   plan.ps_bytes = {1000, 0, int64_t{1} << 61};
+  PlannedVariable v;
+  v.variable.dtype = DType::kFloat32;
+  v.shards = {{"v/part_0", 0, 250, 1, 1000, 0}, {"v/part_1", 250, 1, 1, int64_t{1} << 61, 2}};
+  plan.variables = {v};
   absl::StatusOr<std::vector<int64_t>> bytes = PsTaskBytes(plan, 1);
-  ASSERT_TRUE(bytes.ok());
-  EXPECT_EQ((*bytes)[0], 2000);
-  EXPECT_FALSE(PsTaskBytes(plan, 2).ok());  // 3 x 2^61 passes 2^62
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(*bytes, (std::vector<int64_t>{2000, 0, int64_t{1} << 62}));
+  absl::StatusOr<std::vector<int64_t>> slots = PsSlotBytes(plan, 1);
+  EXPECT_EQ(*slots, (std::vector<int64_t>{1000, 0, int64_t{1} << 61}));
+  bytes = PsTaskBytes(plan, 2);  // 3 x 2^61 passes 2^62
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_THAT(std::string(bytes.status().message()), HasSubstr("ps 2's bytes"));
 }
 
 TEST(MemoryBudgetTest, ComputeEstimateGrowsWithModelBatchAndData) {

@@ -35,7 +35,7 @@ expect_exit 2 plan-wrap3 "about 1.21e\+24 elements" "$P" plan --shape=1099511627
 expect_exit 2 plan-budget "ps 0 would hold .*more than its memory budget.*--memory_budget_bytes" \
   "$P" plan --shape=1000000000,1000 --num_ps=2 --partitioner=fixed_shards --num_shards=2
 expect_exit 2 plan-budget-job "ps 0 would hold .*values and 2 optimizer slots" "$P" plan --job=cnn --num_ps=2 --memory_budget_bytes=1000
-expect_exit 0 plan-fits "ps 1 memory: .* of a budget of" "$P" plan --job=cnn --num_ps=2
+expect_exit 0 plan-fits "memory budget of each ps: [0-9.]+ [KMGT]iB" "$P" plan --job=cnn --num_ps=2
 expect_exit 2 plan-num-ps "--num_ps must be at most" "$P" plan --job=cnn --num_ps=99999999
 
 # A variable under the per-shard cap in every shard but 4 TiB in all: the chief refuses the plan

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "common/protocol_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -117,6 +118,27 @@ class TensorChannelBoundsTest : public ::testing::Test {
     if (serving_.joinable()) serving_.join();
     ::close(client_);
     ::close(server_fd_);
+    for (Extra& e : extra_) {
+      ::shutdown(e.client, SHUT_RDWR);
+      e.serving.join();
+      ::close(e.client);
+      ::close(e.server);
+    }
+  }
+  // One more connection to the same server; returns the client's end.
+  int Connect() {
+    int fds[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    extra_.push_back({fds[0], fds[1], std::thread([this, fd = fds[1]] {
+                        server_->Serve(fd);
+                        ::shutdown(fd, SHUT_RDWR);
+                      })});
+    return fds[0];
+  }
+  // Waits (bounded) until the server has given `bytes` of room to announced payloads.
+  bool PendingReaches(int64_t bytes) {
+    for (int i = 0; i < 6000 && server_->pending_payload_bytes() != bytes; ++i) absl::SleepFor(absl::Milliseconds(10));
+    return server_->pending_payload_bytes() == bytes;
   }
   // Sends what it can of `bytes`; false once the server closed the connection.
   bool Send(const std::string& bytes) {
@@ -144,12 +166,68 @@ class TensorChannelBoundsTest : public ::testing::Test {
     return Header(static_cast<uint32_t>(body.size()), 0) + body;
   }
 
+  // A table pull of `num_ids` row ids of shard "t", announcing them as its payload.
+  std::string SparsePullFrame(int64_t num_ids) {
+    TensorCallRequest request;
+    SparseRows* rows = request.mutable_pull()->add_sparse();
+    rows->set_shard_name("t");
+    rows->set_num_ids(num_ids);
+    request.add_payload_bytes(num_ids * 8);
+    const std::string body = request.SerializeAsString();
+    return Header(static_cast<uint32_t>(body.size()), static_cast<uint64_t>(num_ids * 8)) + body;
+  }
+
   std::unique_ptr<PsServer> ps_;
   std::unique_ptr<TensorChannelServer> server_;
   int client_ = -1, server_fd_ = -1;
   std::thread serving_;
   absl::Notification served_;
+  struct Extra {
+    int client, server;
+    std::thread serving;
+  };
+  std::vector<Extra> extra_;
 };
+
+// Table pulls announce their row ids before sending them. The ids' buffers are allocated only
+// once the payload bound shared by all connections has room, so peers that announce 1 MiB of ids
+// each and send none hold the ps at that bound, however many connect.
+TEST_F(TensorChannelBoundsTest, AnnouncedTablePullIdsWaitForRoomBeforeTheyAreAllocated) {
+  Start(kMaxPendingMessageBytes);  // payload bound: 1 MiB
+  constexpr int64_t kIds = (1 << 20) / 8;
+  ASSERT_TRUE(Send(SparsePullFrame(kIds) + std::string(1000, '\0')));
+  ASSERT_TRUE(PendingReaches(1 << 20)) << server_->pending_payload_bytes();
+  std::vector<int> stalled;
+  for (int i = 0; i < 8; ++i) {
+    stalled.push_back(Connect());
+    const std::string frame = SparsePullFrame(kIds);
+    ASSERT_EQ(::send(stalled.back(), frame.data(), frame.size(), MSG_NOSIGNAL), static_cast<ssize_t>(frame.size()));
+  }
+  // The eight wait for room: nothing more is given (the bound holds), whatever the scheduling.
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(server_->pending_payload_bytes(), 1 << 20);
+  // The first connection goes away: its room passes to one of the others, never to two at once.
+  ::shutdown(client_, SHUT_RDWR);
+  EXPECT_TRUE(served_.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  ASSERT_TRUE(PendingReaches(1 << 20));
+  for (int fd : stalled) ::shutdown(fd, SHUT_RDWR);
+  EXPECT_TRUE(PendingReaches(0)) << server_->pending_payload_bytes();
+}
+
+// Announced ids that disagree with the rows' count, or more than a message may hold, are refused
+// before any room is taken or anything is allocated.
+TEST_F(TensorChannelBoundsTest, TablePullIdSizesThatDisagreeAreRefusedUnread) {
+  Start(kMaxPendingMessageBytes);
+  TensorCallRequest request;
+  SparseRows* rows = request.mutable_pull()->add_sparse();
+  rows->set_shard_name("t");
+  rows->set_num_ids(3);
+  request.add_payload_bytes(int64_t{1} << 40);  // 3 ids announced as 1 TiB
+  std::string body = request.SerializeAsString();
+  ASSERT_TRUE(Send(Header(static_cast<uint32_t>(body.size()), uint64_t{1} << 40) + body));
+  EXPECT_TRUE(served_.WaitForNotificationWithTimeout(absl::Seconds(60)));  // out of step: closed
+  EXPECT_EQ(server_->pending_payload_bytes(), 0);
+}
 
 TEST_F(TensorChannelBoundsTest, MessagesBeyondTheSharedBoundCloseTheConnection) {
   Start(/*message_budget=*/1 << 20);

@@ -22,6 +22,13 @@ class ForwardingEnv : public Env {
   absl::StatusOr<std::string> ReadRegularFile(const std::string& p, int64_t max_bytes) override {
     return Env::Default()->ReadRegularFile(p, max_bytes);
   }
+  absl::Status WriteFileAtomicParts(const std::string& p, absl::Span<const absl::string_view> parts) override {
+    return Env::Default()->WriteFileAtomicParts(p, parts);
+  }
+  absl::Status ReadFileRange(const std::string& p, uint64_t offset, size_t n, char* dst) override {
+    return Env::Default()->ReadFileRange(p, offset, n, dst);
+  }
+  absl::StatusOr<uint64_t> FileSize(const std::string& p) override { return Env::Default()->FileSize(p); }
   bool FileExists(const std::string& p) override { return Env::Default()->FileExists(p); }
   absl::Status CreateDirs(const std::string& p) override { return Env::Default()->CreateDirs(p); }
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& p) override {
