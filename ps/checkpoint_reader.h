@@ -90,7 +90,7 @@ class CheckpointReader {
   const std::string dir_;
   const CheckpointIndex* const index_;
   const int64_t max_bytes_;
-  std::map<std::string, int64_t> verified_;  // file name whose checksum matched -> its bytes
+  std::map<std::string, const SavedShard*> verified_;  // file name whose checksum matched -> its entry
 };
 
 }  // namespace pstrain

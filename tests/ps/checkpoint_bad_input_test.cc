@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps/checkpoint_index.h"
+#include "ps/checkpoint_reader.h"
 #include "ps/local_ps_client.h"
 #include "ps/ps_server.h"
 #include "tests/ps/ps_test_util.h"
@@ -92,6 +93,13 @@ TEST_F(CheckpointBadInputTest, EditedIndexEntriesAreCorruptNotTrusted) {
       {"file", json(""), "is empty"},
       {"dtype", json("int8"), "is not float32"},
       {"dtype", json("string"), "is not float32"},
+      {"full_shape", json::array({0, 2}), "bad dimension"},
+      {"full_shape", json::array({10, 0}), "bad dimension"},
+      {"row_stride", json(0), "rows outside the variable"},  // strided (table) slices
+      {"row_stride", json(-3), "rows outside the variable"},
+      {"row_stride", json(2), "rows outside the variable"},  // rows 0, 2, ..., 18 of 10
+      {"row_stride", json(INT64_MAX), "rows outside the variable"},
+      {"row_stride", json(1e300), "row_stride"},
   };
   for (const Case& c : cases) {
     json doc = index_;
@@ -102,6 +110,28 @@ TEST_F(CheckpointBadInputTest, EditedIndexEntriesAreCorruptNotTrusted) {
     EXPECT_EQ(t.status().code(), absl::StatusCode::kDataLoss) << c.field << " " << c.value.dump();
     EXPECT_THAT(std::string(t.status().message()), HasSubstr(c.message)) << c.field << " " << c.value.dump();
   }
+}
+
+// Two slices naming one file: each would pass its own size and checksum and read the same bytes
+// as rows they never held.
+TEST_F(CheckpointBadInputTest, OneFileListedForTwoSlicesIsCorrupt) {
+  json doc = index_;
+  json second = doc["shards"][0];
+  for (json* s : {&doc["shards"][0], &second}) (*s)["full_shape"] = json::array({20, 2});
+  second["row_offset"] = 10;
+  second["shard_name"] = "w/part_1";
+  doc["shards"].push_back(second);
+  WriteIndex(doc);
+  absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(Env::Default(), dir_);
+  ASSERT_TRUE(index.ok()) << index.status();
+  CheckpointReader reader(Env::Default(), dir_, &*index);
+  absl::Status s = reader.VerifyAll();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("is listed for two slices"));
+  CheckpointReader rows(Env::Default(), dir_, &*index);
+  absl::StatusOr<Tensor> t = rows.ReadRows("w", 0, -1, "");
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("is listed for two slices"));
 }
 
 TEST_F(CheckpointBadInputTest, MalformedIndexDocumentsAreCorrupt) {
