@@ -75,6 +75,14 @@ json.dump(d, open(sys.argv[1], "w"))
 PY
 expect_exit 1 inspect-huge "ckpt-40/index.json|no saved slice|holds" "$P" inspect --checkpoint="$WORK/model/ckpt-40"
 expect_exit 1 evaluate-huge "ckpt-40" "$P" evaluate --checkpoint="$WORK/model/ckpt-40" --job=linear
+# Every restart of the chief crashed on it: now it resumes from the checkpoint before and keeps the
+# edited one aside, untouched.
+make_cluster 1 1
+start_servers 1 1 --threads=1
+expect_exit 0 chief-restart-huge "resumed from $WORK/model/ckpt-20 at step 20" env TF_CONFIG="$(tf_config chief 0)" \
+  "$BIN/pstrain-chief" --job=linear --steps=60 --model_dir="$WORK/model" --wait_timeout_secs=30
+grep -q "moved the unusable checkpoint $WORK/model/ckpt-40 aside" "$WORK/chief-restart-huge.log" ||
+  fail "the chief did not set the edited checkpoint aside: $(tail -5 "$WORK/chief-restart-huge.log")"
 # Data files whose IDX header promises more than they hold.
 mkdir -p "$WORK/idx"
 python3 - "$WORK/idx" <<'PY'
