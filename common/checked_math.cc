@@ -16,6 +16,18 @@ absl::Status TooLarge(absl::string_view what, const std::string& detail) {
       absl::StrCat(what, ": ", detail, ", more than pstrain can hold (at most 2^62 bytes)"));
 }
 
+// a op b for CheckedSizeProduct ('*') and CheckedSizeSum ('+').
+absl::StatusOr<int64_t> CheckedSizeOp(int64_t a, char op, int64_t b, absl::string_view what) {
+  int64_t r;
+  if (a < 0 || b < 0) return absl::InvalidArgumentError(absl::StrCat(what, ": a size is negative"));
+  const bool fits = op == '*' ? CheckedMul(a, b, &r) : CheckedAdd(a, b, &r);
+  if (!fits || r > kMaxCheckedBytes) {
+    const long double exact = op == '*' ? static_cast<long double>(a) * b : static_cast<long double>(a) + b;
+    return TooLarge(what, absl::StrFormat("%d %c %d is about %.3Lg", a, op, b, exact));
+  }
+  return r;
+}
+
 }  // namespace
 
 bool CheckedMul(int64_t a, int64_t b, int64_t* out) {
@@ -63,21 +75,11 @@ absl::StatusOr<int64_t> CheckedNumBytes(absl::Span<const int64_t> dims, int64_t 
 }
 
 absl::StatusOr<int64_t> CheckedSizeProduct(int64_t a, int64_t b, absl::string_view what) {
-  int64_t r;
-  if (a < 0 || b < 0) return absl::InvalidArgumentError(absl::StrCat(what, ": a size is negative"));
-  if (!CheckedMul(a, b, &r) || r > kMaxCheckedBytes) {
-    return TooLarge(what, absl::StrFormat("%d x %d is about %.3Lg", a, b, static_cast<long double>(a) * b));
-  }
-  return r;
+  return CheckedSizeOp(a, '*', b, what);
 }
 
 absl::StatusOr<int64_t> CheckedSizeSum(int64_t a, int64_t b, absl::string_view what) {
-  int64_t r;
-  if (a < 0 || b < 0) return absl::InvalidArgumentError(absl::StrCat(what, ": a size is negative"));
-  if (!CheckedAdd(a, b, &r) || r > kMaxCheckedBytes) {
-    return TooLarge(what, absl::StrFormat("%d + %d is about %.3Lg", a, b, static_cast<long double>(a) + b));
-  }
-  return r;
+  return CheckedSizeOp(a, '+', b, what);
 }
 
 std::string FormatBytes(int64_t bytes) {

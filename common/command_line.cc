@@ -25,13 +25,8 @@ absl::StatusOr<CommandLine> CommandLine::Parse(const std::string& command, int a
       cl.positional_.push_back(arg);
       continue;
     }
-    std::string name = arg.substr(2), value;
-    const size_t eq = name.find('=');
-    const bool has_value = eq != std::string::npos;
-    if (has_value) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
+    std::string name, value;
+    const bool has_value = SplitFlagText(arg.substr(2), &name, &value);
     auto it = known.find(name);
     if (it == known.end()) {
       std::string list;
@@ -117,6 +112,13 @@ std::string FlagUsage(const std::string& command, const std::string& summary, co
     absl::StrAppend(&out, "\n");
   }
   return out;
+}
+
+bool SplitFlagText(const std::string& text, std::string* name, std::string* value) {
+  const size_t eq = text.find('=');
+  *name = text.substr(0, eq);
+  *value = eq == std::string::npos ? "" : text.substr(eq + 1);
+  return eq != std::string::npos;
 }
 
 }  // namespace pstrain

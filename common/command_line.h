@@ -53,6 +53,10 @@ class CommandLine {
 // "usage: pstrain plan [flags]" followed by one line per flag with its default and help.
 std::string FlagUsage(const std::string& command, const std::string& summary, const std::vector<FlagDef>& flags);
 
+// Splits a flag's text after its dashes, "name=value" or "name", into `name` and `value`; true
+// when it carries a value (an "=" is present). Shared by this parser and the task binaries' checks.
+bool SplitFlagText(const std::string& text, std::string* name, std::string* value);
+
 }  // namespace pstrain
 
 #endif  // PSTRAIN_COMMON_COMMAND_LINE_H_

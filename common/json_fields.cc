@@ -72,13 +72,19 @@ absl::StatusOr<std::string> JsonFields::String(const std::string& key, const std
   return s;
 }
 
+absl::StatusOr<const nlohmann::json*> JsonFields::List(const std::string& key, const char* what, size_t max_size) {
+  const nlohmann::json* v = Find(key);
+  if (v == nullptr) return v;
+  if (!v->is_array()) return Invalid(key, absl::StrCat("must be a list of ", what, ", got ", JsonExcerpt(*v)));
+  if (v->size() > max_size) return Invalid(key, absl::StrCat("has ", v->size(), " entries, at most ", max_size));
+  return v;
+}
+
 absl::StatusOr<std::vector<int64_t>> JsonFields::IntList(const std::string& key, const IntRange& each,
                                                          size_t max_size) {
   std::vector<int64_t> out;
-  const nlohmann::json* v = Find(key);
+  ASSIGN_OR_RETURN(const nlohmann::json* v, List(key, "integers", max_size));
   if (v == nullptr) return out;
-  if (!v->is_array()) return Invalid(key, absl::StrCat("must be a list of integers, got ", JsonExcerpt(*v)));
-  if (v->size() > max_size) return Invalid(key, absl::StrCat("has ", v->size(), " entries, at most ", max_size));
   for (size_t i = 0; i < v->size(); ++i) {
     const std::string where = absl::StrCat(prefix_, Where(key), "[", i, "]");
     ASSIGN_OR_RETURN(int64_t n, JsonToInt64((*v)[i], where));
@@ -91,10 +97,8 @@ absl::StatusOr<std::vector<int64_t>> JsonFields::IntList(const std::string& key,
 absl::StatusOr<std::vector<double>> JsonFields::NumberList(const std::string& key, const NumberRange& each,
                                                            size_t max_size) {
   std::vector<double> out;
-  const nlohmann::json* v = Find(key);
+  ASSIGN_OR_RETURN(const nlohmann::json* v, List(key, "numbers", max_size));
   if (v == nullptr) return out;
-  if (!v->is_array()) return Invalid(key, absl::StrCat("must be a list of numbers, got ", JsonExcerpt(*v)));
-  if (v->size() > max_size) return Invalid(key, absl::StrCat("has ", v->size(), " entries, at most ", max_size));
   for (size_t i = 0; i < v->size(); ++i) {
     const std::string where = absl::StrCat(prefix_, Where(key), "[", i, "]");
     if (!(*v)[i].is_number()) {

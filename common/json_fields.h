@@ -56,6 +56,10 @@ class JsonFields {
   absl::Status Invalid(const std::string& key, const std::string& why) const;
 
  private:
+  // The list at `key` (nullptr when absent or null); InvalidArgument when it is not a list of at
+  // most `max_size` entries (`what`: "integers", "numbers").
+  absl::StatusOr<const nlohmann::json*> List(const std::string& key, const char* what, size_t max_size);
+
   const nlohmann::json& obj_;
   const std::string path_;
   const std::string prefix_;

@@ -12,6 +12,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/command_line.h"
 #include "common/exit_codes.h"
 #include "common/json_util.h"
 #include "common/value_range.h"
@@ -54,13 +55,8 @@ absl::StatusOr<std::set<std::string>> CheckTaskFlags(int argc, char** argv) {
       return absl::InvalidArgumentError(absl::StrCat("unexpected argument ", QuotedExcerpt(arg),
                                                      ": this binary takes only flags (--name=value)"));
     }
-    std::string name = arg.substr(arg[1] == '-' ? 2 : 1), value;
-    const size_t eq = name.find('=');
-    const bool has_value = eq != std::string::npos;
-    if (has_value) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
+    std::string name, value;
+    const bool has_value = SplitFlagText(arg.substr(arg[1] == '-' ? 2 : 1), &name, &value);
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag == nullptr && !has_value && absl::StartsWith(name, "no")) {
       absl::CommandLineFlag* negated = absl::FindCommandLineFlag(name.substr(2));

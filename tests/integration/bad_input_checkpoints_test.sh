@@ -10,8 +10,7 @@ digest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum | s
 
 train_linear "$M" 40
 [ "$TRAIN_RC" = 0 ] || fail "training failed: $(tail -5 "$WORK/chief-0.log")"
-cp -a "$M" "$WORK/pristine"
-restore_model() { rm -rf "$M"; cp -a "$WORK/pristine" "$M"; }
+save_pristine "$M"
 
 # (a) Every checkpoint unusable, in several ways: exit 2, each named, nothing changed, nothing run.
 corrupt() {  # corrupt CKPT HOW
@@ -25,7 +24,7 @@ corrupt() {  # corrupt CKPT HOW
   esac
 }
 for how in truncate flip lose index step; do
-  restore_model
+  restore_pristine
   corrupt "$M/ckpt-20" "$how"
   corrupt "$M/ckpt-40" "$how"
   before=$(digest "$M")
@@ -41,7 +40,7 @@ for how in truncate flip lose index step; do
 done
 
 # The newest unusable, an older one fine: resume from the older; the newer is kept aside, intact.
-restore_model
+restore_pristine
 corrupt "$M/ckpt-40" flip
 bad=$(digest "$M/ckpt-40")
 train_linear "$M" 60
@@ -53,7 +52,7 @@ grep -q "moved the unusable checkpoint $M/ckpt-40 aside to $M/ckpt-40.unusable" 
 CASES=$((CASES + 1))
 
 # (b) --restore=false on a used model dir is refused; --start_over moves the earlier run aside.
-restore_model
+restore_pristine
 before=$(digest "$M")
 train_linear "$M" 80 --restore=false
 [ "$TRAIN_RC" = 2 ] || fail "--restore=false on a used model dir exited $TRAIN_RC (want 2)"
@@ -91,23 +90,23 @@ json.dump(d, open(sys.argv[1], "w"))
 PY
 }
 for name in ../../secret.shard /etc/passwd ..; do
-  restore_model
+  restore_pristine
   edit_file "$M/ckpt-40" "$name"
   expect_exit 1 "inspect-file-$CASES" "ckpt-40/index.json: .*only a plain file name" "$P" inspect --checkpoint="$M/ckpt-40"
   expect_exit 1 "evaluate-file-$CASES" "only a plain file name" "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear
 done
-restore_model
+restore_pristine
 for f in "$M"/ckpt-40/*.shard; do mv "$f" "$WORK/$(basename "$f")"; ln -s "$WORK/$(basename "$f")" "$f"; done
 expect_exit 1 inspect-symlink "is a symlink; it is not followed" "$P" inspect --checkpoint="$M/ckpt-40"
 expect_exit 0 evaluate-symlink "ignoring checkpoint $M/ckpt-40: .*is a symlink" "$P" evaluate --checkpoint="$M" --job=linear
 grep -q "ckpt-20 (step 20): test loss" "$WORK/evaluate-symlink.log" || fail "evaluate did not fall back to ckpt-20"
-restore_model
+restore_pristine
 mv "$M/ckpt-40/index.json" "$WORK/index.json" && ln -s "$WORK/index.json" "$M/ckpt-40/index.json"
 expect_exit 1 inspect-index-symlink "index.json is a symlink" "$P" inspect --checkpoint="$M/ckpt-40"
 
 # `evaluate` reads the data of its flags or the user's job spec; the checkpoint's own is only a
 # default, printed before it is read.
-restore_model
+restore_pristine
 python3 - "$M/ckpt-40/index.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

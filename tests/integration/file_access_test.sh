@@ -18,8 +18,7 @@ echo "outside the checkpoint" >"$WORK/outside/secret.shard"
 
 train_linear "$M" 40
 [ "$TRAIN_RC" = 0 ] || fail "training failed: $(tail -5 "$WORK/chief-0.log")"
-cp -a "$M" "$WORK/pristine"
-restore_model() { rm -rf "$M"; cp -a "$WORK/pristine" "$M"; }
+save_pristine "$M"
 TRACED=()
 # traced NAME WRITE_ROOT FORBIDDEN CODE COMMAND...: runs COMMAND under strace, expects exit CODE;
 # the trace is checked afterwards against WRITE_ROOT (the only place writes may go) and FORBIDDEN
@@ -41,19 +40,19 @@ json.dump(d, open(sys.argv[1], "w"))
 PY
 }
 
-restore_model
+restore_pristine
 edit_index "$M/ckpt-40" 'for s in d["shards"]: s["file"] = "../../outside/secret.shard"'
 traced climb "$M" "$WORK/outside/secret.shard" 1 "$P" inspect --checkpoint="$M/ckpt-40"
 traced climb-eval "$M" "$WORK/outside/secret.shard" 1 "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear
-restore_model
+restore_pristine
 edit_index "$M/ckpt-40" 'for s in d["shards"]: s["file"] = "/etc/passwd"'
 traced absolute "$M" "/etc/passwd" 1 "$P" inspect --checkpoint="$M/ckpt-40"
-restore_model
+restore_pristine
 for f in "$M"/ckpt-40/*.shard; do cp "$f" "$WORK/outside/$(basename "$f")"; rm "$f"; ln -s "$WORK/outside/$(basename "$f")" "$f"; done
 forbidden=$(ls "$WORK"/outside/*.shard | tr '\n' ':')
 traced symlink "$M" "$forbidden" 1 "$P" inspect --checkpoint="$M/ckpt-40"
 traced symlink-eval "$M" "$forbidden" 0 "$P" evaluate --checkpoint="$M" --job=linear
-restore_model
+restore_pristine
 edit_index "$M/ckpt-40" 'd["job_spec"]["data"] = {"dataset": "csv", "train_file": "/etc/passwd", "test_file": "/etc/passwd"}'
 traced user-data "$M" "/etc/passwd" 0 "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear
 python3 -c "import sys; p=sys.argv[1]; t=open(p).read(); open(p,'w').write(t.replace('\"job_spec\":', '\"job_spec\": ' + '['*100000 + ']'*100000 + ', \"x\":', 1))" "$M/ckpt-40/index.json"
@@ -61,13 +60,13 @@ traced nested-index "$M" "" 1 "$P" inspect --checkpoint="$M/ckpt-40"
 
 # The chief over unusable checkpoints, and over an earlier run with --restore=false: it writes
 # nothing but its own model dir (and only what it appends there), reads nothing else of the user's.
-restore_model
+restore_pristine
 for f in "$M"/ckpt-*/*.shard; do truncate -s 2 "$f"; done
 make_cluster 1 1
 start_servers 1 1 --threads=1
 traced chief-unusable "$M" "$WORK/outside/secret.shard" 2 env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" \
   --job=linear --steps=60 --model_dir="$M" --wait_timeout_secs=30
-restore_model
+restore_pristine
 make_cluster 1 1
 start_servers 1 1 --threads=1
 traced chief-restore-false "$M" "" 2 env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" \

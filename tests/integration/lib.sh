@@ -116,6 +116,10 @@ expect_exit() {
   CASES=$((CASES + 1))
 }
 
+# save_pristine DIR, then restore_pristine: DIR (a model dir) kept aside, and put back as it was.
+save_pristine() { PRISTINE_OF=$1; rm -rf "$WORK/pristine"; cp -a "$1" "$WORK/pristine"; }
+restore_pristine() { rm -rf "$PRISTINE_OF"; cp -a "$WORK/pristine" "$PRISTINE_OF"; }
+
 # write_job FILE JSON: a job spec file.
 write_job() { printf '%s\n' "$2" >"$1"; }
 
