@@ -11,7 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "ps/checkpoint_reader.h"
+#include "common/checkpoint/checkpoint_reader.h"
 
 namespace pstrain {
 

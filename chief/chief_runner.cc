@@ -17,9 +17,9 @@
 #include "chief/job_shutdown.h"
 #include "common/exit_codes.h"
 #include "common/json_util.h"
-#include "ps/grpc_ps_client.h"
-#include "ps/metered_ps_client.h"
-#include "ps/ps_stats_format.h"
+#include "ps/client/grpc_ps_client.h"
+#include "ps/client/metered_ps_client.h"
+#include "ps/client/ps_stats_format.h"
 #include "worker/grpc_worker_client.h"
 
 namespace pstrain {

@@ -9,8 +9,8 @@
 #include "common/exit_codes.h"
 #include "common/json_util.h"
 #include "common/status_macros.h"
-#include "ps/checkpoint_index.h"
-#include "ps/checkpoint_reader.h"
+#include "common/checkpoint/checkpoint_index.h"
+#include "common/checkpoint/checkpoint_reader.h"
 
 namespace pstrain {
 namespace {

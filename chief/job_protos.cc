@@ -1,7 +1,7 @@
 #include "chief/job_protos.h"
 
 #include "common/protocol_version.h"
-#include "ps/optimizer.h"
+#include "ps/store/optimizer.h"
 
 namespace pstrain {
 

@@ -25,9 +25,9 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
 #include "common/protocol_version.h"
-#include "ps/grpc_ps_client.h"
-#include "ps/ps_grpc_server.h"
-#include "ps/ps_server.h"
+#include "ps/client/grpc_ps_client.h"
+#include "ps/server/ps_grpc_server.h"
+#include "ps/store/ps_server.h"
 
 ABSL_FLAG(double, seconds, 0.5, "measuring time per cell");
 ABSL_FLAG(int64_t, stream_threshold_kib, -1, "client streams tensors from this size (-1: the default)");

@@ -1,6 +1,6 @@
 // GrpcPsClient against an in-process PsGrpcServer on 127.0.0.1: the unary calls, the chunked gRPC
 // streams and the tensor channel give the same answers and the same errors.
-#include "ps/grpc_ps_client.h"
+#include "ps/client/grpc_ps_client.h"
 
 #include <cstring>
 #include <limits>
@@ -9,10 +9,10 @@
 #include "common/protocol_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/grpc_tuning.h"
-#include "ps/initializers.h"
-#include "ps/ps_grpc_server.h"
-#include "ps/ps_server.h"
+#include "ps/transport/grpc_tuning.h"
+#include "ps/store/initializers.h"
+#include "ps/server/ps_grpc_server.h"
+#include "ps/store/ps_server.h"
 #include "tests/ps/ps_test_util.h"
 
 namespace pstrain {

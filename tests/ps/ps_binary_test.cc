@@ -18,7 +18,7 @@
 #include "grpcpp/impl/rpc_method.h"
 #include "gtest/gtest.h"
 #include "tests/test_util/loopback.h"
-#include "ps/grpc_ps_client.h"
+#include "ps/client/grpc_ps_client.h"
 #include "tests/ps/ps_test_util.h"
 
 extern char** environ;

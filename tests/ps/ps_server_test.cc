@@ -1,4 +1,4 @@
-#include "ps/ps_server.h"
+#include "ps/store/ps_server.h"
 
 #include <atomic>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "common/protocol_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/local_ps_client.h"
+#include "ps/client/local_ps_client.h"
 #include "tests/ps/ps_test_util.h"
 
 namespace pstrain {

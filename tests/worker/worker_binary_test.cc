@@ -18,8 +18,8 @@
 #include "common/variable_planner.h"
 #include "gtest/gtest.h"
 #include "tests/test_util/loopback.h"
-#include "ps/grpc_ps_client.h"
-#include "ps/optimizer.h"
+#include "ps/client/grpc_ps_client.h"
+#include "ps/store/optimizer.h"
 #include "worker/grpc_worker_client.h"
 
 extern char** environ;

@@ -1,0 +1,38 @@
+// Serves pulls and pushes on one tensor-channel connection (see tensor_channel_wire.h): reads a
+// call, runs it on the PsServer (waiting on this connection's own thread while a sync call is
+// parked, never on a gRPC thread), and answers it; values go out straight from the pulled
+// snapshots and gradients arrive straight into the ps's pooled buffers. Part of the RPC edge.
+// Thread-safety: Serve may run on many threads at once, one per connection.
+#ifndef PSTRAIN_PS_TRANSPORT_TENSOR_CHANNEL_SERVER_H_
+#define PSTRAIN_PS_TRANSPORT_TENSOR_CHANNEL_SERVER_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "proto/ps.pb.h"
+#include "ps/store/ps_server.h"
+#include "ps/transport/tensor_channel_wire.h"
+
+namespace pstrain {
+
+class TensorChannelServer {
+ public:
+  // `ps` is not owned and must outlive every Serve call.
+  explicit TensorChannelServer(PsServer* ps) : ps_(ps) {}
+
+  // Answers calls on `fd` (a connection whose preface was already read) until the client closes
+  // it, it fails, or the client breaks the protocol. Does not close `fd`.
+  void Serve(int fd);
+
+ private:
+  // Each returns a status only when the connection must be closed; the call's own outcome goes to
+  // the client in the response.
+  absl::Status ServePull(FrameIo* io, TensorCallRequest* call, uint64_t payload_bytes);
+  absl::Status ServePush(FrameIo* io, const TensorCallRequest& request, uint64_t payload_bytes);
+
+  PsServer* const ps_;
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_TRANSPORT_TENSOR_CHANNEL_SERVER_H_
