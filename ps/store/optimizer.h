@@ -14,7 +14,7 @@
 // Proto3 fields cannot be absent, so a zero means "Keras default" for: learning rate (sgd 0.01,
 // others 0.001), beta_1 (0.9), beta_2 (0.999), epsilon (1e-7), rho (0.9) and Adagrad's
 // initial_accumulator_value (0.1); ftrl's learning_rate_power is optional (absent: -0.5).
-// OptimizerProtoFromSpec fills every field explicitly.
+// OptimizerProtoFromSpec (common/optimizer_proto.h) fills every field explicitly.
 // Thread-safety: an Optimizer is immutable after Create; Apply is safe to call concurrently on
 // different (values, slots).
 #ifndef PSTRAIN_PS_STORE_OPTIMIZER_H_
@@ -27,7 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "common/job_spec.h"
+#include "common/optimizer_proto.h"
 #include "proto/common.pb.h"
 
 namespace pstrain {
@@ -61,9 +61,6 @@ class Optimizer {
  private:
   OptimizerProto config_;
 };
-
-// The wire form of a job spec's optimizer, every field explicit.
-OptimizerProto OptimizerProtoFromSpec(const OptimizerSpec& spec);
 
 }  // namespace pstrain
 
