@@ -111,7 +111,7 @@ int RunChief(const ChiefConfig& config) {
   std::vector<int> ps_indices = cluster.TaskIndices(kPs);
   for (size_t i = 0; i < ps_addresses.size(); ++i) {
     const std::string name = absl::StrCat("ps:", ps_indices[i]);
-    ps_owned.push_back(NewGrpcPsClient(ps_addresses[i], name));
+    ps_owned.push_back(NewGrpcPsClient(ps_addresses[i], name, config.transport));
     if (config.metrics != nullptr) {
       ps_owned.back() = std::make_unique<MeteredPsClient>(std::move(ps_owned.back()), config.metrics, name);
     }
@@ -121,7 +121,8 @@ int RunChief(const ChiefConfig& config) {
   std::vector<int> worker_indices = cluster.TaskIndices(kWorker);
   for (size_t i = 0; i < worker_addresses.size(); ++i) {
     workers_owned.push_back(NewGrpcWorkerClient(
-        worker_addresses[i], absl::StrCat("worker:", worker_indices[i], " at ", worker_addresses[i])));
+        worker_addresses[i], absl::StrCat("worker:", worker_indices[i], " at ", worker_addresses[i]),
+        config.transport.tls));
     workers.push_back(workers_owned.back().get());
   }
   CoordinatorOptions options;
@@ -143,7 +144,9 @@ int RunChief(const ChiefConfig& config) {
   absl::StatusOr<std::string> address = cluster.Address(kChief, config.tf_config.task->index);
   std::unique_ptr<grpc::Server> server;
   if (address.ok()) {
-    absl::StatusOr<std::unique_ptr<grpc::Server>> started = StartChiefServer(*address, &service, nullptr, config.metrics);
+    absl::StatusOr<std::unique_ptr<grpc::Server>> started =
+        StartChiefServer(*address, &service, nullptr, config.metrics, config.transport.tls,
+                         [](const std::string& line) { LogLine("chief", line); });
     if (!started.ok()) {
       LogLine("chief", std::string(started.status().message()));
       return kExitRuntimeFailure;

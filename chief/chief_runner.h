@@ -10,6 +10,7 @@
 #include "common/cluster_spec.h"
 #include "common/job_spec.h"
 #include "common/metrics_registry.h"
+#include "ps/transport/ps_transport.h"
 
 namespace pstrain {
 
@@ -25,6 +26,7 @@ struct ChiefConfig {
   bool restore = true;
   bool init_only = false;             // create or restore, checkpoint, stop (see CoordinatorOptions)
   MetricsRegistry* metrics = nullptr; // the process's Prometheus metrics (not owned; may be null)
+  TransportConfig transport;          // how to reach the ps (and with transport.tls, every task)
 };
 
 // Exit code of a signal-terminated chief (128 + SIGTERM): orchestrators treat it as retryable.

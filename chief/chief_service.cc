@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/protocol_version.h"
+#include "common/grpc_credentials.h"
 #include "common/grpc_server_metrics.h"
 #include "grpcpp/health_check_service_interface.h"
 
@@ -28,13 +29,14 @@ grpc::ServerUnaryReactor* ChiefServiceImpl::GetStatus(grpc::CallbackServerContex
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& address,
                                                                ChiefServiceImpl* service, int* bound_port,
-                                                               MetricsRegistry* metrics) {
+                                                               MetricsRegistry* metrics, const TlsConfig& tls,
+                                                               SecurityLog log) {
   const size_t colon = address.rfind(':');
   const std::string listen = absl::StrCat("0.0.0.0:", address.substr(colon + 1));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, MakeServerCredentials(tls, std::move(log)), &port);
   builder.RegisterService(service);
   AddGrpcServerMetrics(&builder, metrics);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

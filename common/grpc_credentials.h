@@ -11,14 +11,12 @@
 #include <memory>
 #include <string>
 
+#include "common/security/call_policy.h"
 #include "common/security/tls_config.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
 
 namespace pstrain {
-
-// Where servers say which calls they refused (one line each). Empty: std::cerr.
-using SecurityLog = std::function<void(const std::string& line)>;
 
 // For a server (AddListeningPort, or the ps's shared port).
 std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const TlsConfig& tls, SecurityLog log = nullptr);

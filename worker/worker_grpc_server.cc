@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_credentials.h"
 #include "common/grpc_server_metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -13,12 +14,13 @@ namespace pstrain {
 absl::StatusOr<std::unique_ptr<WorkerGrpcServer>> WorkerGrpcServer::Start(Worker* worker,
                                                                            const std::string& listen_address,
                                                                            RemoteShutdownHandler on_shutdown,
-                                                                           MetricsRegistry* metrics) {
+                                                                           MetricsRegistry* metrics,
+                                                                           const TlsConfig& tls, SecurityLog log) {
   grpc::EnableDefaultHealthCheckService(true);
   std::unique_ptr<WorkerGrpcServer> s(new WorkerGrpcServer);
   s->service_ = std::make_unique<WorkerServiceImpl>(worker, std::move(on_shutdown));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(listen_address, MakeServerCredentials(tls, std::move(log)), &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);

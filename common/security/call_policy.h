@@ -7,12 +7,16 @@
 #ifndef PSTRAIN_COMMON_SECURITY_CALL_POLICY_H_
 #define PSTRAIN_COMMON_SECURITY_CALL_POLICY_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace pstrain {
+
+// Where servers say which calls and connections they refused, one line each (empty: std::cerr).
+using SecurityLog = std::function<void(const std::string& line)>;
 
 inline constexpr char kPsPullMethod[] = "/pstrain.PsService/Pull";
 inline constexpr char kPsPushMethod[] = "/pstrain.PsService/Push";

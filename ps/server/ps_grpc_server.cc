@@ -1,21 +1,17 @@
 #include "ps/server/ps_grpc_server.h"
 
-#include <climits>
-
 #include "absl/strings/str_cat.h"
+#include "common/grpc_credentials.h"
 #include "common/grpc_server_metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "ps/transport/grpc_tuning.h"
 #include "ps/server/ps_service.h"
-#include "ps/transport/shared_port_listener.h"
-#include "ps/transport/tensor_channel_server.h"
+#include "ps/transport/grpc_tuning.h"
 
 namespace pstrain {
 
 absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, const std::string& listen_address,
-                                                                   RemoteShutdownHandler on_shutdown,
-                                                                   MetricsRegistry* metrics) {
+                                                                   Options options) {
   grpc::EnableDefaultHealthCheckService(true);
   std::unique_ptr<PsGrpcServer> s(new PsGrpcServer);
   s->ps_ = ps;
@@ -23,15 +19,22 @@ absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, 
   if (!listener.ok()) return listener.status();
   s->listener_ = std::move(*listener);
   s->port_ = s->listener_->port();
-  s->service_ = std::make_unique<PsServiceImpl>(ps, std::move(on_shutdown));
-  s->tensor_channel_ = std::make_unique<TensorChannelServer>(ps);
+  TensorChannelServer::Options channel = options.channel;
+  channel.tls = options.tls;
+  channel.env = options.env;
+  channel.log = options.log;
+  absl::StatusOr<std::unique_ptr<TensorChannelServer>> tensor_channel = TensorChannelServer::Create(ps, channel);
+  if (!tensor_channel.ok()) return tensor_channel.status();
+  s->tensor_channel_ = *std::move(tensor_channel);
+  s->service_ = std::make_unique<PsServiceImpl>(ps, std::move(options.on_shutdown));
   grpc::ServerBuilder builder;
   // gRPC gets its connections from the listener, which keeps the tensor channel's for itself.
   s->grpc_acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
-      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, grpc::InsecureServerCredentials());
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+      MakeServerCredentials(options.tls, options.log));
   builder.RegisterService(s->service_.get());
   ConfigurePsServerBuilder(&builder);
-  AddGrpcServerMetrics(&builder, metrics);
+  AddGrpcServerMetrics(&builder, options.metrics);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr) {
     return absl::InternalError(absl::StrCat("cannot start the gRPC server for ", listen_address));
@@ -41,19 +44,25 @@ absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, 
     health->SetServingStatus(PsService::service_full_name(), true);
   }
   grpc::experimental::ExternalConnectionAcceptor* acceptor = s->grpc_acceptor_.get();
-  TensorChannelServer* channel = s->tensor_channel_.get();
-  SharedPortListener::Handlers handlers;
-  handlers.grpc = [acceptor](int listener_fd, int fd, std::string preface) {
-    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters p;
-    p.listener_fd = listener_fd;
-    p.fd = fd;
-    grpc::Slice bytes(preface.data(), preface.size());
-    p.read_buffer = grpc::ByteBuffer(&bytes, 1);
-    acceptor->HandleNewConnection(&p);
-  };
-  handlers.tensor_channel = [channel](int fd) { channel->Serve(fd); };
-  s->listener_->Start(std::move(handlers));
+  SharedPortListener::Options listen = options.listener;
+  listen.env = options.env;
+  listen.log = options.log;
+  s->listener_->Start(
+      s->tensor_channel_.get(),
+      [acceptor](int listener_fd, int fd, std::string first_bytes) {
+        grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters p;
+        p.listener_fd = listener_fd;
+        p.fd = fd;
+        grpc::Slice bytes(first_bytes.data(), first_bytes.size());
+        p.read_buffer = grpc::ByteBuffer(&bytes, 1);
+        acceptor->HandleNewConnection(&p);
+      },
+      listen);
   return s;
+}
+
+absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, const std::string& listen_address) {
+  return Start(ps, listen_address, Options());
 }
 
 PsGrpcServer::~PsGrpcServer() { Shutdown(absl::Seconds(1)); }

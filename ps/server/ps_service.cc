@@ -1,7 +1,6 @@
 #include "ps/server/ps_service.h"
 
 #include "common/grpc_status.h"
-#include "ps/server/ps_stream_reactors.h"
 
 namespace pstrain {
 namespace {
@@ -40,16 +39,6 @@ grpc::ServerUnaryReactor* PsServiceImpl::Push(grpc::CallbackServerContext* conte
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   server_->Push(request, response, [reactor](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
   return reactor;
-}
-
-grpc::ServerWriteReactor<grpc::ByteBuffer>* PsServiceImpl::PullStream(grpc::CallbackServerContext* context,
-                                                                      const grpc::ByteBuffer* request) {
-  return new PullStreamReactor(server_, request);
-}
-
-grpc::ServerReadReactor<grpc::ByteBuffer>* PsServiceImpl::PushStream(grpc::CallbackServerContext* context,
-                                                                     grpc::ByteBuffer* response) {
-  return new PushStreamReactor(server_, response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::Save(grpc::CallbackServerContext* context, const SaveRequest* request,

@@ -1,6 +1,7 @@
 // The gRPC edge of a ps task: PsService handlers (callback API) that unpack a request, call the
 // PsServer and finish the reactor with its status. Pull and Push park the reactor until the
-// PsServer's completion runs; no handler blocks.
+// PsServer's completion runs; no handler blocks. Who may call what is checked before any handler
+// runs (common/grpc_credentials.h).
 // Thread-safety: thread-safe; the PsServer is not owned and must outlive the service.
 #ifndef PSTRAIN_PS_SERVER_PS_SERVICE_H_
 #define PSTRAIN_PS_SERVER_PS_SERVICE_H_
@@ -11,9 +12,7 @@
 
 namespace pstrain {
 
-// PullStream and PushStream are raw (ByteBuffer) methods so tensor bytes skip protobuf copies.
-class PsServiceImpl final : public PsService::WithRawCallbackMethod_PullStream<
-                                PsService::WithRawCallbackMethod_PushStream<PsService::CallbackService>> {
+class PsServiceImpl final : public PsService::CallbackService {
  public:
   // `on_shutdown` answers the chief's Shutdown calls; empty: they fail with Unimplemented.
   explicit PsServiceImpl(PsServer* server, RemoteShutdownHandler on_shutdown = nullptr)
@@ -27,10 +26,6 @@ class PsServiceImpl final : public PsService::WithRawCallbackMethod_PullStream<
                                  PullResponse* response) override;
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context, const PushRequest* request,
                                  PushResponse* response) override;
-  grpc::ServerWriteReactor<grpc::ByteBuffer>* PullStream(grpc::CallbackServerContext* context,
-                                                         const grpc::ByteBuffer* request) override;
-  grpc::ServerReadReactor<grpc::ByteBuffer>* PushStream(grpc::CallbackServerContext* context,
-                                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Save(grpc::CallbackServerContext* context, const SaveRequest* request,
                                  SaveResponse* response) override;
   grpc::ServerUnaryReactor* Restore(grpc::CallbackServerContext* context, const RestoreRequest* request,

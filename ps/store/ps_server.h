@@ -38,15 +38,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/env.h"
+#include "common/message_limits.h"
 #include "proto/ps.pb.h"
 #include "ps/store/background_queue.h"
 #include "ps/store/deadline_timer.h"
 #include "ps/store/shard.h"
 
 namespace pstrain {
-
-// Largest single message (protobuf's limit is 2 GiB; a little room is kept for framing).
-inline constexpr int64_t kMaxMessageBytes = (int64_t{1} << 31) - (int64_t{1} << 20);
 
 // A gradient as the ps reads it; `data` is borrowed and only read during the Push call.
 struct GradientView {

@@ -1,5 +1,7 @@
 #include "ps/transport/bulk_messages.h"
 
+#include "common/message_limits.h"
+
 namespace pstrain {
 
 PushRequest PushHeader(const PushRequest& request) {
@@ -18,6 +20,15 @@ PushRequest PushHeader(const PushRequest& request) {
     h->set_num_ids(r.num_ids());
   }
   return header;
+}
+
+int64_t FloatTensorBytes(const google::protobuf::RepeatedField<int64_t>& shape) {
+  int64_t bytes = 4;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && bytes > kMaxMessageBytes / d)) return -1;
+    bytes *= d;
+  }
+  return bytes;
 }
 
 std::string* PrepareValue(int index, const std::string& name, int64_t version, DataType dtype,

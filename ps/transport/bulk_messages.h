@@ -18,6 +18,10 @@ namespace pstrain {
 // num_ids, but none of their bytes.
 PushRequest PushHeader(const PushRequest& request);
 
+// The byte size of a float32 tensor of `shape`, or -1 when a dimension is negative or the size
+// exceeds kMaxMessageBytes: how either end checks a size its peer announced before allocating it.
+int64_t FloatTensorBytes(const google::protobuf::RepeatedField<int64_t>& shape);
+
 // Sets value `index` of `response` (an existing entry is reused, with its data buffer) to the
 // given name, version, dtype and shape, sizes its data to `bytes`, and returns the data to fill.
 // REQUIRES: index <= response->values_size().

@@ -1,82 +1,64 @@
-// Framing and socket I/O of the ps's tensor channel (TensorCallRequest in proto/ps.proto): the
-// connection preface, frame headers, and blocking reads and writes that stop at a deadline.
-// A frame is: magic (4 bytes), message size (4), payload size (8), all little-endian, then the
-// serialized message, then the payload (raw tensor bytes). Part of the RPC edge.
-// Thread-safety: a FrameIo is used by one thread at a time; the functions are pure.
+// The format of the ps's tensor channel (TensorCallRequest / TensorCallResponse in proto/ps.proto),
+// shared by its client and server ends. A connection goes:
+//   client: 8-byte preface, kPrefacePlain or kPrefaceTls (what tells it from gRPC on the one port)
+//   ps:     the same 8 bytes when it serves the channel that way; otherwise one error frame, closed
+//   (TLS only) the TLS handshake, both sides presenting cluster certificates
+//   client: a frame whose call is `hello` (protocol version, task); ps: the answer (its version and
+//           task), or an error frame (FAILED_PRECONDITION naming both versions) and the close
+//   then calls: one request frame, one response frame, in turn.
+// A frame is a 16-byte header (magic "PSTF", message size u32, payload size u64, little-endian),
+// the serialized message, then the payload (raw tensor bytes).
+// Thread-safety: pure functions and constants.
 #ifndef PSTRAIN_PS_TRANSPORT_TENSOR_CHANNEL_WIRE_H_
 #define PSTRAIN_PS_TRANSPORT_TENSOR_CHANNEL_WIRE_H_
-
-#include <sys/uio.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/time/time.h"
+#include "common/message_limits.h"
 #include "google/protobuf/message_lite.h"
 
 namespace pstrain {
 
-// What a tensor-channel client writes first. An HTTP/2 client starts with "PRI * HT", so the ps
-// tells the two apart on its one port by these 8 bytes.
-inline constexpr absl::string_view kTensorChannelPreface("PSTRNTC1", 8);
+inline constexpr size_t kPrefaceBytes = 8;
+inline constexpr absl::string_view kPrefacePlain("PSTRTC3P", kPrefaceBytes);
+inline constexpr absl::string_view kPrefaceTls("PSTRTC3T", kPrefaceBytes);
+// What protocol version 2's clients send: they are answered with an error frame they understand.
+inline constexpr absl::string_view kLegacyPreface("PSTRNTC1", kPrefaceBytes);
+
+inline constexpr size_t kFrameHeaderBytes = 16;
 // Messages in a frame are small (names, shapes, versions); anything larger is a corrupt stream.
 inline constexpr uint32_t kMaxFrameMessageBytes = uint32_t{16} << 20;
-inline constexpr size_t kFrameHeaderBytes = 16;
+// No pull or push carries more than one message's worth of tensor bytes (the ps's limit).
+inline constexpr uint64_t kMaxFramePayloadBytes = static_cast<uint64_t>(kMaxMessageBytes);
 
-// Blocking I/O on a connected socket, each call bounded by one deadline.
-class FrameIo {
- public:
-  // `peer_close` words the error when the other end closes (e.g. "the ps closed the connection").
-  // REQUIRES: `fd` is a blocking stream socket.
-  FrameIo(int fd, absl::Time deadline, std::string peer_close);
-
-  // Writes all of `parts`. Unavailable when the connection fails, DeadlineExceeded at the deadline.
-  absl::Status Write(std::vector<iovec> parts);
-  // Reads exactly `n` bytes into `dst`. Same codes as Write.
-  absl::Status Read(char* dst, size_t n);
-  // Reads and drops `n` bytes.
-  absl::Status Skip(uint64_t n);
-
-  // One frame: `message`, then `payload` (borrowed, sent without copies).
-  absl::Status WriteFrame(const google::protobuf::MessageLite& message, const std::vector<absl::string_view>& payload);
-  // Reads a frame's header and message; the caller then reads exactly `*payload_bytes` bytes.
-  // Internal for a malformed frame (bad magic, oversized or unparsable message): the connection
-  // is out of step and must be closed.
-  absl::Status ReadFrameStart(google::protobuf::MessageLite* message, uint64_t* payload_bytes);
-
-  // Whether the last failure was the peer closing the connection before any byte of a frame.
-  bool closed_between_frames() const { return closed_between_frames_; }
-
- private:
-  // Sets SO_RCVTIMEO / SO_SNDTIMEO to what is left of the deadline; DeadlineExceeded when none is.
-  absl::Status ArmTimeout(int option);
-  absl::Status Failure(const char* what, int err) const;
-
-  const int fd_;
-  const absl::Time deadline_;
-  const std::string peer_close_;
-  bool closed_between_frames_ = false;
+enum class PrefaceKind {
+  kIncomplete,  // a prefix of a preface: read more
+  kPlain,       // the tensor channel over TCP
+  kTls,         // the tensor channel over TLS
+  kLegacy,      // a protocol version 2 client
+  kOther,       // anything else (gRPC: "PRI * HTTP/2.0" or a TLS ClientHello)
 };
 
-// setsockopt of an int-valued option; failures are ignored (the options tune, they do not gate).
-void SetSocketInt(int fd, int level, int option, int value);
+// What the first bytes of a connection (at most kPrefaceBytes) say it is.
+PrefaceKind ClassifyPreface(absl::string_view first_bytes);
 
-// Turns on TCP keepalive probes and a bound on unacknowledged data, so a peer whose host vanished
-// (no FIN, no RST) fails the connection within about 80 s, as gRPC's keepalive pings would; a peer
-// that is merely slow or parked answers the probes and is never cut off.
-void SetDeadPeerDetection(int fd);
+struct FrameHeader {
+  uint32_t message_bytes = 0;
+  uint64_t payload_bytes = 0;
+};
 
-// Splits "host:port", "[v6]:port" or ":port"; false when there is no port.
-bool SplitHostPort(const std::string& address, std::string* host, std::string* port);
+void EncodeFrameHeader(const FrameHeader& header, char out[kFrameHeaderBytes]);
+// Internal when the magic is wrong, or the message or the payload exceeds its limit: the stream is
+// out of step and the connection must close.
+absl::StatusOr<FrameHeader> DecodeFrameHeader(const char in[kFrameHeaderBytes]);
 
-// Encodes a frame header.
-void EncodeFrameHeader(uint32_t message_bytes, uint64_t payload_bytes, char out[kFrameHeaderBytes]);
-// Decodes one; Internal when the magic is wrong or the message size exceeds kMaxFrameMessageBytes.
-absl::Status DecodeFrameHeader(const char in[kFrameHeaderBytes], uint32_t* message_bytes, uint64_t* payload_bytes);
+// The header and serialized `message` of a frame whose payload is `payload_bytes` long, in one
+// buffer (one write, one TLS record).
+std::string FrameHead(const google::protobuf::MessageLite& message, uint64_t payload_bytes);
 
 }  // namespace pstrain
 

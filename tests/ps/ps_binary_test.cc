@@ -110,7 +110,7 @@ TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
   ChildGuard guard{pid};
   // Wait for the listener first: a gRPC channel that saw "connection refused" backs off for seconds.
   for (int i = 0; i < 400 && !testing_util::LoopbackAccepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  GrpcPsClient client(address, "ps:0", absl::Seconds(5));
+  GrpcPsClient client(address, "ps:0", absl::Seconds(5), TransportConfig());
   HandshakeRequest hello;
   hello.set_protocol_version(kProtocolVersion);
   hello.set_caller("test");

@@ -59,7 +59,7 @@ TEST(WorkerServiceTest, ServesTheWorkerOverGrpc) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
   ASSERT_GT(port, 0);
-  auto client = NewGrpcWorkerClient(absl::StrCat("127.0.0.1:", port), "worker:0 at test");
+  auto client = NewGrpcWorkerClient(absl::StrCat("127.0.0.1:", port), "worker:0 at test", TlsConfig());
 
   HandshakeRequest hello;
   hello.set_protocol_version(kProtocolVersion);
@@ -107,7 +107,7 @@ TEST(WorkerServiceTest, DeadWorkerIsUnavailable) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   const int port = ntohs(addr.sin_port);
   close(fd);
-  auto client = NewGrpcWorkerClient(absl::StrCat("127.0.0.1:", port), "worker:3");
+  auto client = NewGrpcWorkerClient(absl::StrCat("127.0.0.1:", port), "worker:3", TlsConfig());
   HandshakeRequest hello;
   HandshakeResponse hi;
   const absl::Status s = client->Handshake(hello, &hi, 2000);
