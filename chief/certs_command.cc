@@ -53,8 +53,8 @@ absl::StatusOr<ClusterSpec> ReadCluster(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> WriteClusterCerts(const std::string& dir, const ClusterSpec& cluster,
-                                                           int days, const std::vector<std::string>& extra_hosts) {
+absl::StatusOr<std::vector<std::string>> WriteClusterCerts(const std::string& dir, const ClusterSpec& cluster, int days,
+                                                           const std::vector<std::string>& extra_hosts) {
   if (days < 1) return absl::InvalidArgumentError("--days must be at least 1");
   RETURN_IF_ERROR(Env::Default()->CreateDirs(dir));
   ASSIGN_OR_RETURN(CertAndKey ca, MakeCertificateAuthority("pstrain cluster CA", days));

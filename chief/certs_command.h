@@ -18,8 +18,8 @@ namespace pstrain {
 // Writes the files into `dir` (created when missing) for the tasks of `cluster`, valid `days`,
 // each naming `extra_hosts` too. Returns the task names written. InvalidArgument for days < 1;
 // Internal when a file cannot be written.
-absl::StatusOr<std::vector<std::string>> WriteClusterCerts(const std::string& dir, const ClusterSpec& cluster,
-                                                           int days, const std::vector<std::string>& extra_hosts);
+absl::StatusOr<std::vector<std::string>> WriteClusterCerts(const std::string& dir, const ClusterSpec& cluster, int days,
+                                                           const std::vector<std::string>& extra_hosts);
 
 // Entry point for `pstrain certs ARGS...` (argv[1] is "certs"): 0 done, 2 bad flags, 1 when the
 // files cannot be written.

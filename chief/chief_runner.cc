@@ -120,9 +120,9 @@ int RunChief(const ChiefConfig& config) {
   std::vector<std::string> worker_addresses = cluster.Addresses(kWorker);
   std::vector<int> worker_indices = cluster.TaskIndices(kWorker);
   for (size_t i = 0; i < worker_addresses.size(); ++i) {
-    workers_owned.push_back(NewGrpcWorkerClient(
-        worker_addresses[i], absl::StrCat("worker:", worker_indices[i], " at ", worker_addresses[i]),
-        config.transport.tls));
+    workers_owned.push_back(NewGrpcWorkerClient(worker_addresses[i],
+                                                absl::StrCat("worker:", worker_indices[i], " at ", worker_addresses[i]),
+                                                config.transport.tls));
     workers.push_back(workers_owned.back().get());
   }
   CoordinatorOptions options;

@@ -15,18 +15,18 @@
 namespace pstrain {
 
 struct ChiefConfig {
-  TfConfig tf_config;                 // validated for task type chief
-  JobSpec job;                        // with the command line's overrides applied
-  std::string model_dir;              // "" = no checkpoints and no metrics file
+  TfConfig tf_config;     // validated for task type chief
+  JobSpec job;            // with the command line's overrides applied
+  std::string model_dir;  // "" = no checkpoints and no metrics file
   int64_t wait_timeout_secs = 120;
   int64_t progress_interval_secs = 5;
   int64_t closure_timeout_secs = 600;
   int64_t poll_interval_secs = 1;
   int64_t all_workers_lost_timeout_secs = 600;
   bool restore = true;
-  bool init_only = false;             // create or restore, checkpoint, stop (see CoordinatorOptions)
-  MetricsRegistry* metrics = nullptr; // the process's Prometheus metrics (not owned; may be null)
-  TransportConfig transport;          // how to reach the ps (and with transport.tls, every task)
+  bool init_only = false;              // create or restore, checkpoint, stop (see CoordinatorOptions)
+  MetricsRegistry* metrics = nullptr;  // the process's Prometheus metrics (not owned; may be null)
+  TransportConfig transport;           // how to reach the ps (and with transport.tls, every task)
 };
 
 // Exit code of a signal-terminated chief (128 + SIGTERM): orchestrators treat it as retryable.

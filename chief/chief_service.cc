@@ -1,9 +1,9 @@
 #include "chief/chief_service.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/protocol_version.h"
 #include "common/grpc_credentials.h"
 #include "common/grpc_server_metrics.h"
+#include "common/protocol_version.h"
 #include "grpcpp/health_check_service_interface.h"
 
 namespace pstrain {
@@ -27,10 +27,9 @@ grpc::ServerUnaryReactor* ChiefServiceImpl::GetStatus(grpc::CallbackServerContex
   return reactor;
 }
 
-absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& address,
-                                                               ChiefServiceImpl* service, int* bound_port,
-                                                               MetricsRegistry* metrics, const TlsConfig& tls,
-                                                               SecurityLog log) {
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& address, ChiefServiceImpl* service,
+                                                               int* bound_port, MetricsRegistry* metrics,
+                                                               const TlsConfig& tls, SecurityLog log) {
   const size_t colon = address.rfind(':');
   const std::string listen = absl::StrCat("0.0.0.0:", address.substr(colon + 1));
   grpc::EnableDefaultHealthCheckService(true);
@@ -41,8 +40,8 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string
   AddGrpcServerMetrics(&builder, metrics);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot serve the chief status service on ", listen,
-                                               " (is the port of ", address, " already in use?)"));
+    return absl::UnavailableError(absl::StrCat("cannot serve the chief status service on ", listen, " (is the port of ",
+                                               address, " already in use?)"));
   }
   server->GetHealthCheckService()->SetServingStatus(true);
   if (bound_port != nullptr) *bound_port = port;

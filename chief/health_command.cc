@@ -71,10 +71,10 @@ int HealthMain(int argc, char** argv) {
     return kExitBadConfiguration;
   }
   const std::string address = cl->positional()[0];
-  absl::StatusOr<TlsConfig> tls = LoadTlsConfig(
-      TlsFilesWithEnvironment({cl->Get("tls_dir"), cl->Get("tls_ca"), cl->Get("tls_cert"), cl->Get("tls_key")},
-                              std::getenv),
-      cl->Get("task"));
+  absl::StatusOr<TlsConfig> tls =
+      LoadTlsConfig(TlsFilesWithEnvironment(
+                        {cl->Get("tls_dir"), cl->Get("tls_ca"), cl->Get("tls_cert"), cl->Get("tls_key")}, std::getenv),
+                    cl->Get("task"));
   if (!tls.ok()) {
     std::cerr << "pstrain health: " << tls.status().message() << "\n";
     return kExitBadConfiguration;

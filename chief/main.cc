@@ -66,7 +66,8 @@ absl::StatusOr<JobSpec> JobFromFlags() {
     job.schedule.steps = absl::GetFlag(FLAGS_steps);
     job.schedule.epochs = 0;
   }
-  if (absl::GetFlag(FLAGS_steps_per_closure) > 0) job.schedule.steps_per_closure = absl::GetFlag(FLAGS_steps_per_closure);
+  if (absl::GetFlag(FLAGS_steps_per_closure) > 0)
+    job.schedule.steps_per_closure = absl::GetFlag(FLAGS_steps_per_closure);
   if (!absl::GetFlag(FLAGS_mode).empty()) job.mode = absl::GetFlag(FLAGS_mode);
   if (absl::GetFlag(FLAGS_eval_every_steps) >= 0) job.schedule.eval_every_steps = absl::GetFlag(FLAGS_eval_every_steps);
   if (absl::GetFlag(FLAGS_checkpoint_every_steps) >= 0) {
@@ -83,12 +84,11 @@ absl::StatusOr<JobSpec> JobFromFlags() {
 absl::StatusOr<TransportConfig> TransportFromFlags(const std::string& task) {
   TransportConfig out;
   ASSIGN_OR_RETURN(out.kind, ParseTransportKind(absl::GetFlag(FLAGS_ps_transport)));
-  ASSIGN_OR_RETURN(out.tls, LoadTlsConfig(TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir),
-                                                                   absl::GetFlag(FLAGS_tls_ca),
-                                                                   absl::GetFlag(FLAGS_tls_cert),
-                                                                   absl::GetFlag(FLAGS_tls_key)},
-                                                                  std::getenv),
-                                          task));
+  ASSIGN_OR_RETURN(out.tls,
+                   LoadTlsConfig(TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
+                                                          absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
+                                                         std::getenv),
+                                 task));
   out.caller = task;
   return out;
 }

@@ -34,8 +34,7 @@ bool IsDigits(absl::string_view s) {
 
 absl::Status ParseAddressEntry(const nlohmann::json& value, const std::string& field, std::string* out) {
   if (!value.is_string()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " must be a \"host:port\" string, got ", DumpJson(value)));
+    return absl::InvalidArgumentError(absl::StrCat(field, " must be a \"host:port\" string, got ", DumpJson(value)));
   }
   *out = value.get<std::string>();
   return ValidateAddress(*out, field);
@@ -72,7 +71,8 @@ absl::StatusOr<int> ParseTaskIndex(const nlohmann::json& task) {
   if (it == task.end() || it->is_null()) return 0;  // TensorFlow defaults the index to 0
   if (it->is_number_integer()) {
     const int64_t v = it->get<int64_t>();
-    if (v < 0) return absl::InvalidArgumentError(absl::StrCat("task.index ", v, " is negative; task indices start at 0"));
+    if (v < 0)
+      return absl::InvalidArgumentError(absl::StrCat("task.index ", v, " is negative; task indices start at 0"));
     if (v > 1000000) return absl::InvalidArgumentError(absl::StrCat("task.index ", v, " is out of range"));
     return static_cast<int>(v);
   }
@@ -121,8 +121,9 @@ absl::Status ValidateTaskInCluster(const ClusterSpec& cluster, const TaskId& tas
       }
       return absl::OkStatus();
     }
-    return absl::InvalidArgumentError(absl::StrCat("task.type \"", task.type, "\" has no entries in cluster; add cluster.",
-                                                   task.type, " with this task's address"));
+    return absl::InvalidArgumentError(absl::StrCat("task.type \"", task.type,
+                                                   "\" has no entries in cluster; add cluster.", task.type,
+                                                   " with this task's address"));
   }
   const std::vector<int> indices = cluster.TaskIndices(task.type);
   for (int i : indices) {
@@ -201,8 +202,8 @@ std::vector<std::string> ClusterSpec::Addresses(absl::string_view job) const {
 
 absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(const nlohmann::json& cluster) {
   if (!cluster.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cluster must be an object mapping job names to address lists, got ", DumpJson(cluster)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster must be an object mapping job names to address lists, got ", DumpJson(cluster)));
   }
   ClusterSpec spec;
   for (const auto& [job, value] : cluster.items()) {
@@ -218,8 +219,8 @@ absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(const nlohmann::json& cluster)
   for (const char* single : {kChief, kEvaluator}) {
     const int n = spec.NumTasks(single);
     if (n > 1) {
-      return absl::InvalidArgumentError(absl::StrCat("cluster.", single, " has ", n, " entries; there must be at most one ",
-                                                     single));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.", single, " has ", n, " entries; there must be at most one ", single));
     }
   }
   return spec;
@@ -283,8 +284,8 @@ absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path) {
 
 absl::Status ValidateTaskForRole(const TfConfig& config, absl::string_view expected_type) {
   if (!config.task.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat("TF_CONFIG has no \"task\"; this binary needs {\"type\": \"",
-                                                   expected_type, "\", \"index\": N}"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TF_CONFIG has no \"task\"; this binary needs {\"type\": \"", expected_type, "\", \"index\": N}"));
   }
   if (config.task->type != expected_type) {
     return absl::InvalidArgumentError(absl::StrCat("task.type is \"", config.task->type, "\" but this is the ",
@@ -294,7 +295,8 @@ absl::Status ValidateTaskForRole(const TfConfig& config, absl::string_view expec
   // A sparse ps knows its own address only (checked when parsed); the evaluator needs none.
   if (config.sparse && (expected_type == kPs || expected_type == kEvaluator)) return absl::OkStatus();
   if (config.cluster.NumTasks(kPs) == 0) {
-    return absl::InvalidArgumentError("cluster has no ps tasks; a training cluster needs cluster.ps with at least one address");
+    return absl::InvalidArgumentError(
+        "cluster has no ps tasks; a training cluster needs cluster.ps with at least one address");
   }
   if (config.cluster.NumTasks(kWorker) == 0) {
     return absl::InvalidArgumentError(

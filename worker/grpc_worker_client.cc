@@ -16,8 +16,7 @@ class GrpcWorkerClient : public WorkerClient {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
-    stub_ = pstrain::WorkerService::NewStub(
-        grpc::CreateCustomChannel(address, MakeChannelCredentials(tls), args));
+    stub_ = pstrain::WorkerService::NewStub(grpc::CreateCustomChannel(address, MakeChannelCredentials(tls), args));
   }
 
   std::string peer() const override { return peer_; }

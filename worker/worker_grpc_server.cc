@@ -12,10 +12,10 @@
 namespace pstrain {
 
 absl::StatusOr<std::unique_ptr<WorkerGrpcServer>> WorkerGrpcServer::Start(Worker* worker,
-                                                                           const std::string& listen_address,
-                                                                           RemoteShutdownHandler on_shutdown,
-                                                                           MetricsRegistry* metrics,
-                                                                           const TlsConfig& tls, SecurityLog log) {
+                                                                          const std::string& listen_address,
+                                                                          RemoteShutdownHandler on_shutdown,
+                                                                          MetricsRegistry* metrics,
+                                                                          const TlsConfig& tls, SecurityLog log) {
   grpc::EnableDefaultHealthCheckService(true);
   std::unique_ptr<WorkerGrpcServer> s(new WorkerGrpcServer);
   s->service_ = std::make_unique<WorkerServiceImpl>(worker, std::move(on_shutdown));
@@ -27,8 +27,8 @@ absl::StatusOr<std::unique_ptr<WorkerGrpcServer>> WorkerGrpcServer::Start(Worker
   AddGrpcServerMetrics(&builder, metrics);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen_address,
-                                               ": the port is in use or the address is not local"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen_address, ": the port is in use or the address is not local"));
   }
   if (grpc::HealthCheckServiceInterface* health = s->server_->GetHealthCheckService()) {
     health->SetServingStatus(true);

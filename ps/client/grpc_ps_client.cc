@@ -27,7 +27,7 @@ GrpcPsClient::GrpcPsClient(const std::string& address, const std::string& peer_n
 
 template <typename Request, typename Response>
 absl::Status GrpcPsClient::Unary(grpc::Status (PsService::Stub::*method)(grpc::ClientContext*, const Request&,
-                                                                        Response*),
+                                                                         Response*),
                                  const Request& request, Response* response, absl::Duration deadline) {
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));

@@ -5,7 +5,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-
 #include <cstdlib>
 #include <iostream>
 
@@ -19,11 +18,11 @@
 #include "common/process_metrics.h"
 #include "common/security/tls_config.h"
 #include "common/stop_signals.h"
+#include "ps/client/ps_stats_format.h"
 #include "ps/server/ps_grpc_server.h"
-#include "ps/transport/tls_stream.h"
 #include "ps/server/ps_metrics.h"
 #include "ps/store/ps_server.h"
-#include "ps/client/ps_stats_format.h"
+#include "ps/transport/tls_stream.h"
 
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
 ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");

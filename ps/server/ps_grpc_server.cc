@@ -11,7 +11,7 @@
 namespace pstrain {
 
 absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, const std::string& listen_address,
-                                                                   Options options) {
+                                                                  Options options) {
   grpc::EnableDefaultHealthCheckService(true);
   std::unique_ptr<PsGrpcServer> s(new PsGrpcServer);
   s->ps_ = ps;

@@ -34,11 +34,11 @@ class PsServiceImpl;
 class PsGrpcServer {
  public:
   struct Options {
-    TlsConfig tls;                      // disabled: plaintext
-    RemoteShutdownHandler on_shutdown;  // answers the chief's Shutdown calls (empty: Unimplemented)
-    MetricsRegistry* metrics = nullptr;  // gets the gRPC metrics by method (not owned; may be null)
-    SecurityLog log;                    // refused calls and connections; empty: std::cerr
-    Env* env = nullptr;                 // the tensor channel's clock (not owned; nullptr: the real one)
+    TlsConfig tls;                         // disabled: plaintext
+    RemoteShutdownHandler on_shutdown;     // answers the chief's Shutdown calls (empty: Unimplemented)
+    MetricsRegistry* metrics = nullptr;    // gets the gRPC metrics by method (not owned; may be null)
+    SecurityLog log;                       // refused calls and connections; empty: std::cerr
+    Env* env = nullptr;                    // the tensor channel's clock (not owned; nullptr: the real one)
     SharedPortListener::Options listener;  // connection cap, preface timeout, io threads
     TensorChannelServer::Options channel;  // frame timeout, budgets (tls, env and log come from above)
   };

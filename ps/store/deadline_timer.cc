@@ -1,10 +1,11 @@
 #include "ps/store/deadline_timer.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace pstrain {
 
-DeadlineTimer::DeadlineTimer() : thread_([this] { Loop(); }) {}
+DeadlineTimer::DeadlineTimer(Env* env) : env_(env != nullptr ? env : Env::Default()), thread_([this] { Loop(); }) {}
 
 DeadlineTimer::~DeadlineTimer() { Shutdown(); }
 
@@ -59,13 +60,15 @@ void DeadlineTimer::Loop() {
       continue;
     }
     const absl::Time first = by_time_.begin()->first;
-    if (absl::Now() < first) {
-      // Wakes early when an earlier deadline is scheduled or the timer stops.
+    const absl::Duration left = first - env_->Now();
+    if (left > absl::ZeroDuration()) {
+      // Wakes early when an earlier deadline is scheduled or the timer stops; looks again at least
+      // every 100 ms, as the Env's clock may be a test's.
       const size_t size = by_time_.size();
       auto changed = [this, first, size]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return stopping_ || by_time_.size() != size || (!by_time_.empty() && by_time_.begin()->first != first);
       };
-      mu_.AwaitWithDeadline(absl::Condition(&changed), first);
+      mu_.AwaitWithTimeout(absl::Condition(&changed), std::min(left, absl::Milliseconds(100)));
       continue;
     }
     const int64_t id = by_time_.begin()->second;

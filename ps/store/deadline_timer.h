@@ -1,5 +1,6 @@
 // Runs callbacks at deadlines on one background thread: how parked ps calls (sync pushes, pulls
-// waiting for a version) time out without ever blocking a gRPC reaction thread.
+// waiting for a version) time out without ever blocking a gRPC reaction thread. Deadlines are on
+// the Env's clock, looked at least every 100 ms, so tests move a fake clock instead of waiting.
 // Thread-safety: all methods are thread-safe. Callbacks run on the timer thread, one at a time,
 // without the timer's lock held; they must not block.
 #ifndef PSTRAIN_PS_STORE_DEADLINE_TIMER_H_
@@ -12,6 +13,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/env.h"
 
 namespace pstrain {
 
@@ -20,7 +22,8 @@ class DeadlineTimer {
   // `fired(shutting_down)`: false when the deadline passed, true when Shutdown ran it early.
   using Callback = std::function<void(bool shutting_down)>;
 
-  DeadlineTimer();
+  // `env` (not owned; nullptr: Env::Default()) gives the clock.
+  explicit DeadlineTimer(Env* env = nullptr);
   // Runs Shutdown().
   ~DeadlineTimer();
 
@@ -34,6 +37,7 @@ class DeadlineTimer {
  private:
   void Loop();
 
+  Env* const env_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;

@@ -15,7 +15,7 @@
 namespace pstrain {
 
 PsServer::PsServer(Options options)
-    : options_(std::move(options)), env_(options_.env != nullptr ? options_.env : Env::Default()) {}
+    : options_(std::move(options)), env_(options_.env != nullptr ? options_.env : Env::Default()), timer_(env_) {}
 
 PsServer::~PsServer() { Shutdown(); }
 

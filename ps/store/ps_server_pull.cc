@@ -66,7 +66,7 @@ void PsServer::WhenPullReady(const PullRequest* request, std::function<absl::Sta
                                                     absl::StrJoin(parts, "; ")));
   };
   auto call = ParkedCall::Create(static_cast<int>(lagging.size()), std::move(h));
-  call->Arm(&timer_, absl::Now() + timeout);
+  call->Arm(&timer_, env_->Now() + timeout);
   for (size_t i = 0; i < lagging.size(); ++i) {
     lagging[i]->WhenVersionAtLeast(min_version, [call, i](absl::Status s) {
       if (s.ok()) {

@@ -213,7 +213,7 @@ void PsServer::ParkSyncPush(int worker, int64_t step, PushResponse* response, Pu
                                                     absl::StrJoin(parts, "; ")));
   };
   auto call = ParkedCall::Create(static_cast<int>(sync.size()), std::move(h));
-  call->Arm(&timer_, absl::Now() + timeout);
+  call->Arm(&timer_, env_->Now() + timeout);
   for (size_t k = 0; k < sync.size(); ++k) {
     PushPlan::Part& part = plan.parts[sync[k]];
     auto applied = [call, k](absl::StatusOr<int64_t> v) { call->PartDone(static_cast<int>(k), std::move(v)); };

@@ -21,7 +21,8 @@ constexpr size_t kMaxIovPerCall = 512;
 }  // namespace
 
 absl::Status SocketError(const char* what, int err) {
-  return absl::UnavailableError(absl::StrCat("tensor channel connection failed while ", what, ": ", std::strerror(err)));
+  return absl::UnavailableError(
+      absl::StrCat("tensor channel connection failed while ", what, ": ", std::strerror(err)));
 }
 
 IoResult PlainStream::Read(char* dst, size_t n) {

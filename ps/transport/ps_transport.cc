@@ -12,8 +12,6 @@ absl::StatusOr<TransportKind> ParseTransportKind(absl::string_view name) {
       "\": tensor_channel (the default, fastest) or grpc (unary gRPC calls, for networks that pass only HTTP/2)"));
 }
 
-const char* TransportKindName(TransportKind kind) {
-  return kind == TransportKind::kGrpc ? "grpc" : "tensor_channel";
-}
+const char* TransportKindName(TransportKind kind) { return kind == TransportKind::kGrpc ? "grpc" : "tensor_channel"; }
 
 }  // namespace pstrain

@@ -103,9 +103,9 @@ class SharedPortListener {
   std::thread loop_thread_;
   bool started_ = false, stopped_ = false;
   absl::Time accept_paused_until_ = absl::InfinitePast();  // loop thread only
-  bool accepting_ = true;                                   // loop thread only
-  absl::Time last_refusal_log_ = absl::InfinitePast();      // loop thread only
-  int64_t refused_ = 0;                                     // loop thread only
+  bool accepting_ = true;                                  // loop thread only
+  absl::Time last_refusal_log_ = absl::InfinitePast();     // loop thread only
+  int64_t refused_ = 0;                                    // loop thread only
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

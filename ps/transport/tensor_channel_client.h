@@ -35,8 +35,7 @@ class TensorChannelClient : public PsTransport {
   // `address` "host:port" of the ps; `peer` prefixes every error ("ps:1 at host:port"). `env`
   // (not owned; nullptr: Env::Default()) gives the clock. A bad TLS configuration fails every call
   // with its error.
-  TensorChannelClient(const std::string& address, std::string peer, const TransportConfig& config,
-                      Env* env = nullptr);
+  TensorChannelClient(const std::string& address, std::string peer, const TransportConfig& config, Env* env = nullptr);
   ~TensorChannelClient() override;
 
   absl::Status Pull(const PullRequest& request, PullResponse* response, absl::Duration timeout) override;

@@ -11,8 +11,11 @@
 namespace pstrain {
 namespace {
 
-// A frame's message grows by this much at a time, each piece taken from the message budget.
-constexpr size_t kMessagePiece = size_t{64} << 10;
+// A frame's message grows as its bytes arrive, in pieces taken from the message budget: the first
+// small (a stalled peer holds little of the budget), each next one as large as what arrived, at
+// most kMaxMessagePiece.
+constexpr size_t kFirstMessagePiece = size_t{4} << 10;
+constexpr size_t kMaxMessagePiece = size_t{1} << 20;
 // Gradients are scanned for NaN/Inf in pieces of this size as they arrive.
 constexpr size_t kScanPiece = size_t{1} << 20;
 constexpr size_t kSkipPiece = size_t{64} << 10;
@@ -128,7 +131,8 @@ TensorChannelSession::Wait TensorChannelSession::Advance() {
 
 TensorChannelSession::Step TensorChannelSession::Fail(const absl::Status& why) {
   if (why.code() == absl::StatusCode::kInternal) {
-    server_->Log(absl::StrCat("closed the tensor channel of ", peer_.empty() ? "a client" : peer_, ": ", why.message()));
+    server_->Log(
+        absl::StrCat("closed the tensor channel of ", peer_.empty() ? "a client" : peer_, ": ", why.message()));
   }
   phase_ = Phase::kDone;
   return Wait::kClose;
@@ -183,10 +187,11 @@ TensorChannelSession::Step TensorChannelSession::ReadHead() {
   }
   while (message_got_ < frame_.message_bytes) {
     if (message_got_ == message_.size()) {  // grows as the bytes arrive, within the shared budget
-      const size_t piece = std::min<size_t>(kMessagePiece, frame_.message_bytes - message_got_);
+      const size_t piece = std::min<size_t>(
+          {std::max(kFirstMessagePiece, message_.size()), kMaxMessagePiece, frame_.message_bytes - message_got_});
       if (absl::Status s = server_->messages()->TryTake(static_cast<int64_t>(piece)); !s.ok()) {
-        server_->Log(absl::StrCat("closed the tensor channel of ", peer_.empty() ? "a client" : peer_, ": ",
-                                  s.message()));
+        server_->Log(
+            absl::StrCat("closed the tensor channel of ", peer_.empty() ? "a client" : peer_, ": ", s.message()));
         return Fail(s);
       }
       message_taken_ += static_cast<int64_t>(piece);
@@ -218,8 +223,8 @@ TensorChannelSession::Step TensorChannelSession::OnHello() {
   if (tls_ == nullptr) {
     peer_ = hello.caller();  // its own word: plaintext has no proof
   } else if (!hello.caller().empty() && hello.caller() != peer_) {
-    return RefuseAndClose(absl::PermissionDeniedError(absl::StrCat(
-        "the tensor channel's hello names ", hello.caller(), " but the certificate is ", peer_)));
+    return RefuseAndClose(absl::PermissionDeniedError(
+        absl::StrCat("the tensor channel's hello names ", hello.caller(), " but the certificate is ", peer_)));
   }
   TensorCallResponse answer;
   answer.mutable_hello()->set_protocol_version(kProtocolVersion);

@@ -79,9 +79,9 @@ absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Create(std::shared_ptr<con
   std::unique_ptr<TlsStream> stream(new TlsStream(std::move(context), ssl, fd));
   if (stream->context_->side() == TlsContext::Side::kClient) {
     SSL_set_connect_state(ssl);
-    const bool named = IsIpAddress(peer_host) ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), peer_host.c_str())
-                                              : SSL_set1_host(ssl, peer_host.c_str()) &&
-                                                    SSL_set_tlsext_host_name(ssl, peer_host.c_str());
+    const bool named = IsIpAddress(peer_host)
+                           ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), peer_host.c_str())
+                           : SSL_set1_host(ssl, peer_host.c_str()) && SSL_set_tlsext_host_name(ssl, peer_host.c_str());
     if (peer_host.empty() || !named) {
       return absl::InvalidArgumentError(absl::StrCat("tensor channel TLS: cannot check the ps's certificate for \"",
                                                      peer_host, "\": ", OpenSslErrors()));

@@ -344,8 +344,8 @@ int Main() {
         return Median(std::move(values));
       };
       for (size_t v = 0; v < vias.size(); ++v) {
-        std::printf("%-7s %-18s %5.2f %7.2f %4.2f | %7d", SizeName(bytes).c_str(), vias[v].name.c_str(),
-                    Median(raw[v]), raw_msg, Median(raw_cpu[v]), clients);
+        std::printf("%-7s %-18s %5.2f %7.2f %4.2f | %7d", SizeName(bytes).c_str(), vias[v].name.c_str(), Median(raw[v]),
+                    raw_msg, Median(raw_cpu[v]), clients);
         for (Op op : {Op::kPull, Op::kPush}) {
           std::printf(" | %9.3f %9.1f %5.0f%% %5.2f", median(v, op, &Figures::gbps), median(v, op, &Figures::per_s),
                       100 * median(v, op, &Figures::vs_tcp), median(v, op, &Figures::cpu));
@@ -355,7 +355,8 @@ int Main() {
         for (size_t p = 0; p < vias.size(); ++p) {
           if (vias[v].name != vias[p].name + "_tls") continue;
           char line[256];
-          std::snprintf(line, sizeof(line), "%-7s %-18s %7d | pull %.2fx (%.3f vs %.3f GB/s) | push %.2fx (%.3f vs %.3f GB/s)",
+          std::snprintf(line, sizeof(line),
+                        "%-7s %-18s %7d | pull %.2fx (%.3f vs %.3f GB/s) | push %.2fx (%.3f vs %.3f GB/s)",
                         SizeName(bytes).c_str(), vias[v].name.c_str(), clients,
                         median(v, Op::kPull, &Figures::gbps) / median(p, Op::kPull, &Figures::gbps),
                         median(v, Op::kPull, &Figures::gbps), median(p, Op::kPull, &Figures::gbps),

@@ -10,8 +10,8 @@
 #include "common/protocol_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/store/initializers.h"
 #include "ps/server/ps_grpc_server.h"
+#include "ps/store/initializers.h"
 #include "ps/store/ps_server.h"
 #include "tests/ps/ps_test_util.h"
 #include "tests/test_util/test_certs.h"
@@ -229,8 +229,9 @@ TEST_P(GrpcPsClientTest, TableRowsTravelWithDenseShardsInOneCall) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, GrpcPsClientTest,
-                         ::testing::Values(Path{TransportKind::kGrpc, false}, Path{TransportKind::kTensorChannel, false},
-                                           Path{TransportKind::kGrpc, true}, Path{TransportKind::kTensorChannel, true}),
+                         ::testing::Values(Path{TransportKind::kGrpc, false},
+                                           Path{TransportKind::kTensorChannel, false}, Path{TransportKind::kGrpc, true},
+                                           Path{TransportKind::kTensorChannel, true}),
                          [](const ::testing::TestParamInfo<Path>& info) {
                            return std::string(info.param.kind == TransportKind::kGrpc ? "Unary" : "TensorChannel") +
                                   (info.param.tls ? "Tls" : "Plain");

@@ -5,9 +5,9 @@
 #include <memory>
 #include <vector>
 
+#include "common/checkpoint/checksum.h"
 #include "common/protocol_version.h"
 #include "gtest/gtest.h"
-#include "common/checkpoint/checksum.h"
 #include "ps/client/local_ps_client.h"
 #include "ps/store/ps_server.h"
 #include "tests/ps/ps_test_util.h"

@@ -17,9 +17,9 @@
 #include "grpcpp/impl/client_unary_call.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "gtest/gtest.h"
-#include "tests/test_util/loopback.h"
 #include "ps/client/grpc_ps_client.h"
 #include "tests/ps/ps_test_util.h"
+#include "tests/test_util/loopback.h"
 
 extern char** environ;
 
@@ -109,7 +109,8 @@ TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
   ASSERT_GT(pid, 0);
   ChildGuard guard{pid};
   // Wait for the listener first: a gRPC channel that saw "connection refused" backs off for seconds.
-  for (int i = 0; i < 400 && !testing_util::LoopbackAccepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 400 && !testing_util::LoopbackAccepts(port); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   GrpcPsClient client(address, "ps:0", absl::Seconds(5), TransportConfig());
   HandshakeRequest hello;
   hello.set_protocol_version(kProtocolVersion);

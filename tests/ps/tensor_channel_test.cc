@@ -308,9 +308,9 @@ TEST_F(ChannelTest, ARejectedPushLeavesTheShardAndTheConnectionUsable) {
   EXPECT_THAT(Message(s), HasSubstr("ps:0 at 127.0.0.1"));
   EXPECT_THAT(Message(s), HasSubstr("shard big: gradient shape"));
   // The rejected gradient's bytes were skipped: the next call on the pooled connection works.
-  ASSERT_TRUE(client.Push(OnePush("big", {kRows, kCols}, std::vector<float>(kRows * kCols, 0.5f)), &pushed,
-                          absl::Seconds(10))
-                  .ok());
+  ASSERT_TRUE(
+      client.Push(OnePush("big", {kRows, kCols}, std::vector<float>(kRows * kCols, 0.5f)), &pushed, absl::Seconds(10))
+          .ok());
   EXPECT_THAT(pushed.versions(), ::testing::ElementsAre(1));
   PullResponse pulled;
   ASSERT_TRUE(client.Pull(OnePull("big"), &pulled, absl::Seconds(10)).ok());

@@ -26,9 +26,7 @@ class FakeClockEnv : public Env {
   absl::StatusOr<std::string> ReadFile(const std::string& p) override { return Env::Default()->ReadFile(p); }
   bool FileExists(const std::string& p) override { return Env::Default()->FileExists(p); }
   absl::Status CreateDirs(const std::string& p) override { return Env::Default()->CreateDirs(p); }
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& p) override {
-    return Env::Default()->ListDir(p);
-  }
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& p) override { return Env::Default()->ListDir(p); }
   absl::Status Rename(const std::string& a, const std::string& b) override { return Env::Default()->Rename(a, b); }
   absl::Status RemoveAll(const std::string& p) override { return Env::Default()->RemoveAll(p); }
   absl::Status SyncDir(const std::string& p) override { return Env::Default()->SyncDir(p); }
