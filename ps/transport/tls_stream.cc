@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
@@ -19,6 +21,36 @@ namespace {
 absl::Status ContextError(const char* what) {
   return absl::InvalidArgumentError(absl::StrCat("tensor channel TLS: cannot ", what, ": ", OpenSslErrors()));
 }
+
+// OpenSSL writes to its socket with write(2), which raises SIGPIPE when the peer is gone; a
+// library must not kill its process for that. While one of these lives, SIGPIPE is blocked in
+// this thread, and one it raised is taken off the thread's pending set before it is unblocked
+// (the write itself fails with EPIPE, which the caller sees).
+class NoSigpipe {
+ public:
+  NoSigpipe() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~NoSigpipe() {
+    sigset_t pending;
+    sigpending(&pending);
+    if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
+      const timespec none{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &none) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+ private:
+  sigset_t pipe_, old_;
+  bool was_pending_ = false;
+};
 
 bool IsIpAddress(const std::string& host) {
   unsigned char addr[16];
@@ -100,6 +132,7 @@ TlsStream::~TlsStream() { SSL_free(ssl_); }
 absl::Status TlsStream::Handshake(Want* want) {
   *want = Want::kNothing;
   ERR_clear_error();
+  NoSigpipe no_sigpipe;
   const int rc = SSL_do_handshake(ssl_);
   if (rc == 1) {
     kernel_send_ = BIO_get_ktls_send(SSL_get_wbio(ssl_));
@@ -173,6 +206,7 @@ IoResult TlsStream::Write(const iovec* parts, size_t count) {
     return plain.Write(parts, count);
   }
   IoResult r;
+  NoSigpipe no_sigpipe;
   for (size_t i = 0; i < count; ++i) {
     ERR_clear_error();
     errno = 0;
