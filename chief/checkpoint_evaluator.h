@@ -15,7 +15,7 @@
 #include "common/env.h"
 #include "common/job_spec.h"
 #include "common/tensor.h"
-#include "ps/checkpoint_index.h"
+#include "common/checkpoint/checkpoint_index.h"
 
 namespace pstrain {
 

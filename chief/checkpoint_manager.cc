@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "ps/checkpoint_reader.h"
+#include "common/checkpoint/checkpoint_reader.h"
 
 namespace pstrain {
 

@@ -16,8 +16,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/env.h"
-#include "ps/checkpoint_index.h"
-#include "ps/ps_client.h"
+#include "common/checkpoint/checkpoint_index.h"
+#include "ps/client/ps_client.h"
 
 namespace pstrain {
 

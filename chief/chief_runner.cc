@@ -17,9 +17,9 @@
 #include "chief/job_shutdown.h"
 #include "common/exit_codes.h"
 #include "common/json_util.h"
-#include "ps/grpc_ps_client.h"
-#include "ps/metered_ps_client.h"
-#include "ps/ps_stats_format.h"
+#include "ps/client/grpc_ps_client.h"
+#include "ps/client/metered_ps_client.h"
+#include "ps/client/ps_stats_format.h"
 #include "worker/grpc_worker_client.h"
 
 namespace pstrain {
@@ -111,7 +111,7 @@ int RunChief(const ChiefConfig& config) {
   std::vector<int> ps_indices = cluster.TaskIndices(kPs);
   for (size_t i = 0; i < ps_addresses.size(); ++i) {
     const std::string name = absl::StrCat("ps:", ps_indices[i]);
-    ps_owned.push_back(NewGrpcPsClient(ps_addresses[i], name));
+    ps_owned.push_back(NewGrpcPsClient(ps_addresses[i], name, config.transport));
     if (config.metrics != nullptr) {
       ps_owned.back() = std::make_unique<MeteredPsClient>(std::move(ps_owned.back()), config.metrics, name);
     }
@@ -120,8 +120,9 @@ int RunChief(const ChiefConfig& config) {
   std::vector<std::string> worker_addresses = cluster.Addresses(kWorker);
   std::vector<int> worker_indices = cluster.TaskIndices(kWorker);
   for (size_t i = 0; i < worker_addresses.size(); ++i) {
-    workers_owned.push_back(NewGrpcWorkerClient(
-        worker_addresses[i], absl::StrCat("worker:", worker_indices[i], " at ", worker_addresses[i])));
+    workers_owned.push_back(NewGrpcWorkerClient(worker_addresses[i],
+                                                absl::StrCat("worker:", worker_indices[i], " at ", worker_addresses[i]),
+                                                config.transport.tls));
     workers.push_back(workers_owned.back().get());
   }
   CoordinatorOptions options;
@@ -147,7 +148,9 @@ int RunChief(const ChiefConfig& config) {
   if (address.ok() || !config.listen.empty()) {
     const std::string listen =
         !config.listen.empty() ? config.listen : absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
-    absl::StatusOr<std::unique_ptr<grpc::Server>> started = StartChiefServer(listen, &service, nullptr, config.metrics);
+    absl::StatusOr<std::unique_ptr<grpc::Server>> started =
+        StartChiefServer(listen, &service, nullptr, config.metrics, config.transport.tls,
+                         [](const std::string& line) { LogLine("chief", line); });
     if (!started.ok()) {
       LogLine("chief", std::string(started.status().message()));
       return kExitRuntimeFailure;

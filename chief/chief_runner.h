@@ -10,13 +10,14 @@
 #include "common/cluster_spec.h"
 #include "common/job_spec.h"
 #include "common/metrics_registry.h"
+#include "ps/transport/ps_transport.h"
 
 namespace pstrain {
 
 struct ChiefConfig {
-  TfConfig tf_config;                 // validated for task type chief
-  JobSpec job;                        // with the command line's overrides applied
-  std::string model_dir;              // "" = no checkpoints and no metrics file
+  TfConfig tf_config;     // validated for task type chief
+  JobSpec job;            // with the command line's overrides applied
+  std::string model_dir;  // "" = no checkpoints and no metrics file
   int64_t wait_timeout_secs = 120;
   int64_t progress_interval_secs = 5;
   int64_t closure_timeout_secs = 600;
@@ -28,6 +29,7 @@ struct ChiefConfig {
   int64_t memory_budget_bytes = 0;    // every task's (see CoordinatorOptions); 0: not checked
   std::string listen;                 // the status service's address ("": 0.0.0.0:<TF_CONFIG port>)
   MetricsRegistry* metrics = nullptr; // the process's Prometheus metrics (not owned; may be null)
+  TransportConfig transport;          // how to reach the ps (and with transport.tls, every task)
 };
 
 // Exit code of a signal-terminated chief (128 + SIGTERM): orchestrators treat it as retryable.

@@ -1,8 +1,9 @@
 #include "chief/chief_service.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/protocol_version.h"
+#include "common/grpc_credentials.h"
 #include "common/grpc_server_metrics.h"
+#include "common/protocol_version.h"
 #include "grpcpp/health_check_service_interface.h"
 
 namespace pstrain {
@@ -28,11 +29,12 @@ grpc::ServerUnaryReactor* ChiefServiceImpl::GetStatus(grpc::CallbackServerContex
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& listen,
                                                                ChiefServiceImpl* service, int* bound_port,
-                                                               MetricsRegistry* metrics) {
+                                                               MetricsRegistry* metrics, const TlsConfig& tls,
+                                                               SecurityLog log) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, MakeServerCredentials(tls, std::move(log)), &port);
   builder.RegisterService(service);
   AddGrpcServerMetrics(&builder, metrics);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

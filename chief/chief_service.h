@@ -9,8 +9,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "grpcpp/grpcpp.h"
 #include "common/metrics_registry.h"
+#include "common/security/call_policy.h"
+#include "common/security/tls_config.h"
+#include "grpcpp/grpcpp.h"
 #include "proto/chief.grpc.pb.h"
 
 namespace pstrain {
@@ -35,10 +37,13 @@ class ChiefServiceImpl : public ChiefService::CallbackService {
 // standard health service (reporting SERVING). `service` is not owned and must outlive the
 // server; the port bound goes to `bound_port` when not null (port 0 picks a free one).
 // Unavailable naming the address when it cannot be bound.
-// `metrics` (not owned; may be null) gets the server's gRPC metrics by method.
+// `metrics` (not owned; may be null) gets the server's gRPC metrics by method. With `tls` enabled
+// the server is mutual TLS and checks every call against the call policy, logging refusals to `log`.
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& listen,
                                                                ChiefServiceImpl* service, int* bound_port = nullptr,
-                                                               MetricsRegistry* metrics = nullptr);
+                                                               MetricsRegistry* metrics = nullptr,
+                                                               const TlsConfig& tls = TlsConfig(),
+                                                               SecurityLog log = nullptr);
 
 }  // namespace pstrain
 

@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "common/env.h"
-#include "ps/ps_client.h"
+#include "ps/client/ps_client.h"
 #include "worker/worker_client.h"
 
 namespace pstrain {

@@ -14,7 +14,7 @@
 #include "common/protocol_version.h"
 #include "common/status_macros.h"
 #include "common/variable_planner.h"
-#include "ps/optimizer.h"
+#include "ps/store/optimizer.h"
 
 namespace pstrain {
 

@@ -1,12 +1,14 @@
 #include "chief/health_command.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
 #include "common/command_line.h"
 #include "common/exit_codes.h"
+#include "common/grpc_credentials.h"
 #include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/health.grpc.pb.h"
@@ -18,14 +20,20 @@ const std::vector<FlagDef>& HealthFlags() {
   static const auto* flags = new std::vector<FlagDef>{
       {"service", "", "ask about one service (e.g. pstrain.PsService) instead of the whole server"},
       {"timeout_secs", "5", "give up after this many seconds"},
+      {"tls_dir", "", "a cluster with TLS: the directory pstrain certs wrote (also PSTRAIN_TLS_DIR)"},
+      {"task", "", "with --tls_dir: whose certificate to present, e.g. ps:0 (a pod's own task)"},
+      {"tls_ca", "", "the cluster CA (overrides --tls_dir's; also PSTRAIN_TLS_CA)"},
+      {"tls_cert", "", "the certificate to present (also PSTRAIN_TLS_CERT)"},
+      {"tls_key", "", "its key (also PSTRAIN_TLS_KEY)"},
   };
   return *flags;
 }
 
 }  // namespace
 
-absl::StatusOr<std::string> CheckHealth(const std::string& address, const std::string& service, double timeout_secs) {
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+absl::StatusOr<std::string> CheckHealth(const std::string& address, const std::string& service, double timeout_secs,
+                                        const TlsConfig& tls) {
+  auto channel = grpc::CreateChannel(address, MakeChannelCredentials(tls));
   auto stub = grpc::health::v1::Health::NewStub(channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
@@ -63,7 +71,15 @@ int HealthMain(int argc, char** argv) {
     return kExitBadConfiguration;
   }
   const std::string address = cl->positional()[0];
-  absl::StatusOr<std::string> status = CheckHealth(address, cl->Get("service"), *timeout);
+  absl::StatusOr<TlsConfig> tls =
+      LoadTlsConfig(TlsFilesWithEnvironment(
+                        {cl->Get("tls_dir"), cl->Get("tls_ca"), cl->Get("tls_cert"), cl->Get("tls_key")}, std::getenv),
+                    cl->Get("task"));
+  if (!tls.ok()) {
+    std::cerr << "pstrain health: " << tls.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
+  absl::StatusOr<std::string> status = CheckHealth(address, cl->Get("service"), *timeout, *tls);
   if (!status.ok()) {
     std::cerr << "pstrain health: " << status.status().message() << "\n";
     return kExitRuntimeFailure;

@@ -10,8 +10,8 @@
 #include "common/json_util.h"
 #include "common/memory_budget.h"
 #include "common/status_macros.h"
-#include "ps/checkpoint_index.h"
-#include "ps/checkpoint_reader.h"
+#include "common/checkpoint/checkpoint_index.h"
+#include "common/checkpoint/checkpoint_reader.h"
 
 namespace pstrain {
 namespace {

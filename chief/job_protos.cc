@@ -1,7 +1,7 @@
 #include "chief/job_protos.h"
 
 #include "common/protocol_version.h"
-#include "ps/optimizer.h"
+#include "common/optimizer_proto.h"
 
 namespace pstrain {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ps/ps_client.h"
+#include "ps/client/ps_client.h"
 #include "worker/worker_client.h"
 
 namespace pstrain {

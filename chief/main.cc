@@ -17,6 +17,7 @@
 #include "common/memory_budget.h"
 #include "common/metrics_endpoint.h"
 #include "common/process_metrics.h"
+#include "common/security/tls_config.h"
 #include "common/status_macros.h"
 #include "common/task_flags.h"
 #include "common/value_range.h"
@@ -56,6 +57,15 @@ ABSL_FLAG(bool, init_only, false,
           "needed): for inspecting initial weights or re-partitioning a checkpoint");
 ABSL_FLAG(std::string, data_dir, "", "evaluator: data directory (overrides the job's data.dir)");
 ABSL_FLAG(int64_t, eval_poll_secs, 2, "evaluator: how often to look for a new checkpoint");
+ABSL_FLAG(std::string, tls_dir, "",
+          "mutual TLS: directory of the cluster's ca.crt and this task's certificate and key (pstrain certs); also "
+          "PSTRAIN_TLS_DIR. Without it (or --tls_ca/--tls_cert/--tls_key) every connection is plaintext");
+ABSL_FLAG(std::string, tls_ca, "", "the cluster CA certificate (overrides --tls_dir's; also PSTRAIN_TLS_CA)");
+ABSL_FLAG(std::string, tls_cert, "", "this task's certificate (overrides --tls_dir's; also PSTRAIN_TLS_CERT)");
+ABSL_FLAG(std::string, tls_key, "", "this task's private key (overrides --tls_dir's; also PSTRAIN_TLS_KEY)");
+ABSL_FLAG(std::string, ps_transport, "tensor_channel",
+          "how pulls and pushes reach the ps: tensor_channel (the ps's own framing on its port; fastest) or grpc "
+          "(unary gRPC calls, for networks that pass only HTTP/2)");
 ABSL_FLAG(int, metrics_port, 0,
           "serve Prometheus metrics at http://0.0.0.0:PORT/metrics (0 = off; the chief's gRPC server listens on "
           "0.0.0.0 too)");
@@ -116,6 +126,19 @@ absl::Status CheckChiefFlags() {
   return absl::OkStatus();
 }
 
+// The TLS material and the ps transport the flags (or PSTRAIN_TLS_*) name, for task `task`.
+absl::StatusOr<TransportConfig> TransportFromFlags(const std::string& task) {
+  TransportConfig out;
+  ASSIGN_OR_RETURN(out.kind, ParseTransportKind(absl::GetFlag(FLAGS_ps_transport)));
+  ASSIGN_OR_RETURN(out.tls,
+                   LoadTlsConfig(TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
+                                                          absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
+                                                         std::getenv),
+                                 task));
+  out.caller = task;
+  return out;
+}
+
 int Main() {
   absl::StatusOr<TfConfig> config = LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
   if (!config.ok()) {
@@ -145,6 +168,12 @@ int Main() {
     return kExitBadConfiguration;
   }
   LogLine(evaluator ? "evaluator" : "chief", "cpu kernels: " + DescribeCpuLevel());
+  absl::StatusOr<TransportConfig> transport = TransportFromFlags(config->task->ToString());
+  if (!transport.ok()) {
+    std::cerr << "pstrain-chief: bad configuration: " << transport.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
+  LogLine(evaluator ? "evaluator" : "chief", DescribeTls(transport->tls));
   MetricsRegistry metrics;
   AddProcessMetrics(&metrics, config->task->ToString(), evaluator ? kEvaluator : kChief);
   absl::StatusOr<std::unique_ptr<HttpMetricsServer>> metrics_server =
@@ -201,6 +230,7 @@ int Main() {
   c.restore = absl::GetFlag(FLAGS_restore) && !c.start_over;
   c.init_only = absl::GetFlag(FLAGS_init_only);
   c.metrics = &metrics;
+  c.transport = *std::move(transport);
   return RunChief(c);
 }
 

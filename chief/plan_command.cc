@@ -15,7 +15,7 @@
 #include "common/plan_format.h"
 #include "common/status_macros.h"
 #include "common/variable_planner.h"
-#include "ps/optimizer.h"
+#include "ps/store/optimizer.h"
 
 namespace pstrain {
 namespace {

@@ -5,6 +5,7 @@
 
 #include "chief/datagen_command.h"
 #include "chief/evaluate_command.h"
+#include "chief/certs_command.h"
 #include "chief/health_command.h"
 #include "chief/inspect_command.h"
 #include "chief/plan_command.h"
@@ -27,6 +28,7 @@ const Subcommand kSubcommands[] = {
     {"evaluate", pstrain::EvaluateMain, "evaluate a checkpoint on the test set in one process, with no cluster"},
     {"inspect", pstrain::InspectMain, "list a checkpoint's variables with digests, whatever its partitioning"},
     {"datagen", pstrain::DatagenMain, "write a synthetic CTR data set (Criteo layout) with its Bayes-optimal AUC"},
+    {"certs", pstrain::CertsMain, "make a cluster CA and a certificate per task of a TF_CONFIG (mutual TLS)"},
     {"health", pstrain::HealthMain, "ask a chief, worker or ps for its gRPC health (exit 0 when SERVING)"},
     {"plot", pstrain::PlotMain, "draw the training and test curves of runs side by side (SVG or PNG)"},
 };

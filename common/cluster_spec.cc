@@ -149,8 +149,9 @@ absl::Status ValidateTaskInCluster(const ClusterSpec& cluster, const TaskId& tas
       }
       return absl::OkStatus();
     }
-    return absl::InvalidArgumentError(absl::StrCat("task.type \"", task.type, "\" has no entries in cluster; add cluster.",
-                                                   task.type, " with this task's address"));
+    return absl::InvalidArgumentError(absl::StrCat("task.type \"", task.type,
+                                                   "\" has no entries in cluster; add cluster.", task.type,
+                                                   " with this task's address"));
   }
   const std::vector<int> indices = cluster.TaskIndices(task.type);
   for (int i : indices) {
@@ -247,8 +248,8 @@ absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(const nlohmann::json& cluster)
   for (const char* single : {kChief, kEvaluator}) {
     const int n = spec.NumTasks(single);
     if (n > 1) {
-      return absl::InvalidArgumentError(absl::StrCat("cluster.", single, " has ", n, " entries; there must be at most one ",
-                                                     single));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.", single, " has ", n, " entries; there must be at most one ", single));
     }
   }
   return spec;
@@ -322,13 +323,23 @@ absl::Status ValidateTaskForRole(const TfConfig& config, absl::string_view expec
   // A sparse ps knows its own address only (checked when parsed); the evaluator needs none.
   if (config.sparse && (expected_type == kPs || expected_type == kEvaluator)) return absl::OkStatus();
   if (config.cluster.NumTasks(kPs) == 0) {
-    return absl::InvalidArgumentError("cluster has no ps tasks; a training cluster needs cluster.ps with at least one address");
+    return absl::InvalidArgumentError(
+        "cluster has no ps tasks; a training cluster needs cluster.ps with at least one address");
   }
   if (config.cluster.NumTasks(kWorker) == 0) {
     return absl::InvalidArgumentError(
         "cluster has no worker tasks; a training cluster needs cluster.worker with at least one address");
   }
   return absl::OkStatus();
+}
+
+bool SplitHostPort(const std::string& address, std::string* host, std::string* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = address.substr(0, colon);
+  *port = address.substr(colon + 1);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  return !port->empty();
 }
 
 }  // namespace pstrain

@@ -75,6 +75,9 @@ absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path);
 // InvalidArgument naming what is missing.
 absl::Status ValidateTaskForRole(const TfConfig& config, absl::string_view expected_type);
 
+// Splits "host:port", "[v6]:port" (brackets dropped) or ":port"; false when there is no port.
+bool SplitHostPort(const std::string& address, std::string* host, std::string* port);
+
 // Splits "host:port" (also "[v6]:port"). InvalidArgument naming `field` when malformed or the port
 // is outside 1..65535.
 absl::Status ValidateAddress(absl::string_view address, absl::string_view field);

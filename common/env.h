@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 
 namespace pstrain {
@@ -23,6 +24,8 @@ class Env {
   static Env* Default();
 
   virtual int64_t NowMicros() = 0;
+  // NowMicros() as a time point: deadlines computed from it follow a faked clock too.
+  absl::Time Now() { return absl::FromUnixMicros(NowMicros()); }
   virtual void SleepForMicros(int64_t micros) = 0;
 
   // Writes `data` to `path` durably: a temporary file in the same directory, fsync, rename, fsync

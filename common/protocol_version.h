@@ -9,7 +9,9 @@
 
 namespace pstrain {
 
-inline constexpr int kProtocolVersion = 2;  // 2: embedding-table rows (SparseRows) in pulls and pushes
+// 2: embedding-table rows (SparseRows) in pulls and pushes. 3: the tensor channel opens with a
+// hello (version and task) and may run over TLS; the chunked PullStream / PushStream are gone.
+inline constexpr int kProtocolVersion = 3;
 
 // Returns OK when `theirs` equals kProtocolVersion; otherwise FailedPrecondition naming both
 // versions and `peer` (e.g. "ps:1 at localhost:2222").

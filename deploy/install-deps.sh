@@ -9,6 +9,7 @@ PACKAGES=(
   libabsl-dev libeigen3-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3
+  libssl-dev                        # TLS: the tensor channel, pstrain certs
   docker-compose nftables iproute2  # deploy tests: compose file check, several-hosts cluster
   strace                            # the file-access test of bad inputs
   prometheus                        # the metrics test scrapes a cluster with the real server

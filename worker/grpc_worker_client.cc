@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/grpc_credentials.h"
 #include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/worker.grpc.pb.h"
@@ -11,12 +12,11 @@ namespace {
 
 class GrpcWorkerClient : public WorkerClient {
  public:
-  GrpcWorkerClient(const std::string& address, std::string peer) : peer_(std::move(peer)) {
+  GrpcWorkerClient(const std::string& address, std::string peer, const TlsConfig& tls) : peer_(std::move(peer)) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
-    stub_ = pstrain::WorkerService::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    stub_ = pstrain::WorkerService::NewStub(grpc::CreateCustomChannel(address, MakeChannelCredentials(tls), args));
   }
 
   std::string peer() const override { return peer_; }
@@ -51,8 +51,9 @@ class GrpcWorkerClient : public WorkerClient {
 
 }  // namespace
 
-std::unique_ptr<WorkerClient> NewGrpcWorkerClient(const std::string& address, const std::string& peer_name) {
-  return std::make_unique<GrpcWorkerClient>(address, peer_name);
+std::unique_ptr<WorkerClient> NewGrpcWorkerClient(const std::string& address, const std::string& peer_name,
+                                                  const TlsConfig& tls) {
+  return std::make_unique<GrpcWorkerClient>(address, peer_name, tls);
 }
 
 }  // namespace pstrain

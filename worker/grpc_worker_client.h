@@ -7,13 +7,16 @@
 #include <memory>
 #include <string>
 
+#include "common/security/tls_config.h"
 #include "worker/worker_client.h"
 
 namespace pstrain {
 
 // `address` is "host:port"; `peer_name` names the task in messages (e.g. "worker:1 at h:2223").
-// Connecting is lazy: a dead worker shows up as UNAVAILABLE on the first call.
-std::unique_ptr<WorkerClient> NewGrpcWorkerClient(const std::string& address, const std::string& peer_name);
+// Connecting is lazy: a dead worker shows up as UNAVAILABLE on the first call. With `tls` enabled
+// the channel is mutual TLS against the cluster CA.
+std::unique_ptr<WorkerClient> NewGrpcWorkerClient(const std::string& address, const std::string& peer_name,
+                                                  const TlsConfig& tls);
 
 }  // namespace pstrain
 

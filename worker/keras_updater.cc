@@ -3,9 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/variable_planner.h"
-#include "ps/initializers.h"
-#include "ps/optimizer.h"
-#include "ps/sparse_apply.h"
+#include "ps/store/initializers.h"
+#include "ps/store/optimizer.h"
+#include "ps/store/sparse_apply.h"
 
 namespace pstrain {
 namespace {

@@ -19,9 +19,10 @@
 #include "common/value_range.h"
 #include "common/metrics_endpoint.h"
 #include "common/process_metrics.h"
+#include "common/security/tls_config.h"
 #include "common/stop_signals.h"
-#include "ps/grpc_ps_client.h"
-#include "ps/metered_ps_client.h"
+#include "ps/client/grpc_ps_client.h"
+#include "ps/client/metered_ps_client.h"
 #include "worker/device.h"
 #include "worker/worker.h"
 #include "worker/worker_grpc_server.h"
@@ -32,12 +33,22 @@ ABSL_FLAG(std::string, device, "cpu", "where gradients are computed: cpu, cuda o
 ABSL_FLAG(int, threads, 0, "compute threads (default: all cores)");
 ABSL_FLAG(int, replicas, 1, "local replicas: each batch is split over them and their gradients summed");
 ABSL_FLAG(std::string, data_dir, "", "directory of the dataset files (overrides the job's data.dir)");
+ABSL_FLAG(std::string, tls_dir, "",
+          "mutual TLS: directory of the cluster's ca.crt and this task's certificate and key (pstrain certs); also "
+          "PSTRAIN_TLS_DIR. Without it (or --tls_ca/--tls_cert/--tls_key) every connection is plaintext");
+ABSL_FLAG(std::string, tls_ca, "", "the cluster CA certificate (overrides --tls_dir's; also PSTRAIN_TLS_CA)");
+ABSL_FLAG(std::string, tls_cert, "", "this task's certificate (overrides --tls_dir's; also PSTRAIN_TLS_CERT)");
+ABSL_FLAG(std::string, tls_key, "", "this task's private key (overrides --tls_dir's; also PSTRAIN_TLS_KEY)");
+ABSL_FLAG(std::string, ps_transport, "tensor_channel",
+          "how pulls and pushes reach the ps: tensor_channel (the ps's own framing on its port; fastest) or grpc "
+          "(unary gRPC calls, for networks that pass only HTTP/2)");
 ABSL_FLAG(int, metrics_port, 0, "serve Prometheus metrics at http://<host of --listen>:PORT/metrics (0 = off)");
 
 namespace {
 
 struct WorkerConfig {
   pstrain::WorkerOptions options;
+  pstrain::TransportConfig transport;
   std::string listen;
   pstrain::GradientComputerFactory compute;
 };
@@ -68,16 +79,28 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
       pstrain::ComputeFactoryForDevice(absl::GetFlag(FLAGS_device), out.options.replicas);
   if (!compute.ok()) return compute.status();
   out.compute = *compute;
+  absl::StatusOr<pstrain::TransportKind> kind = pstrain::ParseTransportKind(absl::GetFlag(FLAGS_ps_transport));
+  if (!kind.ok()) return kind.status();
+  out.transport.kind = *kind;
+  absl::StatusOr<pstrain::TlsConfig> tls = pstrain::LoadTlsConfig(
+      pstrain::TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
+                                        absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
+                                       std::getenv),
+      out.options.task);
+  if (!tls.ok()) return tls.status();
+  out.transport.tls = *std::move(tls);
+  out.transport.caller = out.options.task;
   out.listen = absl::GetFlag(FLAGS_listen);
   if (out.listen.empty()) out.listen = absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
   return out;
 }
 
-// Clients of the ps whose calls are timed into `metrics`.
-pstrain::PsClientFactory MeteredPsClients(pstrain::MetricsRegistry* metrics) {
-  return [metrics](const std::string& address, int index) -> absl::StatusOr<std::unique_ptr<pstrain::PsClient>> {
+// Clients of the ps over `transport`, whose calls are timed into `metrics`.
+pstrain::PsClientFactory MeteredPsClients(pstrain::MetricsRegistry* metrics, pstrain::TransportConfig transport) {
+  return [metrics, transport](const std::string& address,
+                              int index) -> absl::StatusOr<std::unique_ptr<pstrain::PsClient>> {
     const std::string ps = absl::StrCat("ps:", index);
-    return std::make_unique<pstrain::MeteredPsClient>(pstrain::NewGrpcPsClient(address, ps), metrics, ps);
+    return std::make_unique<pstrain::MeteredPsClient>(pstrain::NewGrpcPsClient(address, ps, transport), metrics, ps);
   };
 }
 
@@ -102,8 +125,11 @@ int main(int argc, char** argv) {
     std::cerr << "pstrain-worker: " << task << ": " << metrics_server.status().message() << "\n";
     return pstrain::ExitCodeFor(metrics_server.status());
   }
-  pstrain::Worker worker(config->options, MeteredPsClients(&metrics), config->compute);
-  auto server = pstrain::WorkerGrpcServer::Start(&worker, config->listen, pstrain::RequestRemoteShutdown, &metrics);
+  std::cerr << "pstrain-worker: " << task << ": " << pstrain::DescribeTls(config->transport.tls) << std::endl;
+  pstrain::Worker worker(config->options, MeteredPsClients(&metrics, config->transport), config->compute);
+  auto server = pstrain::WorkerGrpcServer::Start(
+      &worker, config->listen, pstrain::RequestRemoteShutdown, &metrics, config->transport.tls,
+      [task](const std::string& line) { std::cerr << "pstrain-worker: " << task << ": " << line << std::endl; });
   if (!server.ok()) {
     std::cerr << "pstrain-worker: " << task << ": " << server.status().message() << "\n";
     return pstrain::kExitRuntimeFailure;
@@ -111,8 +137,7 @@ int main(int argc, char** argv) {
   std::cerr << "pstrain-worker: " << task << " serving on " << config->listen << " (device "
             << absl::GetFlag(FLAGS_device) << ", " << config->options.threads << " threads, "
             << config->options.replicas << " replicas; tensors to the ps over "
-            << (pstrain::BulkTransportFromEnv() == pstrain::BulkTransport::kGrpcStream ? "gRPC streams"
-                                                                                      : "the tensor channel")
+            << (config->transport.kind == pstrain::TransportKind::kGrpc ? "unary gRPC" : "the tensor channel")
             << "; cpu kernels " << pstrain::DescribeCpuLevel() << ")" << std::endl;
   const pstrain::StopReason stop = pstrain::WaitForStop();
   std::cerr << "pstrain-worker: " << task << " stopping: " << stop.description << std::endl;

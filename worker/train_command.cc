@@ -10,7 +10,7 @@
 #include "common/exit_codes.h"
 #include "common/json_util.h"
 #include "common/memory_budget.h"
-#include "ps/optimizer.h"
+#include "ps/store/optimizer.h"
 #include "common/status_macros.h"
 #include "worker/device.h"
 #include "worker/keras_updater.h"

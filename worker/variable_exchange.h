@@ -17,7 +17,7 @@
 #include "common/model_variables.h"
 #include "common/tensor.h"
 #include "proto/common.pb.h"
-#include "ps/ps_client.h"
+#include "ps/client/ps_client.h"
 #include "worker/cpu/thread_pool.h"
 #include "worker/sparse_lookup.h"
 #include "worker/table_layout.h"

@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/job_spec.h"
 #include "proto/worker.pb.h"
-#include "ps/ps_client.h"
+#include "ps/client/ps_client.h"
 #include "worker/gradient_computer.h"
 #include "worker/replica_set.h"
 

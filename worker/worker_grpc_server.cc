@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_credentials.h"
 #include "common/grpc_server_metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -11,22 +12,23 @@
 namespace pstrain {
 
 absl::StatusOr<std::unique_ptr<WorkerGrpcServer>> WorkerGrpcServer::Start(Worker* worker,
-                                                                           const std::string& listen_address,
-                                                                           RemoteShutdownHandler on_shutdown,
-                                                                           MetricsRegistry* metrics) {
+                                                                          const std::string& listen_address,
+                                                                          RemoteShutdownHandler on_shutdown,
+                                                                          MetricsRegistry* metrics,
+                                                                          const TlsConfig& tls, SecurityLog log) {
   grpc::EnableDefaultHealthCheckService(true);
   std::unique_ptr<WorkerGrpcServer> s(new WorkerGrpcServer);
   s->service_ = std::make_unique<WorkerServiceImpl>(worker, std::move(on_shutdown));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(listen_address, MakeServerCredentials(tls, std::move(log)), &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);
   AddGrpcServerMetrics(&builder, metrics);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen_address,
-                                               ": the port is in use or the address is not local"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen_address, ": the port is in use or the address is not local"));
   }
   if (grpc::HealthCheckServiceInterface* health = s->server_->GetHealthCheckService()) {
     health->SetServingStatus(true);

@@ -11,6 +11,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/metrics_registry.h"
+#include "common/security/call_policy.h"
+#include "common/security/tls_config.h"
 #include "common/stop_signals.h"
 #include "worker/worker.h"
 
@@ -27,10 +29,13 @@ class WorkerGrpcServer {
   // Listens on `listen_address` ("0.0.0.0:2223"; port 0 picks a free one). Unavailable naming
   // the address when it cannot bind.
   // `on_shutdown` answers the chief's Shutdown calls (empty: Unimplemented).
-  // `metrics` (not owned; may be null) gets the gRPC metrics by method.
+  // `metrics` (not owned; may be null) gets the gRPC metrics by method. With `tls` enabled the
+  // server is mutual TLS and checks every call against the call policy, logging refusals to `log`.
   static absl::StatusOr<std::unique_ptr<WorkerGrpcServer>> Start(Worker* worker, const std::string& listen_address,
                                                                  RemoteShutdownHandler on_shutdown = nullptr,
-                                                                 MetricsRegistry* metrics = nullptr);
+                                                                 MetricsRegistry* metrics = nullptr,
+                                                                 const TlsConfig& tls = TlsConfig(),
+                                                                 SecurityLog log = nullptr);
   // Runs Shutdown(absl::Seconds(1)).
   ~WorkerGrpcServer();
 

@@ -2,12 +2,14 @@
 # Builds the pstrain image and runs the docker-compose cluster (1 chief, 2 workers, 2 ps) until the
 # chief finishes, then prints the final test accuracy and removes the containers and the volume.
 #
-#   deploy/docker/run-compose.sh [--steps N] [--job cnn|linear|FILE] [--bin-dir DIR] [--keep]
+#   deploy/docker/run-compose.sh [--steps N] [--job cnn|linear|FILE] [--bin-dir DIR] [--tls] [--keep]
 #   (every flag also as --flag=value)
 #
 #   --steps N     training steps (default 200: a short job; the chief's --steps)
 #   --job J       job spec preset or a JSON file inside the image (default cnn)
 #   --bin-dir D   use binaries built elsewhere instead of a portable build (build-image.sh)
+#   --tls         mutual TLS between every task: pstrain certs makes the material into
+#                 build-docker/tls, docker-compose.tls.yml mounts it into every container
 #   --keep        leave the cluster and its volume (and an engine started here) up afterwards
 #   --timeout S   give up after S seconds of training (default 1800)
 #
@@ -24,11 +26,12 @@ STEPS=200
 JOB=cnn
 TIMEOUT=1800
 KEEP=0
+TLS=0
 IMAGE_ARGS=()
 
 # shellcheck source=deploy/args.sh
 source deploy/args.sh
-args_normalize "keep help" "$@"
+args_normalize "keep tls help" "$@"
 set -- "${ARGS[@]}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,8 +39,9 @@ while [ $# -gt 0 ]; do
     --job) JOB=$2; shift 2 ;;
     --bin-dir) IMAGE_ARGS+=(--bin-dir "$2"); shift 2 ;;
     --keep) KEEP=1; shift ;;
+    --tls) TLS=1; shift ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-compose: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,7 +54,10 @@ if ! command -v dockerd >/dev/null && ! docker info >/dev/null 2>&1; then extra+
 bash deploy/install-deps.sh "${extra[@]}"
 
 export PSTRAIN_STEPS=$STEPS PSTRAIN_JOB=$JOB PSTRAIN_IMAGE=pstrain:latest
-compose() { docker-compose -p "$PROJECT" -f "$COMPOSE_FILE" "$@"; }
+COMPOSE_FILES=(-f "$COMPOSE_FILE")
+[ "$TLS" = 0 ] || COMPOSE_FILES+=(-f "$REPO/deploy/docker/docker-compose.tls.yml")
+export PSTRAIN_TLS_FILES=$WORK/tls
+compose() { docker-compose -p "$PROJECT" "${COMPOSE_FILES[@]}" "$@"; }
 
 LOGS_PID=""
 cleanup() {
@@ -63,7 +70,7 @@ cleanup() {
     engine_stop
   elif [ -n "$ENGINE_PID" ]; then
     log "--keep: the engine started here stays up: export DOCKER_HOST=$DOCKER_HOST; stop it with"
-    log "  docker-compose -p $PROJECT -f $COMPOSE_FILE down -v; kill $ENGINE_PID; ip netns del $ENGINE_NS"
+    log "  docker-compose -p $PROJECT ${COMPOSE_FILES[*]} down -v; kill $ENGINE_PID; ip netns del $ENGINE_NS"
   fi
   exit "$status"
 }
@@ -80,6 +87,18 @@ t1=$(date +%s)
 log "image ready in $((t1 - t0)) s; starting the cluster (job $JOB, $STEPS steps)"
 
 compose down -v --timeout 5 >/dev/null 2>&1 || true  # leftovers of an interrupted run
+if [ "$TLS" = 1 ]; then
+  # The cluster's CA and one certificate per service, made by the image's own pstrain for the
+  # TF_CONFIG every service gets, owned by the containers' user (keys stay 0600).
+  rm -rf "$WORK/tls" && mkdir -p "$WORK/tls"
+  compose config | python3 -c 'import sys, yaml, json
+d = yaml.safe_load(sys.stdin)
+print(json.dumps({"cluster": json.loads(d["services"]["chief"]["environment"]["TF_CONFIG"])["cluster"]}))' \
+    >"$WORK/tls/cluster.json"
+  docker run --rm -u root -v "$WORK/tls:/tls" --entrypoint /bin/sh pstrain:latest -c \
+    'pstrain certs --out=/tls --cluster=/tls/cluster.json && chown -R pstrain:pstrain /tls' >&2
+  log "mutual TLS: the cluster's certificates are in $WORK/tls (ca.key included: keep it private)"
+fi
 compose up -d --no-color 2>&1 | sed 's/^/  /' >&2
 chief=$(compose ps -q chief)
 [ -n "$chief" ] || { log "the chief container did not start"; exit 1; }

@@ -5,20 +5,22 @@
 # it started is stopped on exit, Ctrl-C or any failure.
 #
 #   deploy/local/demo.sh [--workers 2] [--ps 2] [--job cnn] [--epochs 1] [--steps N]
-#                        [--mode async|sync] [--run_dir DIR] [--no-build] [-- extra chief flags]
+#                        [--mode async|sync] [--tls] [--run_dir DIR] [--no-build] [-- extra chief flags]
 # (--flag=value works too.) Every task serves Prometheus metrics on a port of its own (listed at
 # the start and in RUN_DIR/prometheus-targets.json); the chief writes TensorBoard event files to
-# RUN_DIR/model/{train,eval}; at the end the curves are drawn to RUN_DIR/curves.svg.
+# RUN_DIR/model/{train,eval}; at the end the curves are drawn to RUN_DIR/curves.svg. With --tls
+# every connection is mutual TLS: `pstrain certs` makes the cluster's CA and certificates into
+# RUN_DIR/tls and every task runs with --tls_dir.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 
-WORKERS=2 PS=2 JOB=cnn EPOCHS=1 STEPS="" MODE="" BUILD=1 RUN_DIR="" WORKER_THREADS=1
+WORKERS=2 PS=2 JOB=cnn EPOCHS=1 STEPS="" MODE="" BUILD=1 RUN_DIR="" WORKER_THREADS=1 TLS=0
 EXTRA=()
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 # shellcheck source=deploy/args.sh
 source deploy/args.sh
-args_normalize "no-build help" "$@"
+args_normalize "no-build tls help" "$@"
 set -- "${ARGS[@]}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,6 +33,7 @@ while [ $# -gt 0 ]; do
     --worker_threads) WORKER_THREADS=$2; shift 2 ;;
     --run_dir) RUN_DIR=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
+    --tls) TLS=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) echo "demo: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -101,6 +104,12 @@ PY
 list() { local out="" p; for p in "$@"; do out+="${out:+,}\"127.0.0.1:$p\""; done; echo "$out"; }
 CLUSTER="{\"chief\":[\"127.0.0.1:${PORTS[0]}\"],\"ps\":[$(list "${PORTS[@]:1:PS}")],\"worker\":[$(list "${PORTS[@]:$((1 + PS)):WORKERS}")]}"
 echo "$CLUSTER" >"$RUN_DIR/cluster.json"
+TLS_ARGS=()
+if [ "$TLS" = 1 ]; then
+  "$BIN/pstrain" certs --out="$RUN_DIR/tls" --cluster="$RUN_DIR/cluster.json" >/dev/null
+  TLS_ARGS=(--tls_dir="$RUN_DIR/tls")
+  echo "demo: mutual TLS between every task (certificates in $RUN_DIR/tls, made by pstrain certs)" >&2
+fi
 # Metrics ports: the chief's, then the ps', then the workers' (the second half of PORTS).
 METRICS_PORTS=("${PORTS[@]:$((PS + WORKERS + 1))}")
 metrics_port() {  # metrics_port TYPE INDEX
@@ -126,7 +135,8 @@ start_task() {  # start_task TYPE INDEX BINARY ARGS...
   # A session of its own: Ctrl-C reaches only this script and the chief, which checkpoints while
   # the ps are still up; this script then stops the ps and workers.
   TF_CONFIG="{\"cluster\":$CLUSTER,\"task\":{\"type\":\"$type\",\"index\":$index}}" \
-    setsid "$BIN/$binary" --metrics_port="$(metrics_port "$type" "$index")" "$@" >"$RUN_DIR/logs/$type-$index.log" 2>&1 &
+    setsid "$BIN/$binary" --metrics_port="$(metrics_port "$type" "$index")" "${TLS_ARGS[@]}" "$@" \
+    >"$RUN_DIR/logs/$type-$index.log" 2>&1 &
   PIDS+=("$!")
 }
 for ((i = 0; i < PS; i++)); do start_task ps "$i" pstrain-ps; done
@@ -134,7 +144,8 @@ for ((i = 0; i < WORKERS; i++)); do start_task worker "$i" pstrain-worker --thre
 echo "demo: started $PS ps and $WORKERS workers; logs in $RUN_DIR/logs/ (one file per task)" >&2
 echo "demo: Prometheus metrics at http://127.0.0.1:PORT/metrics, chief ${METRICS_PORTS[0]}, ps ${METRICS_PORTS[*]:1:PS}, workers ${METRICS_PORTS[*]:$((1 + PS))} (targets: $RUN_DIR/prometheus-targets.json)" >&2
 
-CHIEF_ARGS=(--job="$JOB" --model_dir="$MODEL_DIR" --progress_secs=5 --metrics_port="$(metrics_port chief 0)")
+CHIEF_ARGS=(--job="$JOB" --model_dir="$MODEL_DIR" --progress_secs=5 --metrics_port="$(metrics_port chief 0)"
+            "${TLS_ARGS[@]}")
 if [ -n "$STEPS" ]; then CHIEF_ARGS+=(--steps="$STEPS"); else CHIEF_ARGS+=(--epochs="$EPOCHS"); fi
 [ -n "$MODE" ] && CHIEF_ARGS+=(--mode="$MODE")
 CHIEF_ARGS+=("${EXTRA[@]}")

@@ -1,9 +1,11 @@
-// Pull and push throughput of a ps over loopback gRPC, against raw loopback TCP measured in the
-// same run as the ceiling. Prints one table: per shard size and client count, GB/s and calls/s
-// for pull and push, and each as a fraction of the raw TCP stream.
+// Pull and push throughput of a ps over loopback, per transport (the tensor channel, unary gRPC,
+// each plaintext or with mutual TLS), against raw loopback TCP measured in the same run as the
+// ceiling. Prints one table: per shard size, transport and client count, GB/s and calls/s for pull
+// and push, and each as a fraction of the raw TCP stream; then, when both were measured, each TLS
+// transport against its plaintext one (the cost of TLS), the two measured alternately in one run.
 //
 // Usage: ps_throughput_benchmark [--seconds=0.5] [--min_kib=4] [--max_mib=64] [--clients=1,2,4]
-//          [--repeats=3] [--transports=tensor_channel,grpc] [--stream_threshold_kib=N] [--nopull] [--nopush]
+//          [--repeats=3] [--transports=tensor_channel,tensor_channel_tls,grpc,grpc_tls] [--nopull] [--nopush]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -23,19 +26,21 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "common/protocol_version.h"
-#include "ps/grpc_ps_client.h"
-#include "ps/ps_grpc_server.h"
-#include "ps/ps_server.h"
+#include "common/security/cert_authority.h"
+#include "ps/client/grpc_ps_client.h"
+#include "ps/server/ps_grpc_server.h"
+#include "ps/store/ps_server.h"
+#include "ps/transport/tls_stream.h"
 
 ABSL_FLAG(double, seconds, 0.5, "measuring time per cell");
-ABSL_FLAG(int64_t, stream_threshold_kib, -1, "client streams tensors from this size (-1: the default)");
 ABSL_FLAG(int, max_mib, 64, "largest shard size in MiB");
 ABSL_FLAG(int, min_kib, 4, "smallest shard size in KiB");
 ABSL_FLAG(std::string, clients, "1,2,4", "concurrent client counts");
 ABSL_FLAG(std::string, transports, "tensor_channel",
-          "bulk transports to measure, comma-separated: tensor_channel, grpc (the chunked gRPC streams)");
+          "transports to measure, comma-separated: tensor_channel, tensor_channel_tls, grpc (unary calls), grpc_tls");
 ABSL_FLAG(int, repeats, 3, "measurements per cell, alternating with raw TCP; medians are printed");
 ABSL_FLAG(bool, pull, true, "measure pulls");
 ABSL_FLAG(bool, push, true, "measure pushes");
@@ -190,16 +195,12 @@ double RunConcurrent(int clients, double seconds, const std::function<bool(int)>
 }
 
 // Pulls or pushes of `bytes`-sized shards by `clients` concurrent clients, one shard each.
-Figures MeasurePs(const std::string& address, int64_t bytes, int clients, double seconds, BulkTransport transport,
-                  Op op) {
+Figures MeasurePs(const std::string& address, int64_t bytes, int clients, double seconds,
+                  const TransportConfig& transport, Op op) {
   const int64_t floats = bytes / 4;
   std::vector<std::unique_ptr<PsClient>> stubs;
   for (int c = 0; c < clients; ++c) {
-    auto stub = std::make_unique<GrpcPsClient>(address, "ps:0", absl::Minutes(1));
-    const int64_t kib = absl::GetFlag(FLAGS_stream_threshold_kib);
-    if (kib >= 0) stub->set_stream_threshold_bytes(kib << 10);
-    stub->set_bulk_transport(transport);
-    stubs.push_back(std::move(stub));
+    stubs.push_back(std::make_unique<GrpcPsClient>(address, "ps:0", absl::Minutes(1), transport));
   }
   Figures f;
   absl::Status s = CreateShards(stubs[0].get(), floats, clients);
@@ -243,6 +244,13 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// One transport as measured: its own ps server (plaintext or TLS) and its clients' configuration.
+struct Via {
+  std::string name;
+  TransportConfig config;
+  std::string address;
+};
+
 int Main() {
   const double seconds = absl::GetFlag(FLAGS_seconds);
   const int repeats = std::max(1, absl::GetFlag(FLAGS_repeats));
@@ -250,70 +258,121 @@ int Main() {
   for (absl::string_view c : absl::StrSplit(absl::GetFlag(FLAGS_clients), ',')) {
     client_counts.push_back(std::stoi(std::string(c)));
   }
-  std::vector<std::pair<std::string, BulkTransport>> transports;
-  for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_transports), ',')) {
-    if (t == "tensor_channel") {
-      transports.emplace_back("channel", BulkTransport::kTensorChannel);
-    } else if (t == "grpc") {
-      transports.emplace_back("grpc", BulkTransport::kGrpcStream);
-    } else {
-      std::fprintf(stderr, "--transports: \"%s\" is not tensor_channel or grpc\n", std::string(t).c_str());
-      return 2;
-    }
-  }
-  PsServer ps(PsServer::Options{"ps:0"});
-  auto server = PsGrpcServer::Start(&ps, "127.0.0.1:0");
-  if (!server.ok()) {
-    std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
+  // A cluster CA of this run, for the TLS transports: the ps presents ps:0's certificate, the
+  // clients chief:0's (it may create shards, pull and push).
+  absl::StatusOr<CertAndKey> ca = MakeCertificateAuthority("benchmark CA", 1);
+  auto tls_for = [&ca](const std::string& task) {
+    TlsConfig tls;
+    absl::StatusOr<CertAndKey> issued = IssueCertificate(*ca, task, {"127.0.0.1"}, 1);
+    tls.enabled = issued.ok();
+    tls.ca_pem = ca->cert_pem;
+    tls.cert_pem = issued->cert_pem;
+    tls.key_pem = issued->key_pem;
+    tls.identity = task;
+    return tls;
+  };
+  if (!ca.ok()) {
+    std::fprintf(stderr, "%s\n", ca.status().ToString().c_str());
     return 1;
   }
-  const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
+  PsServer ps(PsServer::Options{"ps:0"});
+  PsGrpcServer::Options plain_options, tls_options;
+  tls_options.tls = tls_for("ps:0");
+  std::vector<std::unique_ptr<PsGrpcServer>> servers;
+  std::string plain_address, tls_address;
+  for (auto [options, address] : {std::pair{&plain_options, &plain_address}, std::pair{&tls_options, &tls_address}}) {
+    auto server = PsGrpcServer::Start(&ps, "127.0.0.1:0", *options);
+    if (!server.ok()) {
+      std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
+      return 1;
+    }
+    *address = "127.0.0.1:" + std::to_string((*server)->port());
+    servers.push_back(*std::move(server));
+  }
+  std::vector<Via> vias;
+  for (absl::string_view t : absl::StrSplit(absl::GetFlag(FLAGS_transports), ',')) {
+    Via via;
+    via.name = std::string(t);
+    const bool tls = absl::EndsWith(t, "_tls");
+    absl::StatusOr<TransportKind> kind = ParseTransportKind(tls ? t.substr(0, t.size() - 4) : t);
+    if (!kind.ok()) {
+      std::fprintf(stderr, "--transports: %s (or the same with _tls)\n", std::string(kind.status().message()).c_str());
+      return 2;
+    }
+    via.config.kind = *kind;
+    via.config.caller = "chief:0";
+    if (tls) via.config.tls = tls_for("chief:0");
+    via.address = tls ? tls_address : plain_address;
+    vias.push_back(std::move(via));
+  }
   std::printf(
       "TCP: raw loopback TCP, one connection, 4 MiB writes (the ceiling), measured right before every\n"
-      "  pull and every push measurement; each figure is the median of %d measurements.\n"
+      "  pull and every push measurement; each figure is the median of %d measurements, the\n"
+      "  transports measured in turn within each repeat.\n"
       "TCP msg: raw TCP with one message of the shard's size and a 1-byte answer per call.\n"
       "vs TCP: the median of (ps GB/s / the TCP figure measured just before it).\n"
-      "cpu: CPU seconds per GB moved, both ends (client and server share this process).\n\n",
-      repeats);
-  std::printf("%-7s %-7s %5s %7s %4s | %7s | %9s %9s %6s %5s | %9s %9s %6s %5s\n", "shard", "via", "TCP", "TCP msg",
+      "cpu: CPU seconds per GB moved, both ends (client and server share this process).\n"
+      "kernel TLS: %s\n\n",
+      repeats, KernelTlsStatus().c_str());
+  std::printf("%-7s %-18s %5s %7s %4s | %7s | %9s %9s %6s %5s | %9s %9s %6s %5s\n", "shard", "via", "TCP", "TCP msg",
               "cpu", "clients", "pull GB/s", "pulls/s", "vs TCP", "cpu", "push GB/s", "updates/s", "vs TCP", "cpu");
+  std::vector<std::string> tls_lines;
   for (int64_t bytes = int64_t{absl::GetFlag(FLAGS_min_kib)} << 10;
        bytes <= (int64_t{absl::GetFlag(FLAGS_max_mib)} << 20); bytes *= 4) {
     const double raw_msg = RawTcpGBps(static_cast<size_t>(bytes), seconds);
-    for (const auto& [via, transport] : transports) {
-      for (int clients : client_counts) {
-        std::vector<double> raw, raw_cpu;
-        std::vector<Figures> runs[2];  // per Op
-        // Raw TCP right before each ps measurement, so every ratio pairs two figures taken
-        // moments apart: the machine's speed drifts between seconds more than within them.
-        for (int r = 0; r < repeats; ++r) {
+    for (int clients : client_counts) {
+      std::vector<std::vector<double>> raw(vias.size()), raw_cpu(vias.size());
+      std::vector<std::array<std::vector<Figures>, 2>> runs(vias.size());  // per via, per Op
+      // Raw TCP right before each ps measurement, so every ratio pairs two figures taken
+      // moments apart: the machine's speed drifts between seconds more than within them.
+      for (int r = 0; r < repeats; ++r) {
+        for (size_t v = 0; v < vias.size(); ++v) {
           for (Op op : {Op::kPull, Op::kPush}) {
             if (!absl::GetFlag(op == Op::kPull ? FLAGS_pull : FLAGS_push)) continue;
             double cpu = 0;
-            raw.push_back(RawTcpGBps(0, seconds, &cpu));
-            raw_cpu.push_back(cpu);
-            Figures f = MeasurePs(address, bytes, clients, seconds, transport, op);
-            f.vs_tcp = f.gbps / raw.back();
-            runs[static_cast<int>(op)].push_back(f);
+            raw[v].push_back(RawTcpGBps(0, seconds, &cpu));
+            raw_cpu[v].push_back(cpu);
+            Figures f = MeasurePs(vias[v].address, bytes, clients, seconds, vias[v].config, op);
+            f.vs_tcp = f.gbps / raw[v].back();
+            runs[v][static_cast<int>(op)].push_back(f);
           }
         }
-        auto median = [&runs](Op op, double Figures::*field) {
-          std::vector<double> v;
-          for (const Figures& f : runs[static_cast<int>(op)]) v.push_back(f.*field);
-          return Median(std::move(v));
-        };
-        std::printf("%-7s %-7s %5.2f %7.2f %4.2f | %7d", SizeName(bytes).c_str(), via.c_str(), Median(raw), raw_msg,
-                    Median(raw_cpu), clients);
+      }
+      auto median = [&runs](size_t v, Op op, double Figures::*field) {
+        std::vector<double> values;
+        for (const Figures& f : runs[v][static_cast<int>(op)]) values.push_back(f.*field);
+        return Median(std::move(values));
+      };
+      for (size_t v = 0; v < vias.size(); ++v) {
+        std::printf("%-7s %-18s %5.2f %7.2f %4.2f | %7d", SizeName(bytes).c_str(), vias[v].name.c_str(), Median(raw[v]),
+                    raw_msg, Median(raw_cpu[v]), clients);
         for (Op op : {Op::kPull, Op::kPush}) {
-          std::printf(" | %9.3f %9.1f %5.0f%% %5.2f", median(op, &Figures::gbps), median(op, &Figures::per_s),
-                      100 * median(op, &Figures::vs_tcp), median(op, &Figures::cpu));
+          std::printf(" | %9.3f %9.1f %5.0f%% %5.2f", median(v, op, &Figures::gbps), median(v, op, &Figures::per_s),
+                      100 * median(v, op, &Figures::vs_tcp), median(v, op, &Figures::cpu));
         }
         std::printf("\n");
-        std::fflush(stdout);
+        // TLS against plaintext of the same transport, measured in turn in this run.
+        for (size_t p = 0; p < vias.size(); ++p) {
+          if (vias[v].name != vias[p].name + "_tls") continue;
+          char line[256];
+          std::snprintf(line, sizeof(line),
+                        "%-7s %-18s %7d | pull %.2fx (%.3f vs %.3f GB/s) | push %.2fx (%.3f vs %.3f GB/s)",
+                        SizeName(bytes).c_str(), vias[v].name.c_str(), clients,
+                        median(v, Op::kPull, &Figures::gbps) / median(p, Op::kPull, &Figures::gbps),
+                        median(v, Op::kPull, &Figures::gbps), median(p, Op::kPull, &Figures::gbps),
+                        median(v, Op::kPush, &Figures::gbps) / median(p, Op::kPush, &Figures::gbps),
+                        median(v, Op::kPush, &Figures::gbps), median(p, Op::kPush, &Figures::gbps));
+          tls_lines.push_back(line);
+        }
       }
+      std::fflush(stdout);
     }
   }
-  (*server)->Shutdown(absl::Seconds(1));
+  if (!tls_lines.empty()) {
+    std::printf("\nTLS against plaintext (same transport, same run; 1.00x = no cost):\n");
+    for (const std::string& l : tls_lines) std::printf("%s\n", l.c_str());
+  }
+  for (auto& server : servers) server->Shutdown(absl::Seconds(1));
   return 0;
 }
 

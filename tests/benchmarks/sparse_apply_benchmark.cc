@@ -35,9 +35,9 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
 #include "common/protocol_version.h"
-#include "ps/local_ps_client.h"
-#include "ps/ps_server.h"
-#include "ps/sparse_apply.h"
+#include "ps/client/local_ps_client.h"
+#include "ps/store/ps_server.h"
+#include "ps/store/sparse_apply.h"
 
 ABSL_FLAG(int64_t, rows, 12500000, "rows of the table shard");
 ABSL_FLAG(int64_t, dim, 16, "floats per row");

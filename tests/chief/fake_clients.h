@@ -13,9 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/protocol_version.h"
-#include "ps/local_ps_client.h"
-#include "ps/ps_client.h"
-#include "ps/ps_server.h"
+#include "ps/client/local_ps_client.h"
+#include "ps/client/ps_client.h"
+#include "ps/store/ps_server.h"
 #include "worker/worker_client.h"
 
 namespace pstrain {

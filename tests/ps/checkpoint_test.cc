@@ -4,13 +4,13 @@
 #include <fstream>
 #include <memory>
 
+#include "common/checkpoint/checkpoint_index.h"
 #include "common/env.h"
 #include "common/protocol_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/checkpoint_index.h"
-#include "ps/local_ps_client.h"
-#include "ps/ps_server.h"
+#include "ps/client/local_ps_client.h"
+#include "ps/store/ps_server.h"
 #include "tests/ps/ps_test_util.h"
 
 namespace pstrain {

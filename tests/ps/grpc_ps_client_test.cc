@@ -1,6 +1,7 @@
-// GrpcPsClient against an in-process PsGrpcServer on 127.0.0.1: the unary calls, the chunked gRPC
-// streams and the tensor channel give the same answers and the same errors.
-#include "ps/grpc_ps_client.h"
+// GrpcPsClient against an in-process PsGrpcServer on 127.0.0.1: both transports (the tensor
+// channel and unary gRPC), each in plaintext and with mutual TLS, give the same answers and the
+// same errors.
+#include "ps/client/grpc_ps_client.h"
 
 #include <cstring>
 #include <limits>
@@ -9,11 +10,11 @@
 #include "common/protocol_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/grpc_tuning.h"
-#include "ps/initializers.h"
-#include "ps/ps_grpc_server.h"
-#include "ps/ps_server.h"
+#include "ps/server/ps_grpc_server.h"
+#include "ps/store/initializers.h"
+#include "ps/store/ps_server.h"
 #include "tests/ps/ps_test_util.h"
+#include "tests/test_util/test_certs.h"
 
 namespace pstrain {
 namespace {
@@ -27,25 +28,33 @@ using testing_util::Spec;
 using testing_util::TableShard;
 using testing_util::ToFloats;
 
-// Rows of 1 KiB: 4500 rows is ~4.4 MiB, two stream chunks.
+// Rows of 1 KiB: 4500 rows is ~4.4 MiB.
 constexpr int64_t kRows = 4500, kCols = 256;
 
-// How the client sends the tensors of a pull or push.
-enum class Path { kUnary, kGrpcStream, kTensorChannel };
-
-void UsePath(Path path, GrpcPsClient* client) {
-  client->set_stream_threshold_bytes(path == Path::kUnary ? int64_t{1} << 40 : 0);
-  client->set_bulk_transport(path == Path::kGrpcStream ? BulkTransport::kGrpcStream : BulkTransport::kTensorChannel);
-}
+struct Path {
+  TransportKind kind;
+  bool tls;
+};
 
 class GrpcPsClientTest : public ::testing::TestWithParam<Path> {
  protected:
   void SetUp() override {
-    auto server = PsGrpcServer::Start(&ps_, "127.0.0.1:0");
+    PsGrpcServer::Options options;
+    if (GetParam().tls) options.tls = ca_.For("ps:0");
+    auto server = PsGrpcServer::Start(&ps_, "127.0.0.1:0", options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    client_ = std::make_unique<GrpcPsClient>("127.0.0.1:" + std::to_string(server_->port()), "ps:0", absl::Seconds(30));
-    UsePath(GetParam(), client_.get());
+    client_ = NewClient("chief:0");
+  }
+
+  // A client of the ps speaking for `task` (its certificate when the test runs with TLS).
+  std::unique_ptr<GrpcPsClient> NewClient(const std::string& task) {
+    TransportConfig config;
+    config.kind = GetParam().kind;
+    config.caller = task;
+    if (GetParam().tls) config.tls = ca_.For(task);
+    return std::make_unique<GrpcPsClient>("127.0.0.1:" + std::to_string(server_->port()), "ps:0", absl::Seconds(30),
+                                          config);
   }
 
   absl::Status Create(UpdateMode mode, int workers, NonFinitePolicy non_finite = NON_FINITE_REJECT) {
@@ -57,6 +66,7 @@ class GrpcPsClientTest : public ::testing::TestWithParam<Path> {
         &resp);
   }
 
+  testing_util::TestCa ca_;
   PsServer ps_{PsServer::Options{"ps:0"}};
   std::unique_ptr<PsGrpcServer> server_;
   std::unique_ptr<GrpcPsClient> client_;
@@ -134,9 +144,7 @@ TEST_P(GrpcPsClientTest, NonFiniteGradientsAreRejectedOrSkipped) {
 
 TEST_P(GrpcPsClientTest, SyncStepOverTheNetwork) {
   ASSERT_TRUE(Create(UPDATE_SYNC, 2).ok());
-  auto second =
-      std::make_unique<GrpcPsClient>("127.0.0.1:" + std::to_string(server_->port()), "ps:0", absl::Seconds(30));
-  UsePath(GetParam(), second.get());
+  auto second = NewClient("worker:1");
   absl::Status s0, s1;
   PullResponse waited;
   absl::Status pull_status;
@@ -164,7 +172,7 @@ TEST_P(GrpcPsClientTest, SyncStepOverTheNetwork) {
 }
 
 // A table in two mod shards beside the dense shards: rows by id and dense shards in ONE pull and
-// ONE push, on every path (the gRPC-stream path sends calls with rows unary).
+// ONE push, on every path.
 TEST_P(GrpcPsClientTest, TableRowsTravelWithDenseShardsInOneCall) {
   ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
   constexpr int64_t kVocab = 1000, kDim = 64;
@@ -221,20 +229,16 @@ TEST_P(GrpcPsClientTest, TableRowsTravelWithDenseShardsInOneCall) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, GrpcPsClientTest,
-                         ::testing::Values(Path::kUnary, Path::kGrpcStream, Path::kTensorChannel),
+                         ::testing::Values(Path{TransportKind::kGrpc, false},
+                                           Path{TransportKind::kTensorChannel, false}, Path{TransportKind::kGrpc, true},
+                                           Path{TransportKind::kTensorChannel, true}),
                          [](const ::testing::TestParamInfo<Path>& info) {
-                           switch (info.param) {
-                             case Path::kUnary:
-                               return "Unary";
-                             case Path::kGrpcStream:
-                               return "GrpcStream";
-                             default:
-                               return "TensorChannel";
-                           }
+                           return std::string(info.param.kind == TransportKind::kGrpc ? "Unary" : "TensorChannel") +
+                                  (info.param.tls ? "Tls" : "Plain");
                          });
 
 TEST(GrpcPsClient, UnreachablePsIsUnavailable) {
-  GrpcPsClient client("127.0.0.1:1", "ps:3", absl::Seconds(5));
+  GrpcPsClient client("127.0.0.1:1", "ps:3", absl::Seconds(5), TransportConfig());
   HandshakeRequest r;
   r.set_protocol_version(kProtocolVersion);
   HandshakeResponse resp;

@@ -1,15 +1,15 @@
-#include "ps/initializers.h"
+#include "ps/store/initializers.h"
 
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
 
+#include "common/checkpoint/checksum.h"
 #include "common/protocol_version.h"
 #include "gtest/gtest.h"
-#include "ps/checksum.h"
-#include "ps/local_ps_client.h"
-#include "ps/ps_server.h"
+#include "ps/client/local_ps_client.h"
+#include "ps/store/ps_server.h"
 #include "tests/ps/ps_test_util.h"
 
 namespace pstrain {

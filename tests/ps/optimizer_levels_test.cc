@@ -8,7 +8,7 @@
 
 #include "common/cpu_level.h"
 #include "gtest/gtest.h"
-#include "ps/optimizer.h"
+#include "ps/store/optimizer.h"
 
 namespace pstrain {
 namespace {

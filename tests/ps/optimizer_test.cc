@@ -1,4 +1,4 @@
-#include "ps/optimizer.h"
+#include "ps/store/optimizer.h"
 
 #include <cmath>
 #include <vector>

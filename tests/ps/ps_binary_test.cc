@@ -1,4 +1,5 @@
 // Starts the real pstrain-ps binary on a free 127.0.0.1 port and talks to it over gRPC.
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -7,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -17,9 +20,10 @@
 #include "grpcpp/impl/client_unary_call.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "gtest/gtest.h"
-#include "tests/test_util/loopback.h"
-#include "ps/grpc_ps_client.h"
+#include "ps/client/grpc_ps_client.h"
 #include "tests/ps/ps_test_util.h"
+#include "tests/test_util/loopback.h"
+#include "tests/test_util/test_certs.h"
 
 extern char** environ;
 
@@ -51,7 +55,8 @@ bool HealthServing(const std::string& address) {
 
 // Spawns pstrain-ps with TF_CONFIG set to `tf_config`; returns its pid. The child gets SIGKILL if
 // this test process dies first, so a failed or killed test never leaves a ps running.
-pid_t Spawn(const std::string& tf_config, const std::vector<std::string>& flags) {
+// With `log`, the child's stderr goes to that file.
+pid_t Spawn(const std::string& tf_config, const std::vector<std::string>& flags, const std::string& log = "") {
   std::vector<std::string> env_strings = {"TF_CONFIG=" + tf_config};
   for (char** e = environ; *e != nullptr; ++e) {
     if (std::string(*e).rfind("TF_CONFIG=", 0) != 0) env_strings.push_back(*e);
@@ -69,6 +74,10 @@ pid_t Spawn(const std::string& tf_config, const std::vector<std::string>& flags)
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
+    if (!log.empty()) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 2);
+    }
     ::execve(PSTRAIN_PS_BINARY, argv.data(), envp.data());
     ::_exit(127);
   }
@@ -109,8 +118,9 @@ TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
   ASSERT_GT(pid, 0);
   ChildGuard guard{pid};
   // Wait for the listener first: a gRPC channel that saw "connection refused" backs off for seconds.
-  for (int i = 0; i < 400 && !testing_util::LoopbackAccepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  GrpcPsClient client(address, "ps:0", absl::Seconds(5));
+  for (int i = 0; i < 400 && !testing_util::LoopbackAccepts(port); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  GrpcPsClient client(address, "ps:0", absl::Seconds(5), TransportConfig());
   HandshakeRequest hello;
   hello.set_protocol_version(kProtocolVersion);
   hello.set_caller("test");
@@ -152,6 +162,132 @@ TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
   std::cerr << "pstrain-ps stopped "
             << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - stop).count()
             << " ms after SIGTERM\n";
+}
+
+void WriteFile(const std::string& path, const std::string& data) { std::ofstream(path) << data; }
+
+// The ps with mutual TLS: strangers (no certificate, or one of another CA) can neither pull, push
+// nor stop it; a worker's certificate pulls and pushes but is refused the chief's calls (logged,
+// naming the caller and the call); the chief's stops it.
+TEST(PsBinary, WithTlsOnlyTheClusterReachesItAndOnlyTheChiefStopsIt) {
+  const std::string dir = ::testing::TempDir() + "/ps_binary_tls_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  testing_util::TestCa ca;
+  const TlsConfig ps = ca.For("ps:0");
+  WriteFile(dir + "/ca.crt", ps.ca_pem);
+  WriteFile(dir + "/ps-0.crt", ps.cert_pem);
+  WriteFile(dir + "/ps-0.key", ps.key_pem);
+  const int port = testing_util::FreeLoopbackPort();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  const std::string tf_config =
+      R"({"cluster":{"ps":[")" + address + R"("],"worker":["127.0.0.1:1"]},"task":{"type":"ps","index":0}})";
+  const std::string log = dir + "/ps-0.log";
+  const pid_t pid = Spawn(tf_config, {"--listen=" + address, "--tls_dir=" + dir}, log);
+  ASSERT_GT(pid, 0);
+  ChildGuard guard{pid};
+  for (int i = 0; i < 400 && !testing_util::LoopbackAccepts(port); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto client = [&](const TlsConfig& tls, const std::string& caller, TransportKind kind) {
+    TransportConfig c;
+    c.tls = tls;
+    c.caller = caller;
+    c.kind = kind;
+    return std::make_unique<GrpcPsClient>(address, "ps:0", absl::Seconds(5), c);
+  };
+  auto chief = client(ca.For("chief:0"), "chief:0", TransportKind::kTensorChannel);
+  HandshakeRequest hello;
+  hello.set_protocol_version(kProtocolVersion);
+  HandshakeResponse welcome;
+  absl::Status s;
+  for (int i = 0; i < 100 && !(s = chief->Handshake(hello, &welcome)).ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(s.ok()) << s;
+  CreateShardsRequest create;
+  create.set_protocol_version(kProtocolVersion);
+  *create.add_shards() = Spec("w", {4}, 0, 4, "ones");
+  *create.mutable_optimizer() = testing_util::Sgd(0.5);
+  create.set_initialize(true);
+  CreateShardsResponse created;
+  ASSERT_TRUE(chief->CreateShards(create, &created).ok());
+  EXPECT_FALSE(HealthServing(address));  // plaintext gRPC gets nowhere
+
+  testing_util::TestCa stranger_ca("another CA");
+  for (TransportKind kind : {TransportKind::kTensorChannel, TransportKind::kGrpc}) {
+    for (const TlsConfig& tls : {TlsConfig(), stranger_ca.For("chief:0")}) {
+      auto stranger = client(tls, "chief:0", kind);
+      PullResponse pulled;
+      PushResponse pushed;
+      ShutdownResponse stopped;
+      ShutdownRequest stop;
+      stop.set_reason("a stranger");
+      EXPECT_FALSE(stranger->Pull(OnePull("w"), &pulled).ok());
+      EXPECT_FALSE(stranger->Push(OnePush("w", {4}, {1, 1, 1, 1}), &pushed).ok());
+      EXPECT_FALSE(stranger->Shutdown(stop, &stopped).ok());
+      EXPECT_FALSE(stranger->CreateShards(create, &created).ok());
+    }
+  }
+  auto worker = client(ca.For("worker:0"), "worker:0", TransportKind::kTensorChannel);
+  PushResponse pushed;
+  ASSERT_TRUE(worker->Push(OnePush("w", {4}, {1, 1, 1, 1}), &pushed).ok());
+  PullResponse pulled;
+  ASSERT_TRUE(worker->Pull(OnePull("w"), &pulled).ok());
+  EXPECT_EQ(ToFloats(pulled.values(0).value()), std::vector<float>(4, 0.5f));  // only the worker's push applied
+  ShutdownRequest stop;
+  stop.set_reason("a worker tries");
+  ShutdownResponse stopped;
+  s = worker->Shutdown(stop, &stopped);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_NE(s.message().find("worker:0 may not call pstrain.PsService/Shutdown"), std::string::npos) << s;
+  EXPECT_EQ(worker->CreateShards(create, &created).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), 0);  // still serving
+  auto evaluator = client(ca.For("evaluator:0"), "evaluator:0", TransportKind::kTensorChannel);
+  EXPECT_TRUE(evaluator->Pull(OnePull("w"), &pulled).ok());
+  EXPECT_EQ(evaluator->Push(OnePush("w", {4}, {1, 1, 1, 1}), &pushed).code(), absl::StatusCode::kPermissionDenied);
+
+  stop.set_reason("the job failed");
+  ASSERT_TRUE(chief->Shutdown(stop, &stopped).ok());
+  guard.reaped = true;
+  EXPECT_EQ(WaitExit(pid, 20), 1);  // stopped by the chief: a runtime failure
+  std::ifstream in(log);
+  const std::string logged((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(logged.find("mutual TLS as ps:0"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("refused pstrain.PsService/Shutdown from worker:0"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("refused pstrain.PsService/Push (tensor channel) from evaluator:0"), std::string::npos)
+      << logged;
+  EXPECT_NE(logged.find("refused a tensor channel connection"), std::string::npos) << logged;
+  std::filesystem::remove_all(dir);
+}
+
+// A plaintext ps says so at start-up; a certificate for another task is a bad configuration.
+TEST(PsBinary, PlaintextWarnsAndAForeignCertificateExitsTwo) {
+  const std::string dir = ::testing::TempDir() + "/ps_binary_certs_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  testing_util::TestCa ca;
+  const TlsConfig other = ca.For("worker:0");
+  WriteFile(dir + "/ca.crt", other.ca_pem);
+  WriteFile(dir + "/ps-0.crt", other.cert_pem);
+  WriteFile(dir + "/ps-0.key", other.key_pem);
+  const std::string tf_config = R"({"cluster":{"ps":["127.0.0.1:1"],"worker":["127.0.0.1:2"]},
+                                    "task":{"type":"ps","index":0}})";
+  const pid_t wrong = Spawn(tf_config, {"--tls_dir=" + dir}, dir + "/wrong.log");
+  EXPECT_EQ(WaitExit(wrong, 20), 2);
+  std::ifstream in(dir + "/wrong.log");
+  const std::string logged((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(logged.find("is for worker:0, but this task is ps:0"), std::string::npos) << logged;
+
+  const int port = testing_util::FreeLoopbackPort();
+  const pid_t plain = Spawn(tf_config, {"--listen=127.0.0.1:" + std::to_string(port)}, dir + "/plain.log");
+  ChildGuard guard{plain};
+  for (int i = 0; i < 400 && !testing_util::LoopbackAccepts(port); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ::kill(plain, SIGTERM);
+  guard.reaped = true;
+  EXPECT_EQ(WaitExit(plain, 10), 0);
+  std::ifstream plain_in(dir + "/plain.log");
+  const std::string plain_log((std::istreambuf_iterator<char>(plain_in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(plain_log.find("WARNING: plaintext"), std::string::npos) << plain_log;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PsBinary, BadTfConfigExitsTwo) {

@@ -1,4 +1,4 @@
-#include "ps/ps_server.h"
+#include "ps/store/ps_server.h"
 
 #include <atomic>
 #include <cmath>
@@ -10,8 +10,9 @@
 #include "common/protocol_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/local_ps_client.h"
+#include "ps/client/local_ps_client.h"
 #include "tests/ps/ps_test_util.h"
+#include "tests/test_util/fake_clock_env.h"
 
 namespace pstrain {
 namespace {
@@ -23,9 +24,29 @@ using testing_util::OnePush;
 using testing_util::Spec;
 using testing_util::ToFloats;
 
+// Options of a ps whose timers run on `clock`.
+PsServer::Options OnClock(Env* clock) {
+  PsServer::Options o;
+  o.task = "ps:0";
+  o.env = clock;
+  return o;
+}
+
 class PsServerTest : public ::testing::Test {
  protected:
-  PsServerTest() : server_(PsServer::Options{"ps:0"}), client_(&server_) {}
+  PsServerTest() : server_(OnClock(&clock_)), client_(&server_) {}
+
+  // Moves the fake clock a second at a time (pausing a little in real time, so parked calls can
+  // arm their timers first) until `done` holds; false when it never did.
+  bool AdvanceUntil(const std::function<bool()>& done) {
+    for (int i = 0; i < 600 && !done(); ++i) {
+      absl::SleepFor(absl::Milliseconds(20));
+      clock_.Advance(absl::Seconds(1));
+    }
+    return done();
+  }
+
+  testing_util::FakeClockEnv clock_;
 
   // One shard "w" of shape [2,3], starting at ones, plain SGD with lr 1.
   absl::Status Create(UpdateMode mode, int workers = 1, int64_t timeout_ms = 5000,
@@ -155,10 +176,20 @@ TEST_F(PsServerTest, DuplicateAndStalePushesAreRejectedNeverAppliedTwice) {
 }
 
 TEST_F(PsServerTest, SyncTimeoutNamesTheMissingWorkers) {
-  ASSERT_TRUE(Create(UPDATE_SYNC, 4, 200).ok());
+  ASSERT_TRUE(Create(UPDATE_SYNC, 4, 60000).ok());
   std::vector<absl::Status> results(2);
-  std::thread a([&] { results[0] = Push(kOnes, 0, 0); });
-  std::thread b([&] { results[1] = Push(kOnes, 2, 0); });
+  std::atomic<int> finished{0};
+  std::thread a([&] {
+    results[0] = Push(kOnes, 0, 0);
+    ++finished;
+  });
+  std::thread b([&] {
+    results[1] = Push(kOnes, 2, 0);
+    ++finished;
+  });
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(finished.load(), 0);  // the fake clock has not moved: nothing timed out
+  EXPECT_TRUE(AdvanceUntil([&] { return finished.load() == 2; }));
   a.join();
   b.join();
   for (const absl::Status& s : results) {
@@ -185,9 +216,16 @@ TEST_F(PsServerTest, PullWithMinVersionWaitsForTheStep) {
 }
 
 TEST_F(PsServerTest, PullWithMinVersionTimesOut) {
-  ASSERT_TRUE(Create(UPDATE_SYNC, 2, 100).ok());
+  ASSERT_TRUE(Create(UPDATE_SYNC, 2, 60000).ok());
   PullResponse pulled;
-  absl::Status s = client_.Pull(OnePull("w", 1), &pulled);
+  absl::Status s;
+  std::atomic<bool> finished{false};
+  std::thread puller([&] {
+    s = client_.Pull(OnePull("w", 1), &pulled);
+    finished = true;
+  });
+  EXPECT_TRUE(AdvanceUntil([&] { return finished.load(); }));
+  puller.join();
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string(s.message()), HasSubstr("shard w is at version 0"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("missing workers [0, 1]"));

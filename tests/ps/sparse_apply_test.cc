@@ -2,7 +2,7 @@
 // formula (computed here in double precision, independently of the code under test) with the
 // duplicate ids' gradients summed; untouched rows and their slots stay bit-identical (adam: every
 // row moves, as documented).
-#include "ps/sparse_apply.h"
+#include "ps/store/sparse_apply.h"
 
 #include <cmath>
 #include <cstring>

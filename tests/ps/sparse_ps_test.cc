@@ -11,10 +11,10 @@
 #include "common/protocol_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/initializers.h"
-#include "ps/local_ps_client.h"
-#include "ps/ps_server.h"
-#include "ps/ps_stats_format.h"
+#include "ps/client/local_ps_client.h"
+#include "ps/client/ps_stats_format.h"
+#include "ps/store/initializers.h"
+#include "ps/store/ps_server.h"
 #include "tests/ps/ps_test_util.h"
 
 namespace pstrain {

@@ -6,14 +6,14 @@
 #include <filesystem>
 #include <memory>
 
+#include "common/checkpoint/checkpoint_index.h"
+#include "common/checkpoint/checkpoint_reader.h"
 #include "common/env.h"
 #include "common/protocol_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/checkpoint_index.h"
-#include "ps/checkpoint_reader.h"
-#include "ps/local_ps_client.h"
-#include "ps/ps_server.h"
+#include "ps/client/local_ps_client.h"
+#include "ps/store/ps_server.h"
 #include "tests/ps/ps_test_util.h"
 #include "tests/test_util/forwarding_env.h"
 

@@ -1,6 +1,6 @@
 // The tensor channel: its framing, the listener that shares the ps's port with gRPC, and the
 // client against a real PsGrpcServer on 127.0.0.1, including the failures a worker can meet (a
-// deadline, a stopped or restarted ps, a peer that breaks the protocol).
+// deadline, a stopped or restarted ps, a peer that breaks the protocol or speaks another version).
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,16 +9,19 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
+#include "common/cluster_spec.h"
 #include "common/protocol_version.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/grpc_ps_client.h"
-#include "ps/ps_grpc_server.h"
-#include "ps/ps_server.h"
-#include "ps/shared_port_listener.h"
-#include "ps/tensor_channel_client.h"
-#include "ps/tensor_channel_wire.h"
+#include "ps/client/grpc_ps_client.h"
+#include "ps/server/ps_grpc_server.h"
+#include "ps/store/ps_server.h"
+#include "ps/transport/shared_port_listener.h"
+#include "ps/transport/tensor_channel_client.h"
+#include "ps/transport/tensor_channel_wire.h"
 #include "tests/ps/ps_test_util.h"
+#include "tests/ps/raw_channel.h"
+#include "tests/test_util/fake_clock_env.h"
 #include "tests/test_util/loopback.h"
 
 namespace pstrain {
@@ -28,33 +31,49 @@ using ::testing::HasSubstr;
 using testing_util::ConnectLoopback;
 using testing_util::OnePull;
 using testing_util::OnePush;
+using testing_util::RawChannel;
 using testing_util::Spec;
 using testing_util::ToFloats;
 
 std::string Message(const absl::Status& s) { return std::string(s.message()); }
 
+TransportConfig Plain(const std::string& caller = "worker:0") {
+  TransportConfig c;
+  c.caller = caller;
+  return c;
+}
+
 // ---- framing ----
 
-TEST(TensorChannelWire, FrameHeadersRoundTripAndRejectCorruption) {
+TEST(TensorChannelWire, FrameHeadersRoundTripAndRejectCorruptionAndOversizes) {
   char header[kFrameHeaderBytes];
-  EncodeFrameHeader(1234, uint64_t{5} << 33, header);
-  uint32_t message_bytes = 0;
-  uint64_t payload_bytes = 0;
-  ASSERT_TRUE(DecodeFrameHeader(header, &message_bytes, &payload_bytes).ok());
-  EXPECT_EQ(message_bytes, 1234u);
-  EXPECT_EQ(payload_bytes, uint64_t{5} << 33);
+  EncodeFrameHeader({1234, uint64_t{5} << 28}, header);
+  absl::StatusOr<FrameHeader> h = DecodeFrameHeader(header);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->message_bytes, 1234u);
+  EXPECT_EQ(h->payload_bytes, uint64_t{5} << 28);
 
-  char corrupt[kFrameHeaderBytes];
-  std::memcpy(corrupt, header, sizeof(header));
-  corrupt[0] ^= 1;
-  absl::Status s = DecodeFrameHeader(corrupt, &message_bytes, &payload_bytes);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(Message(s), HasSubstr("frame magic"));
+  header[0] ^= 1;
+  EXPECT_EQ(DecodeFrameHeader(header).status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(Message(DecodeFrameHeader(header).status()), HasSubstr("frame magic"));
 
-  EncodeFrameHeader(kMaxFrameMessageBytes + 1, 0, header);
-  s = DecodeFrameHeader(header, &message_bytes, &payload_bytes);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(Message(s), HasSubstr("byte message"));
+  EncodeFrameHeader({kMaxFrameMessageBytes + 1, 0}, header);
+  EXPECT_THAT(Message(DecodeFrameHeader(header).status()), HasSubstr("byte message"));
+  // A payload no pull or push may carry (it would be skipped or allocated otherwise).
+  EncodeFrameHeader({10, kMaxFramePayloadBytes + 1}, header);
+  EXPECT_THAT(Message(DecodeFrameHeader(header).status()), HasSubstr("payload bytes"));
+  EncodeFrameHeader({10, ~uint64_t{0}}, header);
+  EXPECT_EQ(DecodeFrameHeader(header).status().code(), absl::StatusCode::kInternal);
+}
+
+TEST(TensorChannelWire, PrefacesTellTheChannelFromGrpcAndOldClients) {
+  EXPECT_EQ(ClassifyPreface(kPrefacePlain), PrefaceKind::kPlain);
+  EXPECT_EQ(ClassifyPreface(kPrefaceTls), PrefaceKind::kTls);
+  EXPECT_EQ(ClassifyPreface(kLegacyPreface), PrefaceKind::kLegacy);
+  EXPECT_EQ(ClassifyPreface("PSTR"), PrefaceKind::kIncomplete);
+  EXPECT_EQ(ClassifyPreface(""), PrefaceKind::kIncomplete);
+  EXPECT_EQ(ClassifyPreface("PRI * HT"), PrefaceKind::kOther);
+  EXPECT_EQ(ClassifyPreface(std::string("\x16\x03\x01\x02\x00\x01\x00\x01", 8)), PrefaceKind::kOther);
 }
 
 TEST(TensorChannelWire, SplitsHostAndPort) {
@@ -71,129 +90,88 @@ TEST(TensorChannelWire, SplitsHostAndPort) {
   EXPECT_FALSE(SplitHostPort("host:", &host, &port));
 }
 
-class SocketPair : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds_), 0); }
-  void TearDown() override {
-    for (int fd : fds_) {
-      if (fd >= 0) ::close(fd);
-    }
-  }
-  int fds_[2] = {-1, -1};
-};
-
-TEST_F(SocketPair, FramesCarryAMessageAndItsPayload) {
-  PullRequest sent;
-  sent.add_shard_names("w/part_0");
-  sent.set_min_version(7);
-  const std::string a(100000, 'a'), b = "tail";
-  std::thread writer([&] {
-    FrameIo io(fds_[0], absl::Now() + absl::Seconds(10), "closed");
-    EXPECT_TRUE(io.WriteFrame(sent, {a, b}).ok());
-  });
-  FrameIo io(fds_[1], absl::Now() + absl::Seconds(10), "closed");
-  PullRequest got;
-  uint64_t payload_bytes = 0;
-  ASSERT_TRUE(io.ReadFrameStart(&got, &payload_bytes).ok());
-  EXPECT_EQ(got.shard_names(0), "w/part_0");
-  EXPECT_EQ(got.min_version(), 7);
-  ASSERT_EQ(payload_bytes, a.size() + b.size());
-  std::string payload(payload_bytes, '\0');
-  ASSERT_TRUE(io.Read(payload.data(), payload.size()).ok());
-  EXPECT_EQ(payload, a + b);
-  writer.join();
-}
-
-TEST_F(SocketPair, APeerThatClosesIsUnavailable) {
-  ::close(fds_[0]);
-  fds_[0] = -1;
-  FrameIo io(fds_[1], absl::Now() + absl::Seconds(10), "the ps closed the connection");
-  PullRequest got;
-  uint64_t payload_bytes = 0;
-  absl::Status s = io.ReadFrameStart(&got, &payload_bytes);
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(Message(s), "the ps closed the connection");
-  EXPECT_TRUE(io.closed_between_frames());
-}
-
-TEST_F(SocketPair, ASilentPeerHitsTheDeadline) {
-  const absl::Time start = absl::Now();
-  FrameIo io(fds_[1], start + absl::Milliseconds(200), "closed");
-  char byte;
-  absl::Status s = io.Read(&byte, 1);
-  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
-}
-
 // ---- the shared port ----
 
 class ListenerTest : public ::testing::Test {
  protected:
   void Start(absl::Duration preface_timeout = absl::Seconds(10)) {
+    TensorChannelServer::Options channel;
+    channel.env = &clock_;
+    channel.log = [](const std::string&) {};
+    channel_ = *TensorChannelServer::Create(&ps_, channel);
     auto l = SharedPortListener::Bind("127.0.0.1:0");
     ASSERT_TRUE(l.ok()) << l.status();
     listener_ = std::move(*l);
-    SharedPortListener::Handlers h;
-    h.grpc = [this](int, int fd, std::string preface) {
-      grpc_prefaces_.push_back(preface);  // one gRPC client per test: no lock needed
-      grpc_seen_.Notify();
-      ::close(fd);
-    };
-    h.tensor_channel = [this](int fd) {
-      char buf[5] = {};
-      FrameIo io(fd, absl::InfiniteFuture(), "closed");
-      tensor_read_ = io.Read(buf, sizeof(buf));
-      tensor_bytes_.assign(buf, sizeof(buf));
-      tensor_done_.Notify();
-    };
-    listener_->Start(std::move(h), preface_timeout);
+    SharedPortListener::Options options;
+    options.preface_timeout = preface_timeout;
+    options.env = &clock_;
+    listener_->Start(
+        channel_.get(),
+        [this](int, int fd, std::string first_bytes) {
+          grpc_first_bytes_ = first_bytes;  // one gRPC client per test: no lock needed
+          grpc_seen_.Notify();
+          ::close(fd);
+        },
+        options);
+  }
+  // Waits (a bounded while) until the listener holds `n` connections.
+  bool WaitForConnections(int n) {
+    for (int i = 0; i < 3000 && listener_->connections() != n; ++i) absl::SleepFor(absl::Milliseconds(10));
+    return listener_->connections() == n;
   }
 
+  testing_util::FakeClockEnv clock_;
+  PsServer ps_{PsServer::Options{"ps:0"}};
+  std::unique_ptr<TensorChannelServer> channel_;
   std::unique_ptr<SharedPortListener> listener_;
-  std::vector<std::string> grpc_prefaces_;
-  absl::Notification grpc_seen_, tensor_done_;
-  absl::Status tensor_read_;
-  std::string tensor_bytes_;
+  std::string grpc_first_bytes_;
+  absl::Notification grpc_seen_;
 };
 
 TEST_F(ListenerTest, SendsEachClientToItsProtocol) {
   Start();
-  const int tensor = ConnectLoopback(listener_->port());
-  const std::string hello = std::string(kTensorChannelPreface) + "hello";
-  ASSERT_EQ(::send(tensor, hello.data(), hello.size(), 0), static_cast<ssize_t>(hello.size()));
-  ASSERT_TRUE(tensor_done_.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  EXPECT_TRUE(tensor_read_.ok()) << tensor_read_;
-  EXPECT_EQ(tensor_bytes_, "hello");
+  RawChannel channel(listener_->port());
+  TensorCallResponse answer;
+  ASSERT_TRUE(channel.Open(&answer));
+  EXPECT_EQ(answer.code(), 0) << answer.message();
+  EXPECT_EQ(answer.hello().task(), "ps:0");
+  EXPECT_EQ(answer.hello().protocol_version(), kProtocolVersion);
 
-  const int grpc = ConnectLoopback(listener_->port());
+  RawChannel grpc(listener_->port());
   const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-  ASSERT_EQ(::send(grpc, preface.data(), preface.size(), 0), static_cast<ssize_t>(preface.size()));
-  ASSERT_TRUE(grpc_seen_.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  ASSERT_EQ(grpc_prefaces_.size(), 1u);
-  EXPECT_EQ(grpc_prefaces_[0], preface.substr(0, grpc_prefaces_[0].size()));  // handed over with what was read
-  EXPECT_FALSE(grpc_prefaces_[0].empty());
-  ::close(tensor);
-  ::close(grpc);
+  ASSERT_TRUE(grpc.Send(preface));
+  ASSERT_TRUE(grpc_seen_.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(grpc_first_bytes_, preface.substr(0, kPrefaceBytes));  // handed over with what was read
 }
 
-TEST_F(ListenerTest, ClosesAClientThatSendsNothing) {
-  Start(absl::Milliseconds(200));
-  const int fd = ConnectLoopback(listener_->port());
-  char byte;
-  EXPECT_EQ(::recv(fd, &byte, 1, 0), 0);  // closed by the listener, not left hanging
-  ::close(fd);
+TEST_F(ListenerTest, ASilentClientIsClosedAtThePrefaceDeadlineOfTheEnvClock) {
+  Start(absl::Seconds(10));
+  RawChannel silent(listener_->port());
+  ASSERT_TRUE(WaitForConnections(1));
+  clock_.Advance(absl::Seconds(9));  // not yet
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(listener_->connections(), 1);
+  clock_.Advance(absl::Seconds(2));
+  EXPECT_TRUE(silent.ClosedByPeer());
+  EXPECT_TRUE(WaitForConnections(0));
 }
 
-TEST_F(ListenerTest, ShutdownEndsTensorConnections) {
+TEST_F(ListenerTest, AHelloMustComeWithinThePrefaceDeadlineToo) {
+  Start(absl::Seconds(10));
+  RawChannel slow(listener_->port());
+  ASSERT_TRUE(slow.Send(std::string(kPrefacePlain)));
+  EXPECT_EQ(slow.Receive(kPrefaceBytes), kPrefacePlain);
+  clock_.Advance(absl::Seconds(11));  // the hello never comes
+  EXPECT_TRUE(slow.ClosedByPeer());
+}
+
+TEST_F(ListenerTest, ShutdownEndsChannelConnections) {
   Start();
-  const int fd = ConnectLoopback(listener_->port());
-  const std::string partial = std::string(kTensorChannelPreface) + "he";  // the handler waits for 3 more
-  ASSERT_EQ(::send(fd, partial.data(), partial.size(), 0), static_cast<ssize_t>(partial.size()));
-  absl::SleepFor(absl::Milliseconds(100));
-  listener_->Shutdown();  // returns only once the handler's thread ended
-  ASSERT_TRUE(tensor_done_.HasBeenNotified());
-  EXPECT_EQ(tensor_read_.code(), absl::StatusCode::kUnavailable);
-  ::close(fd);
+  RawChannel channel(listener_->port());
+  ASSERT_TRUE(channel.Open());
+  listener_->Shutdown();
+  EXPECT_TRUE(channel.ClosedByPeer());
+  EXPECT_EQ(listener_->connections(), 0);
 }
 
 TEST(SharedPortListener, BindErrorsNameTheAddress) {
@@ -207,17 +185,22 @@ TEST(SharedPortListener, BindErrorsNameTheAddress) {
   EXPECT_EQ(SharedPortListener::Bind("no-port").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// ---- the channel through a real ps ----
-
-constexpr int64_t kRows = 300, kCols = 256;  // 300 KiB
+// ---- versions ----
 
 class ChannelTest : public ::testing::Test {
  protected:
+  static constexpr int64_t kRows = 300, kCols = 256;  // 300 KiB
+
   void SetUp() override { StartServer(0); }
 
   void StartServer(int port) {
     ps_ = std::make_unique<PsServer>(PsServer::Options{"ps:0"});
-    auto server = PsGrpcServer::Start(ps_.get(), "127.0.0.1:" + std::to_string(port));
+    PsGrpcServer::Options options;
+    options.log = [this](const std::string& line) {
+      absl::MutexLock l(&log_mu_);
+      log_ += line + "\n";
+    };
+    auto server = PsGrpcServer::Start(ps_.get(), "127.0.0.1:" + std::to_string(port), options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     address_ = "127.0.0.1:" + std::to_string(server_->port());
@@ -225,75 +208,150 @@ class ChannelTest : public ::testing::Test {
 
   absl::Status Create(UpdateMode mode, int workers) {
     CreateShardsResponse resp;
-    GrpcPsClient control(address_, "ps:0", absl::Seconds(10));
+    GrpcPsClient control(address_, "ps:0", absl::Seconds(10), Plain("chief:0"));
     return control.CreateShards(
         testing_util::CreateRequest({Spec("big", {kRows, kCols}, 0, kRows, "ones")}, mode, workers), &resp);
+  }
+  std::string Log() {
+    absl::MutexLock l(&log_mu_);
+    return log_;
   }
 
   std::unique_ptr<PsServer> ps_;
   std::unique_ptr<PsGrpcServer> server_;
   std::string address_;
+  absl::Mutex log_mu_;
+  std::string log_ ABSL_GUARDED_BY(log_mu_);
 };
+
+TEST_F(ChannelTest, AnotherProtocolVersionIsAFailedPreconditionNamingBoth) {
+  RawChannel old(server_->port());
+  TensorCallResponse answer;
+  ASSERT_TRUE(old.Open(&answer, "worker:4", kProtocolVersion - 1));
+  EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(answer.message(), HasSubstr("worker:4"));
+  EXPECT_THAT(answer.message(), HasSubstr(absl::StrCat("version ", kProtocolVersion - 1)));
+  EXPECT_THAT(answer.message(), HasSubstr(absl::StrCat("speaks ", kProtocolVersion)));
+  EXPECT_TRUE(old.ClosedByPeer());
+}
+
+TEST_F(ChannelTest, AProtocolVersion2ClientReadsARefusalItUnderstands) {
+  RawChannel old(server_->port());
+  ASSERT_TRUE(old.Send(std::string(kLegacyPreface)));
+  TensorCallResponse answer;
+  ASSERT_TRUE(old.ReadFrame(&answer));  // version 2's frames have this header and message
+  EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(answer.message(), HasSubstr("version 2"));
+  EXPECT_THAT(answer.message(), HasSubstr(absl::StrCat("speaks ", kProtocolVersion)));
+}
+
+TEST_F(ChannelTest, ACallBeforeTheHelloIsRefused) {
+  RawChannel raw(server_->port());
+  ASSERT_TRUE(raw.Send(std::string(kPrefacePlain)));
+  ASSERT_EQ(raw.Receive(kPrefaceBytes), kPrefacePlain);
+  TensorCallRequest pull;
+  pull.mutable_pull()->add_shard_names("big");
+  ASSERT_TRUE(raw.SendFrame(pull));
+  TensorCallResponse answer;
+  ASSERT_TRUE(raw.ReadFrame(&answer));
+  EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(answer.message(), HasSubstr("first call must be the hello"));
+  EXPECT_TRUE(raw.ClosedByPeer());
+}
+
+// A fake ps that echoes the preface, then answers the hello with `version`.
+TEST(TensorChannelClient, APsOfAnotherVersionIsAFailedPreconditionNotARetry) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::listen(listener, 1);
+  std::thread fake([listener] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    char preface[kPrefaceBytes];
+    if (::recv(fd, preface, sizeof(preface), MSG_WAITALL) == sizeof(preface)) {
+      ::send(fd, preface, sizeof(preface), MSG_NOSIGNAL);
+      char header[kFrameHeaderBytes];
+      ::recv(fd, header, sizeof(header), MSG_WAITALL);
+      std::string body(DecodeFrameHeader(header)->message_bytes, '\0');
+      ::recv(fd, body.data(), body.size(), MSG_WAITALL);
+      TensorCallResponse answer;
+      answer.mutable_hello()->set_protocol_version(kProtocolVersion + 1);
+      const std::string frame = FrameHead(answer, 0);
+      ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL);
+    }
+    ::close(fd);
+  });
+  TensorChannelClient client("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), "ps:9", Plain());
+  PullResponse pulled;
+  absl::Status s = client.Pull(OnePull("w"), &pulled, absl::Seconds(30));
+  fake.join();
+  ::close(listener);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(Message(s), HasSubstr(absl::StrCat("version ", kProtocolVersion + 1)));
+  EXPECT_THAT(Message(s), HasSubstr(absl::StrCat("speaks ", kProtocolVersion)));
+  EXPECT_THAT(Message(s), HasSubstr("ps:9"));
+}
+
+// ---- calls through a real ps ----
 
 TEST_F(ChannelTest, ARejectedPushLeavesTheShardAndTheConnectionUsable) {
   ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
-  TensorChannelClient client(address_, "ps:0 at " + address_);
+  TensorChannelClient client(address_, "ps:0 at " + address_, Plain());
   PushResponse pushed;
   absl::Status s = client.Push(OnePush("big", {kRows + 1, kCols}, std::vector<float>((kRows + 1) * kCols, 1.0f)),
-                               &pushed, absl::Now() + absl::Seconds(10));
+                               &pushed, absl::Seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Message(s), HasSubstr("ps:0 at 127.0.0.1"));
   EXPECT_THAT(Message(s), HasSubstr("shard big: gradient shape"));
-  // The rejected gradient's bytes were drained: the next call on the pooled connection works.
-  ASSERT_TRUE(client
-                  .Push(OnePush("big", {kRows, kCols}, std::vector<float>(kRows * kCols, 0.5f)), &pushed,
-                        absl::Now() + absl::Seconds(10))
-                  .ok());
+  // The rejected gradient's bytes were skipped: the next call on the pooled connection works.
+  ASSERT_TRUE(
+      client.Push(OnePush("big", {kRows, kCols}, std::vector<float>(kRows * kCols, 0.5f)), &pushed, absl::Seconds(10))
+          .ok());
   EXPECT_THAT(pushed.versions(), ::testing::ElementsAre(1));
   PullResponse pulled;
-  ASSERT_TRUE(client.Pull(OnePull("big"), &pulled, absl::Now() + absl::Seconds(10)).ok());
+  ASSERT_TRUE(client.Pull(OnePull("big"), &pulled, absl::Seconds(10)).ok());
   EXPECT_EQ(ToFloats(pulled.values(0).value()), std::vector<float>(kRows * kCols, 0.5f));
 }
 
 TEST_F(ChannelTest, AWrongPayloadSizeIsRejectedNamingTheShard) {
   ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
-  const int fd = ConnectLoopback(server_->port());
-  FrameIo io(fd, absl::Now() + absl::Seconds(10), "closed");
-  ASSERT_TRUE(io.Write({{const_cast<char*>(kTensorChannelPreface.data()), kTensorChannelPreface.size()}}).ok());
+  RawChannel raw(server_->port());
+  ASSERT_TRUE(raw.Open());
   TensorCallRequest call;
   *call.mutable_push() = OnePush("big", {kRows, kCols}, {});
   call.add_payload_bytes(8);  // the shard needs kRows * kCols * 4
-  ASSERT_TRUE(io.WriteFrame(call, {std::string(8, '\0')}).ok());
+  ASSERT_TRUE(raw.SendFrame(call, std::string(8, '\0')));
   TensorCallResponse answer;
-  uint64_t payload_bytes = 0;
-  ASSERT_TRUE(io.ReadFrameStart(&answer, &payload_bytes).ok());
+  ASSERT_TRUE(raw.ReadFrame(&answer));
   EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(answer.message(), HasSubstr("shard big: gradient of 8 bytes"));
-  ::close(fd);
   PsStatsResponse stats;
   ASSERT_TRUE(ps_->GetStats(PsStatsRequest(), &stats).ok());
   EXPECT_EQ(stats.total().version(), 0);  // nothing applied
 }
 
 // A peer's announced sizes of table rows are checked against num_ids and the shard's row size
-// before anything is allocated for them; the bytes are drained and the connection stays usable.
+// before anything is allocated for them; the bytes are skipped and the connection stays usable.
 TEST_F(ChannelTest, RowSizesThatDoNotFitTheIdCountAreRejected) {
   CreateShardsResponse created;
-  GrpcPsClient control(address_, "ps:0", absl::Seconds(10));
+  GrpcPsClient control(address_, "ps:0", absl::Seconds(10), Plain("chief:0"));
   ASSERT_TRUE(control
                   .CreateShards(testing_util::CreateRequest({testing_util::TableShard("t", 100, 4, 0, 100, 1, "t")},
                                                             UPDATE_ASYNC, 1),
                                 &created)
                   .ok());
-  const int fd = ConnectLoopback(server_->port());
-  FrameIo io(fd, absl::Now() + absl::Seconds(10), "closed");
-  ASSERT_TRUE(io.Write({{const_cast<char*>(kTensorChannelPreface.data()), kTensorChannelPreface.size()}}).ok());
-  auto answer_of = [&](const TensorCallRequest& call, const std::string& payload, uint64_t answer_bytes = 0) {
-    EXPECT_TRUE(io.WriteFrame(call, {payload}).ok());
+  RawChannel raw(server_->port());
+  ASSERT_TRUE(raw.Open());
+  auto answer_of = [&](const TensorCallRequest& call, const std::string& payload, size_t answer_bytes = 0) {
+    EXPECT_TRUE(raw.SendFrame(call, payload));
     TensorCallResponse answer;
-    uint64_t payload_bytes = 0;
-    EXPECT_TRUE(io.ReadFrameStart(&answer, &payload_bytes).ok());
-    EXPECT_EQ(payload_bytes, answer_bytes);
+    std::string bytes;
+    EXPECT_TRUE(raw.ReadFrame(&answer, &bytes));
+    EXPECT_EQ(bytes.size(), answer_bytes);
     return answer;
   };
   struct Case {
@@ -322,7 +380,6 @@ TEST_F(ChannelTest, RowSizesThatDoNotFitTheIdCountAreRejected) {
   // Still in step: a well-formed pull of two rows on the same connection.
   rows->set_num_ids(2);
   const TensorCallResponse good = answer_of(pull, std::string(16, '\0'), 2 * 4 * 4);
-  ::close(fd);
   EXPECT_EQ(good.code(), 0) << good.message();
   PsStatsResponse stats;
   ASSERT_TRUE(ps_->GetStats(PsStatsRequest(), &stats).ok());
@@ -330,24 +387,34 @@ TEST_F(ChannelTest, RowSizesThatDoNotFitTheIdCountAreRejected) {
   EXPECT_EQ(stats.total().rows_pulled(), 2);
 }
 
+TEST_F(ChannelTest, NegativeOrOverflowingSizesCloseTheConnectionAndAreLogged) {
+  ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
+  for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{-1, 1}, {INT64_MAX, INT64_MAX, 2}}) {
+    RawChannel raw(server_->port());
+    ASSERT_TRUE(raw.Open());
+    TensorCallRequest call;
+    *call.mutable_push() = OnePush("big", {kRows, kCols}, {});
+    for (int64_t s : sizes) call.add_payload_bytes(s);
+    ASSERT_TRUE(raw.SendFrame(call));
+    EXPECT_TRUE(raw.ClosedByPeer());
+  }
+  EXPECT_THAT(Log(), HasSubstr("push payload size out of range"));
+}
+
 TEST_F(ChannelTest, AClientThatBreaksTheProtocolIsDisconnectedAndOthersGoOn) {
   ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
-  const int fd = ConnectLoopback(server_->port());
-  const std::string garbage = std::string(kTensorChannelPreface) + std::string(16, 'x');
-  ASSERT_EQ(::send(fd, garbage.data(), garbage.size(), 0), static_cast<ssize_t>(garbage.size()));
-  char byte;
-  EXPECT_EQ(::recv(fd, &byte, 1, 0), 0);
-  ::close(fd);
-  TensorChannelClient client(address_, "ps:0");
+  RawChannel raw(server_->port());
+  ASSERT_TRUE(raw.Open());
+  ASSERT_TRUE(raw.Send(std::string(16, 'x')));
+  EXPECT_TRUE(raw.ClosedByPeer());
+  TensorChannelClient client(address_, "ps:0", Plain());
   PullResponse pulled;
-  EXPECT_TRUE(client.Pull(OnePull("big"), &pulled, absl::Now() + absl::Seconds(10)).ok());
+  EXPECT_TRUE(client.Pull(OnePull("big"), &pulled, absl::Seconds(10)).ok());
 }
 
 TEST_F(ChannelTest, APullPastItsDeadlineFailsAndTheClientRecovers) {
   ASSERT_TRUE(Create(UPDATE_SYNC, 2).ok());
-  GrpcPsClient client(address_, "ps:0", absl::Milliseconds(300));
-  client.set_bulk_transport(BulkTransport::kTensorChannel);
-  client.set_stream_threshold_bytes(0);
+  GrpcPsClient client(address_, "ps:0", absl::Milliseconds(300), Plain());
   PullResponse pulled;
   absl::Status s = client.Pull(OnePull("big", /*min_version=*/1), &pulled);  // no step completes
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
@@ -358,46 +425,50 @@ TEST_F(ChannelTest, APullPastItsDeadlineFailsAndTheClientRecovers) {
 
 TEST_F(ChannelTest, AParkedCallFailsWhenThePsStops) {
   ASSERT_TRUE(Create(UPDATE_SYNC, 2).ok());
-  TensorChannelClient client(address_, "ps:0");
+  TensorChannelClient client(address_, "ps:0", Plain());
   absl::Status s;
+  absl::Notification started;
   std::thread waiter([&] {
     PullResponse pulled;
-    s = client.Pull(OnePull("big", 1), &pulled, absl::Now() + absl::Seconds(30));
+    started.Notify();
+    s = client.Pull(OnePull("big", 1), &pulled, absl::Seconds(30));
   });
-  absl::SleepFor(absl::Milliseconds(200));
+  started.WaitForNotification();
+  // Stops the ps once the pull is parked on it (or, should the pull come later, before it).
+  for (int i = 0; i < 300 && server_->listener().connections() == 0; ++i) absl::SleepFor(absl::Milliseconds(10));
   server_->Shutdown(absl::Seconds(1));
   waiter.join();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   PullResponse pulled;
-  s = client.Pull(OnePull("big"), &pulled, absl::Now() + absl::Seconds(10));
+  s = client.Pull(OnePull("big"), &pulled, absl::Seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_THAT(Message(s), HasSubstr("ps:0"));
 }
 
 TEST_F(ChannelTest, APsRestartedOnTheSamePortIsReachedAgain) {
   ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
-  TensorChannelClient client(address_, "ps:0");
+  TensorChannelClient client(address_, "ps:0", Plain());
   PullResponse pulled;
-  ASSERT_TRUE(client.Pull(OnePull("big"), &pulled, absl::Now() + absl::Seconds(10)).ok());
+  ASSERT_TRUE(client.Pull(OnePull("big"), &pulled, absl::Seconds(10)).ok());
   const int port = server_->port();
   server_->Shutdown(absl::Seconds(1));
   server_.reset();
   StartServer(port);
   ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
   // The pooled connection to the old ps is found closed and replaced.
-  absl::Status s = client.Pull(OnePull("big"), &pulled, absl::Now() + absl::Seconds(10));
+  absl::Status s = client.Pull(OnePull("big"), &pulled, absl::Seconds(10));
   EXPECT_TRUE(s.ok()) << s;
 }
 
 TEST_F(ChannelTest, ConcurrentPullsAndPushesAreNeverTorn) {
   CreateShardsResponse created;
-  GrpcPsClient control(address_, "ps:0", absl::Seconds(10));
+  GrpcPsClient control(address_, "ps:0", absl::Seconds(10), Plain("chief:0"));
   ASSERT_TRUE(
       control
           .CreateShards(testing_util::CreateRequest({Spec("z", {kRows, kCols}, 0, kRows, "zeros")}, UPDATE_ASYNC, 1),
                         &created)
           .ok());
-  TensorChannelClient client(address_, "ps:0");  // shared: concurrent calls get their own connections
+  TensorChannelClient client(address_, "ps:0", Plain());  // shared: concurrent calls get their own connections
   constexpr int kPushers = 3, kPushes = 30;
   std::atomic<bool> torn{false};
   std::vector<std::thread> threads;
@@ -406,14 +477,14 @@ TEST_F(ChannelTest, ConcurrentPullsAndPushesAreNeverTorn) {
       const PushRequest push = OnePush("z", {kRows, kCols}, std::vector<float>(kRows * kCols, 1.0f));
       for (int i = 0; i < kPushes; ++i) {
         PushResponse r;
-        EXPECT_TRUE(client.Push(push, &r, absl::Now() + absl::Seconds(30)).ok());
+        EXPECT_TRUE(client.Push(push, &r, absl::Seconds(30)).ok());
       }
     });
   }
   threads.emplace_back([&] {
     PullResponse p;  // reused, as a worker does
     for (int i = 0; i < 60; ++i) {
-      ASSERT_TRUE(client.Pull(OnePull("z"), &p, absl::Now() + absl::Seconds(30)).ok());
+      ASSERT_TRUE(client.Pull(OnePull("z"), &p, absl::Seconds(30)).ok());
       const std::vector<float> v = ToFloats(p.values(0).value());
       // Every element moved by the same number of updates, equal to the version read with it.
       for (float f : v) {
@@ -425,31 +496,61 @@ TEST_F(ChannelTest, ConcurrentPullsAndPushesAreNeverTorn) {
   for (std::thread& t : threads) t.join();
   EXPECT_FALSE(torn.load());
   PullResponse p;
-  ASSERT_TRUE(client.Pull(OnePull("z"), &p, absl::Now() + absl::Seconds(10)).ok());
+  ASSERT_TRUE(client.Pull(OnePull("z"), &p, absl::Seconds(10)).ok());
   EXPECT_EQ(p.values(0).version(), kPushers * kPushes);
   EXPECT_EQ(ToFloats(p.values(0).value())[4321], -static_cast<float>(kPushers * kPushes));
 }
 
-TEST_F(ChannelTest, APsThatBreaksTheProtocolIsInternal) {
-  // A fake ps: reads the preface and one frame header, then answers garbage.
-  auto listener = SharedPortListener::Bind("127.0.0.1:0");
-  ASSERT_TRUE(listener.ok());
-  SharedPortListener::Handlers h;
-  h.grpc = [](int, int fd, std::string) { ::close(fd); };
-  h.tensor_channel = [](int fd) {
-    FrameIo io(fd, absl::Now() + absl::Seconds(10), "closed");
-    TensorCallRequest call;
-    uint64_t payload_bytes = 0;
-    if (!io.ReadFrameStart(&call, &payload_bytes).ok()) return;
-    const std::string garbage(kFrameHeaderBytes, 'z');
-    (void)io.Write({{const_cast<char*>(garbage.data()), garbage.size()}});
-  };
-  (*listener)->Start(std::move(h));
-  TensorChannelClient client("127.0.0.1:" + std::to_string((*listener)->port()), "ps:9");
-  PullResponse pulled;
-  absl::Status s = client.Pull(OnePull("big"), &pulled, absl::Now() + absl::Seconds(10));
-  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(Message(s), HasSubstr("ps:9: tensor channel out of step"));
+// A ps that answers a pull with sizes that do not fit what was asked: INTERNAL, no allocation.
+TEST(TensorChannelClient, APsThatAnnouncesWrongSizesIsInternal) {
+  for (int64_t announced : {int64_t{-8}, int64_t{1} << 40, int64_t{12}}) {
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::listen(listener, 1);
+    std::thread fake([listener, announced] {
+      const int fd = ::accept(listener, nullptr, nullptr);
+      auto read_frame = [fd] {
+        char header[kFrameHeaderBytes];
+        ::recv(fd, header, sizeof(header), MSG_WAITALL);
+        absl::StatusOr<FrameHeader> h = DecodeFrameHeader(header);
+        std::string rest(h.ok() ? h->message_bytes + h->payload_bytes : 0, '\0');
+        ::recv(fd, rest.data(), rest.size(), MSG_WAITALL);
+      };
+      char preface[kPrefaceBytes];
+      ::recv(fd, preface, sizeof(preface), MSG_WAITALL);
+      ::send(fd, preface, sizeof(preface), MSG_NOSIGNAL);
+      read_frame();
+      TensorCallResponse hello;
+      hello.mutable_hello()->set_protocol_version(kProtocolVersion);
+      std::string out = FrameHead(hello, 0);
+      ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+      read_frame();
+      TensorCallResponse pulled;  // a 4-float shard announced as `announced` bytes
+      ShardValue* v = pulled.mutable_pull()->add_values();
+      v->set_name("w");
+      v->mutable_value()->add_shape(4);
+      pulled.add_payload_bytes(announced);
+      out = FrameHead(pulled, 16);
+      ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+      char byte;
+      ::recv(fd, &byte, 1, 0);  // until the client closes
+      ::close(fd);
+    });
+    TensorChannelClient client("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), "ps:9", Plain());
+    PullResponse pulled;
+    absl::Status s = client.Pull(OnePull("w"), &pulled, absl::Seconds(30));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << announced;
+    EXPECT_THAT(Message(s), HasSubstr("ps:9: tensor channel protocol violation")) << announced;
+    EXPECT_EQ(pulled.values_size(), 0);
+    // The client closes the connection it no longer trusts: the fake's read ends.
+    fake.join();
+    ::close(listener);
+  }
 }
 
 TEST(TensorChannelClient, AnIpv6WildcardPsServesBothFamilies) {
@@ -457,15 +558,15 @@ TEST(TensorChannelClient, AnIpv6WildcardPsServesBothFamilies) {
   auto server = PsGrpcServer::Start(&ps, "[::]:0");
   if (!server.ok()) GTEST_SKIP() << "no IPv6 on this machine: " << server.status();
   const std::string port = std::to_string((*server)->port());
-  GrpcPsClient control("127.0.0.1:" + port, "ps:0", absl::Seconds(10));
+  GrpcPsClient control("127.0.0.1:" + port, "ps:0", absl::Seconds(10), Plain("chief:0"));
   CreateShardsResponse created;
   ASSERT_TRUE(
       control.CreateShards(testing_util::CreateRequest({Spec("w", {4}, 0, 4, "ones")}, UPDATE_ASYNC, 1), &created)
           .ok());
   for (const std::string host : {"127.0.0.1", "[::1]"}) {
-    TensorChannelClient client(host + ":" + port, "ps:0");
+    TensorChannelClient client(host + ":" + port, "ps:0", Plain());
     PullResponse pulled;
-    absl::Status s = client.Pull(OnePull("w"), &pulled, absl::Now() + absl::Seconds(10));
+    absl::Status s = client.Pull(OnePull("w"), &pulled, absl::Seconds(10));
     ASSERT_TRUE(s.ok()) << host << ": " << s;
     EXPECT_EQ(ToFloats(pulled.values(0).value()), std::vector<float>(4, 1.0f));
   }
@@ -473,9 +574,9 @@ TEST(TensorChannelClient, AnIpv6WildcardPsServesBothFamilies) {
 
 TEST(TensorChannelClient, UnreachablePsIsUnavailable) {
   const int port = testing_util::FreeLoopbackPort();
-  TensorChannelClient client("127.0.0.1:" + std::to_string(port), "ps:3 at 127.0.0.1");
+  TensorChannelClient client("127.0.0.1:" + std::to_string(port), "ps:3 at 127.0.0.1", Plain());
   PullResponse pulled;
-  absl::Status s = client.Pull(OnePull("w"), &pulled, absl::Now() + absl::Seconds(5));
+  absl::Status s = client.Pull(OnePull("w"), &pulled, absl::Seconds(5));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(Message(s), HasSubstr("ps:3 at 127.0.0.1: cannot connect"));
 }

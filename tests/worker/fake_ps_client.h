@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "ps/ps_client.h"
+#include "ps/client/ps_client.h"
 
 namespace pstrain {
 

@@ -6,7 +6,7 @@
 #include "common/model_variables.h"
 #include "common/variable_planner.h"
 #include "gtest/gtest.h"
-#include "ps/initializers.h"
+#include "ps/store/initializers.h"
 
 namespace pstrain {
 namespace {

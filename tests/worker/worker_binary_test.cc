@@ -18,8 +18,8 @@
 #include "common/variable_planner.h"
 #include "gtest/gtest.h"
 #include "tests/test_util/loopback.h"
-#include "ps/grpc_ps_client.h"
-#include "ps/optimizer.h"
+#include "ps/client/grpc_ps_client.h"
+#include "ps/store/optimizer.h"
 #include "worker/grpc_worker_client.h"
 
 extern char** environ;
@@ -86,7 +86,7 @@ struct RealCluster {
     job.mode = mode;
     const VariablePlanProto plan =
         VariablePlanToProto(*PlanVariables(*ModelVariables(job.model), job.partitioner, 1), job.seed);
-    GrpcPsClient ps_client(ps_address, "ps:0", absl::Seconds(10));
+    GrpcPsClient ps_client(ps_address, "ps:0", absl::Seconds(10), TransportConfig());
     CreateShardsRequest create;
     create.set_protocol_version(kProtocolVersion);
     for (const auto& v : plan.variables()) *create.add_shards() = v.shards(0);
@@ -96,7 +96,7 @@ struct RealCluster {
     create.set_initialize(true);
     CreateShardsResponse created;
     EXPECT_TRUE(ps_client.CreateShards(create, &created).ok());
-    client = NewGrpcWorkerClient(worker_address, "worker:0");
+    client = NewGrpcWorkerClient(worker_address, "worker:0", TlsConfig());
     ConfigureRequest configure;
     configure.set_protocol_version(kProtocolVersion);
     configure.set_job_spec_json(DumpJson(JobSpecToJson(job)));

@@ -7,12 +7,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+
+#include "absl/synchronization/mutex.h"
 #include "common/protocol_version.h"
+#include "tests/test_util/test_certs.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/worker/fake_ps_client.h"
 #include "worker/cpu/cpu_gradient_computer.h"
 #include "worker/grpc_worker_client.h"
+#include "worker/worker_grpc_server.h"
 
 namespace pstrain {
 namespace {
@@ -59,7 +64,7 @@ TEST(WorkerServiceTest, ServesTheWorkerOverGrpc) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
   ASSERT_GT(port, 0);
-  auto client = NewGrpcWorkerClient(absl::StrCat("127.0.0.1:", port), "worker:0 at test");
+  auto client = NewGrpcWorkerClient(absl::StrCat("127.0.0.1:", port), "worker:0 at test", TlsConfig());
 
   HandshakeRequest hello;
   hello.set_protocol_version(kProtocolVersion);
@@ -107,12 +112,76 @@ TEST(WorkerServiceTest, DeadWorkerIsUnavailable) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   const int port = ntohs(addr.sin_port);
   close(fd);
-  auto client = NewGrpcWorkerClient(absl::StrCat("127.0.0.1:", port), "worker:3");
+  auto client = NewGrpcWorkerClient(absl::StrCat("127.0.0.1:", port), "worker:3", TlsConfig());
   HandshakeRequest hello;
   HandshakeResponse hi;
   const absl::Status s = client->Handshake(hello, &hi, 2000);
   EXPECT_TRUE(s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_NE(s.message().find("worker:3"), std::string::npos) << s;
+}
+
+// With TLS, only the chief may configure, run, evaluate on or stop a worker: another worker's
+// certificate is refused (PERMISSION_DENIED naming caller and call), a stranger cannot connect.
+TEST(WorkerServiceTest, WithTlsOnlyTheChiefDrivesAWorker) {
+  FakePsClient ps(0);
+  ps.CreateFromPlan(LinearPlan(), [](const std::string&, int64_t, int64_t) { return 0.f; });
+  WorkerOptions options;
+  options.task = "worker:0";
+  Worker worker(
+      options,
+      [&ps](const std::string&, int) -> absl::StatusOr<std::unique_ptr<PsClient>> {
+        return std::unique_ptr<PsClient>(new BorrowedPsClient(&ps));
+      },
+      NewCpuGradientComputer);
+  testing_util::TestCa ca;
+  std::atomic<int> stops{0};
+  std::string log;
+  absl::Mutex log_mu;
+  auto server = WorkerGrpcServer::Start(
+      &worker, "127.0.0.1:0",
+      [&stops](const ShutdownRequest&) {
+        ++stops;
+        return absl::OkStatus();
+      },
+      nullptr, ca.For("worker:0"), [&](const std::string& line) {
+        absl::MutexLock l(&log_mu);
+        log += line + "\n";
+      });
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string address = absl::StrCat("127.0.0.1:", (*server)->port());
+  ConfigureRequest configure;
+  configure.set_protocol_version(kProtocolVersion);
+  configure.set_job_spec_json(kJob);
+  *configure.mutable_plan() = LinearPlan();
+  configure.add_ps_addresses("ps");
+  configure.set_num_workers(1);
+  ConfigureResponse configured;
+  ShutdownRequest stop;
+  ShutdownResponse stopped;
+
+  auto other = NewGrpcWorkerClient(address, "worker:0", ca.For("worker:1"));
+  absl::Status s = other->Configure(configure, &configured, 20000);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_NE(s.message().find("worker:1 may not call pstrain.WorkerService/Configure"), std::string::npos) << s;
+  EXPECT_EQ(other->Shutdown(stop, &stopped, 20000).code(), absl::StatusCode::kPermissionDenied);
+  RunStepsRequest run;
+  RunStepsResponse ran;
+  EXPECT_EQ(other->RunSteps(run, &ran, 20000).code(), absl::StatusCode::kPermissionDenied);
+  testing_util::TestCa stranger_ca("another CA");
+  for (const TlsConfig& tls : {TlsConfig(), stranger_ca.For("chief:0")}) {
+    auto stranger = NewGrpcWorkerClient(address, "worker:0", tls);
+    EXPECT_FALSE(stranger->Shutdown(stop, &stopped, 20000).ok());
+    EXPECT_FALSE(stranger->Configure(configure, &configured, 20000).ok());
+  }
+  EXPECT_EQ(stops.load(), 0);
+
+  auto chief = NewGrpcWorkerClient(address, "worker:0", ca.For("chief:0"));
+  s = chief->Configure(configure, &configured, 20000);
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(chief->Shutdown(stop, &stopped, 20000).ok());
+  EXPECT_EQ(stops.load(), 1);
+  absl::MutexLock l(&log_mu);
+  EXPECT_NE(log.find("refused pstrain.WorkerService/Configure from worker:1"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -9,9 +9,9 @@
 #include "common/protocol_version.h"
 #include "common/variable_planner.h"
 #include "gtest/gtest.h"
-#include "ps/local_ps_client.h"
-#include "ps/optimizer.h"
-#include "ps/ps_server.h"
+#include "ps/client/local_ps_client.h"
+#include "ps/store/optimizer.h"
+#include "ps/store/ps_server.h"
 #include "worker/cpu/cpu_gradient_computer.h"
 #include "worker/worker.h"
 

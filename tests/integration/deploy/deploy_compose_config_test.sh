@@ -34,6 +34,21 @@ if out=$(check_tf_config_dir "$tmp/bad" "$pstrain"); then
 fi
 grep -q "task worker:0 is also the task of" <<<"$out" || { echo "FAIL: unexpected message: $out"; exit 1; }
 
+# With docker-compose.tls.yml: every service mounts the TLS files, names them in PSTRAIN_TLS_DIR and
+# probes its health with its own task's certificate.
+docker-compose -f "$compose_file" -f "$src/deploy/docker/docker-compose.tls.yml" config >"$tmp/tls.yml"
+"$(deploy_python)" - "$tmp/tls.yml" <<'PY'
+import json, sys, yaml
+services = yaml.safe_load(open(sys.argv[1]))["services"]
+for name, s in services.items():
+    task = json.loads(s["environment"]["TF_CONFIG"])["task"]
+    want = "--task=%s:%d" % (task["type"], task["index"])
+    assert s["environment"].get("PSTRAIN_TLS_DIR") == "/etc/pstrain-tls", name
+    assert any(v["target"] == "/etc/pstrain-tls" and v.get("read_only") for v in s["volumes"]), name
+    assert want in s["healthcheck"]["test"] and "--tls_dir=/etc/pstrain-tls" in s["healthcheck"]["test"], name
+print("TLS override: %d services mount the TLS files and probe with their own certificate" % len(services))
+PY
+
 # Health checks, restarts and metrics; then the healthcheck's own command against a real ps.
 "$(deploy_python)" "$DEPLOY_TEST_DIR/tf_config_check.py" compose-ops "$tmp/rendered.yml"
 bin_dir=$(dirname "$pstrain")

@@ -38,12 +38,23 @@ cp "$src/deploy/k8s/validate/validate.mjs" "$src/deploy/k8s/validate/tfjob.schem
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for variant in tfjob plain; do
+for variant in tfjob plain tls; do
   render "$src/deploy/k8s/$variant" >"$tmp/$variant.yaml"
   mkdir "$tmp/$variant"
   node "$validator/validate.mjs" --tf-configs "$tmp/$variant" "$tmp/$variant.yaml"
   check_tf_config_dir "$tmp/$variant" "$pstrain"
 done
+# The TLS variant: every workload mounts the Secret and names it in PSTRAIN_TLS_DIR; the ps and
+# workers are probed over TLS. The Secret's script makes every task's files, never the CA's key.
+[ "$(grep -c 'secretName: pstrain-tls' "$tmp/tls.yaml")" = 3 ] || { echo "FAIL: not every workload mounts pstrain-tls"; exit 1; }
+[ "$(grep -c 'name: PSTRAIN_TLS_DIR' "$tmp/tls.yaml")" = 3 ] || { echo "FAIL: not every workload sets PSTRAIN_TLS_DIR"; exit 1; }
+[ "$(grep -c 'pstrain health localhost:2222 --tls_dir' "$tmp/tls.yaml")" = 2 ] || { echo "FAIL: probes not over TLS"; exit 1; }
+if grep -q 'grpc:' "$tmp/tls.yaml"; then echo "FAIL: a plaintext gRPC probe is left"; exit 1; fi
+bash "$src/deploy/k8s/tls/create-secret.sh" --out "$tmp/tls-files" --pstrain "$pstrain" >"$tmp/secret.yaml" 2>/dev/null
+for f in ca.crt chief-0.crt chief-0.key ps-0.crt ps-1.key worker-1.crt evaluator-0.key; do
+  grep -q "^  $f: " "$tmp/secret.yaml" || { echo "FAIL: the Secret lacks $f"; exit 1; }
+done
+if grep -q '^  ca.key: ' "$tmp/secret.yaml"; then echo "FAIL: the Secret holds the CA's key"; exit 1; fi
 
 # The checks must bite. expect_failure VARIANT MESSAGE FILTER...: the rendering of VARIANT passed
 # through the command FILTER must fail, saying MESSAGE.

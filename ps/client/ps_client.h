@@ -1,0 +1,42 @@
+// PsClient: how the chief and the workers talk to one ps task. Implementations: a gRPC client
+// (ps/grpc_ps_client.h), an in-process one over a PsServer object (ps/local_ps_client.h) and test
+// fakes. Callers hold the interface so the same logic runs over the network or in one process.
+// Thread-safety: implementations must allow concurrent calls from many threads.
+#ifndef PSTRAIN_PS_CLIENT_PS_CLIENT_H_
+#define PSTRAIN_PS_CLIENT_PS_CLIENT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/common.pb.h"
+#include "proto/ps.pb.h"
+
+namespace pstrain {
+
+class PsClient {
+ public:
+  virtual ~PsClient() = default;
+
+  // A name for messages, e.g. "ps:1 at localhost:2222".
+  virtual std::string peer() const = 0;
+
+  // Each call blocks until the ps answers. Errors: UNAVAILABLE / DEADLINE_EXCEEDED when the ps
+  // cannot be reached (retryable); INVALID_ARGUMENT / NOT_FOUND / FAILED_PRECONDITION for requests
+  // the ps rejects (not retryable), with the shard and the problem named in the message.
+  virtual absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* response) = 0;
+  virtual absl::Status CreateShards(const CreateShardsRequest& request, CreateShardsResponse* response) = 0;
+  virtual absl::Status Pull(const PullRequest& request, PullResponse* response) = 0;
+  virtual absl::Status Push(const PushRequest& request, PushResponse* response) = 0;
+  virtual absl::Status Save(const SaveRequest& request, SaveResponse* response) = 0;
+  virtual absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) = 0;
+  virtual absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) = 0;
+  // Tells the ps that the job failed so it stops serving. Implementations without a process to
+  // stop (in-process, fakes) keep this default: Unimplemented.
+  virtual absl::Status Shutdown(const ShutdownRequest& request, ShutdownResponse* response) {
+    return absl::UnimplementedError(peer() + " cannot be shut down remotely");
+  }
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_CLIENT_PS_CLIENT_H_

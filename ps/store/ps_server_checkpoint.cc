@@ -1,0 +1,85 @@
+// PsServer's checkpoint entry points (Save, Restore) and the background forms of the calls that
+// can take seconds. See ps_server.h.
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/checkpoint/checkpoint_reader.h"
+#include "ps/store/ps_server.h"
+#include "ps/store/shard_loader.h"
+
+namespace pstrain {
+
+absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) {
+  if (request.checkpoint_dir().empty()) return absl::InvalidArgumentError("Save needs a checkpoint_dir");
+  RETURN_IF_ERROR(env_->CreateDirs(request.checkpoint_dir()));
+  std::map<std::string, std::shared_ptr<Shard>> shards;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    shards = shards_;
+  }
+  for (const auto& entry : shards) {
+    const std::string& name = entry.first;
+    const std::shared_ptr<Shard>& shard = entry.second;
+    absl::StatusOr<SavedShard> saved;
+    auto write = [&](const Tensor& values, const std::vector<Tensor>& slots, int64_t version) {
+      // A diverged model is never saved over the last good checkpoint (unless the job said to go on).
+      if (shard->options().non_finite == NON_FINITE_REJECT) {
+        const int64_t bad = Shard::CountNonFinite(
+            absl::string_view(reinterpret_cast<const char*>(values.raw()), values.num_bytes()));
+        if (bad > 0) {
+          saved = absl::FailedPreconditionError(
+              absl::StrCat(options_.task, " does not save shard ", name, ": it holds ", bad,
+                           " non-finite values (NaN/Inf) at version ", version,
+                           "; the training diverged, and the checkpoints already saved are kept as they are"));
+          return;
+        }
+      }
+      saved = WriteShardFile(env_, request.checkpoint_dir(), shard->spec(), values,
+                             shard->options().optimizer->SlotNames(), slots, version);
+    };
+    if (shard->spec().sparse()) {
+      // A table shard is written from its own memory while its updates wait: a copy could double
+      // the ps's memory. Pulls go on meanwhile.
+      shard->WithState(write);
+    } else {
+      ShardSnapshot snap = shard->Snapshot();
+      write(snap.values, snap.slots, snap.version);
+    }
+    if (!saved.ok()) return saved.status();
+    *response->add_shards() = std::move(*saved);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsServer::Restore(const RestoreRequest& request, RestoreResponse* response) {
+  ASSIGN_OR_RETURN(ShardOptions opts, MakeOptions(request.optimizer(), request.mode(), request.num_workers(),
+                                                  request.sync_timeout_ms(), request.non_finite()));
+  std::set<std::string> names;
+  for (const ShardSpecProto& spec : request.shards()) {
+    if (!names.insert(spec.shard_name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " is listed twice"));
+    }
+  }
+  RETURN_IF_ERROR(CheckMemoryBudget(request.shards(), static_cast<int>(opts.optimizer->SlotNames().size())));
+  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards,
+                   LoadShardsFromCheckpoint(env_, request.checkpoint_dir(),
+                                            {request.shards().begin(), request.shards().end()}, opts));
+  Install(std::move(shards));
+  return absl::OkStatus();
+}
+
+void PsServer::CreateShardsInBackground(const CreateShardsRequest* request, CreateShardsResponse* response,
+                                        DoneCallback done) {
+  background_.Run([this, request, response, done = std::move(done)] { done(CreateShards(*request, response)); });
+}
+
+void PsServer::SaveInBackground(const SaveRequest* request, SaveResponse* response, DoneCallback done) {
+  background_.Run([this, request, response, done = std::move(done)] { done(Save(*request, response)); });
+}
+
+void PsServer::RestoreInBackground(const RestoreRequest* request, RestoreResponse* response, DoneCallback done) {
+  background_.Run([this, request, response, done = std::move(done)] { done(Restore(*request, response)); });
+}
+
+}  // namespace pstrain

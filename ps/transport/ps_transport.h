@@ -1,0 +1,49 @@
+// PsTransport: how pulls and pushes (dense tensors and embedding-table rows) travel to one ps task.
+// Two implementations, chosen by the task's configuration (TransportConfig, from main):
+//   the tensor channel (tensor_channel_client.h): the ps's own framing on its gRPC port, over TCP
+//     or TLS, bytes sent from and received into the tensors themselves; the fast path.
+//   unary gRPC (grpc_transport.h): PsService's Pull and Push, for networks that pass only HTTP/2.
+// Both give PsServer's answers and error codes (ps/store/ps_server.h), with the peer named in every
+// message: UNAVAILABLE / DEADLINE_EXCEEDED when the ps cannot be reached in time (retryable), the
+// ps's own codes for calls it refuses, INTERNAL when the ps breaks the protocol.
+// Thread-safety: implementations are thread-safe; concurrent calls travel on connections of their
+// own.
+#ifndef PSTRAIN_PS_TRANSPORT_PS_TRANSPORT_H_
+#define PSTRAIN_PS_TRANSPORT_PS_TRANSPORT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "common/security/tls_config.h"
+#include "proto/ps.pb.h"
+
+namespace pstrain {
+
+class PsTransport {
+ public:
+  virtual ~PsTransport() = default;
+  // Reusing `response` across pulls of the same shards reuses its buffers.
+  virtual absl::Status Pull(const PullRequest& request, PullResponse* response, absl::Duration timeout) = 0;
+  // The request's bytes are only read during the call.
+  virtual absl::Status Push(const PushRequest& request, PushResponse* response, absl::Duration timeout) = 0;
+};
+
+enum class TransportKind { kTensorChannel, kGrpc };
+
+// "tensor_channel" or "grpc"; InvalidArgument naming both otherwise.
+absl::StatusOr<TransportKind> ParseTransportKind(absl::string_view name);
+const char* TransportKindName(TransportKind kind);
+
+// How a task reaches the ps: given by its main (flags), never read from the environment here.
+struct TransportConfig {
+  TransportKind kind = TransportKind::kTensorChannel;
+  TlsConfig tls;       // the task's TLS material; tls.enabled false: plaintext
+  std::string caller;  // this task, e.g. "worker:0" (the tensor channel's hello; logs)
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_PS_TRANSPORT_PS_TRANSPORT_H_
