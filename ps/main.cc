@@ -13,10 +13,10 @@
 #include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "common/memory_budget.h"
-#include "common/task_flags.h"
 #include "common/metrics_endpoint.h"
 #include "common/process_metrics.h"
 #include "common/stop_signals.h"
+#include "common/task_flags.h"
 #include "ps/ps_grpc_server.h"
 #include "ps/ps_metrics.h"
 #include "ps/ps_server.h"
@@ -51,6 +51,8 @@ absl::StatusOr<PsConfig> LoadConfig() {
   out.task = config->task->ToString();
   out.listen = absl::GetFlag(FLAGS_listen);
   if (out.listen.empty()) out.listen = absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
+  absl::Status s_listen = pstrain::ValidateListenAddress(out.listen, "--listen");
+  if (!s_listen.ok()) return s_listen;
   absl::StatusOr<int64_t> budget =
       pstrain::MemoryBudgetBytes(pstrain::Env::Default(), absl::GetFlag(FLAGS_memory_budget_bytes));
   if (!budget.ok()) return budget.status();
