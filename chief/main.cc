@@ -29,7 +29,9 @@ ABSL_FLAG(bool, ephemeral, false, "train without a model dir: no checkpoint, no 
 ABSL_FLAG(bool, start_over, false,
           "move an earlier run's checkpoints and metrics in --model_dir aside (into previous-run-<time>/) and train "
           "from step 0");
-ABSL_FLAG(std::string, listen, "", "address of the chief's status service (default 0.0.0.0:<port of this task>)");
+ABSL_FLAG(std::string, listen, "",
+          "address of the chief's status service (default 0.0.0.0:<port of this task>); --metrics_port listens on "
+          "its host too");
 ABSL_FLAG(bool, terminate_on_nan, true,
           "stop the job when a loss, gradient or variable turns NaN/Inf, naming the step and the variable "
           "(overrides the job's terminate_on_nan)");
@@ -67,8 +69,8 @@ ABSL_FLAG(std::string, ps_transport, "tensor_channel",
           "how pulls and pushes reach the ps: tensor_channel (the ps's own framing on its port; fastest) or grpc "
           "(unary gRPC calls, for networks that pass only HTTP/2)");
 ABSL_FLAG(int, metrics_port, 0,
-          "serve Prometheus metrics at http://0.0.0.0:PORT/metrics (0 = off; the chief's gRPC server listens on "
-          "0.0.0.0 too)");
+          "serve Prometheus metrics at http://<host of --listen>:PORT/metrics (0 = off; without --listen, on "
+          "every interface as the status service)");
 
 namespace pstrain {
 namespace {
@@ -95,7 +97,8 @@ absl::StatusOr<JobSpec> JobFromFlags() {
   ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(absl::GetFlag(FLAGS_job)));
   ScheduleSpec& s = job.schedule;
   const IntRange count = IntBetween(0, kMaxDimension);
-  if (Given(FLAGS_epochs) && Given(FLAGS_steps)) return absl::InvalidArgumentError("give --epochs or --steps, not both");
+  if (Given(FLAGS_epochs) && Given(FLAGS_steps))
+    return absl::InvalidArgumentError("give --epochs or --steps, not both");
   RETURN_IF_ERROR(Override(FLAGS_epochs, DimensionRange(), &s.epochs));
   if (Given(FLAGS_epochs)) s.steps = 0;
   RETURN_IF_ERROR(Override(FLAGS_steps, DimensionRange(), &s.steps));
@@ -115,11 +118,14 @@ absl::Status CheckChiefFlags() {
   const IntRange secs = IntBetween(1, kMaxDimension);
   for (const auto* flag : {&FLAGS_wait_timeout_secs, &FLAGS_progress_secs, &FLAGS_closure_timeout_secs,
                            &FLAGS_poll_secs, &FLAGS_all_workers_lost_timeout_secs, &FLAGS_eval_poll_secs}) {
-    RETURN_IF_ERROR(CheckInRange(absl::GetFlag(*flag), secs, absl::StrCat("--", absl::GetFlagReflectionHandle(*flag).Name())));
+    RETURN_IF_ERROR(
+        CheckInRange(absl::GetFlag(*flag), secs, absl::StrCat("--", absl::GetFlagReflectionHandle(*flag).Name())));
   }
   if (absl::GetFlag(FLAGS_start_over) && Given(FLAGS_restore) && absl::GetFlag(FLAGS_restore)) {
     return absl::InvalidArgumentError("--start_over and --restore=true contradict each other; give one");
   }
+  if (!absl::GetFlag(FLAGS_listen).empty())
+    RETURN_IF_ERROR(ValidateListenAddress(absl::GetFlag(FLAGS_listen), "--listen"));
   if (absl::GetFlag(FLAGS_ephemeral) && !absl::GetFlag(FLAGS_model_dir).empty()) {
     return absl::InvalidArgumentError("--ephemeral means no model dir; drop it or --model_dir");
   }
@@ -137,6 +143,12 @@ absl::StatusOr<TransportConfig> TransportFromFlags(const std::string& task) {
                                  task));
   out.caller = task;
   return out;
+}
+
+// The metrics server listens on the host of --listen, as the status service does (every
+// interface when --listen is not given).
+std::string MetricsHost() {
+  return absl::GetFlag(FLAGS_listen).empty() ? "0.0.0.0" : ListenHost(absl::GetFlag(FLAGS_listen));
 }
 
 int Main() {
@@ -177,7 +189,7 @@ int Main() {
   MetricsRegistry metrics;
   AddProcessMetrics(&metrics, config->task->ToString(), evaluator ? kEvaluator : kChief);
   absl::StatusOr<std::unique_ptr<HttpMetricsServer>> metrics_server =
-      ServeMetrics(&metrics, "0.0.0.0", absl::GetFlag(FLAGS_metrics_port), "pstrain-chief");
+      ServeMetrics(&metrics, MetricsHost(), absl::GetFlag(FLAGS_metrics_port), "pstrain-chief");
   if (!metrics_server.ok()) {
     std::cerr << "pstrain-chief: " << metrics_server.status().message() << "\n";
     return metrics_server.status().code() == absl::StatusCode::kInvalidArgument ? kExitBadConfiguration
@@ -212,8 +224,9 @@ int Main() {
   c.listen = absl::GetFlag(FLAGS_listen);
   c.start_over = absl::GetFlag(FLAGS_start_over);
   if (absl::GetFlag(FLAGS_ephemeral)) {
-    LogLine("chief", "--ephemeral: NOTHING of this run is kept (no checkpoint, no metrics file); give --model_dir "
-                     "to keep them");
+    LogLine("chief",
+            "--ephemeral: NOTHING of this run is kept (no checkpoint, no metrics file); give --model_dir "
+            "to keep them");
   }
   if (!absl::GetFlag(FLAGS_model_dir).empty() && c.job.schedule.checkpoint_every_steps == 0 &&
       c.job.schedule.checkpoint_every_secs == 0) {

@@ -36,7 +36,8 @@ std::string DidYouMean(absl::string_view name, const std::vector<std::string>& k
 // `; did you mean "task"?` when `doc` has a key close to the missing `key`.
 std::string NearKeyHint(const nlohmann::json& doc, const std::string& key) {
   for (auto it = doc.begin(); it != doc.end(); ++it) {
-    if (!NearestName(it.key(), {key}).empty()) return absl::StrCat("; did you mean \"", key, "\" for ", QuotedExcerpt(it.key()), "?");
+    if (!NearestName(it.key(), {key}).empty())
+      return absl::StrCat("; did you mean \"", key, "\" for ", QuotedExcerpt(it.key()), "?");
   }
   return "";
 }
@@ -51,8 +52,7 @@ bool IsDigits(absl::string_view s) {
 
 absl::Status ParseAddressEntry(const nlohmann::json& value, const std::string& field, std::string* out) {
   if (!value.is_string()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " must be a \"host:port\" string, got ", JsonExcerpt(value)));
+    return absl::InvalidArgumentError(absl::StrCat(field, " must be a \"host:port\" string, got ", JsonExcerpt(value)));
   }
   *out = value.get<std::string>();
   return ValidateAddress(*out, field);
@@ -70,9 +70,9 @@ absl::StatusOr<std::map<int, std::string>> ParseJob(const std::string& job, cons
     for (const auto& [key, entry] : value.items()) {
       int index = 0;
       if (!IsDigits(key) || !absl::SimpleAtoi(key, &index) || index > kMaxTaskIndex) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "cluster.", job, " key ", QuotedExcerpt(key), " is not a task index (0..", kMaxTaskIndex,
-            "); a sparse job maps indices to addresses, e.g. {\"1\": \"host:2222\"}"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("cluster.", job, " key ", QuotedExcerpt(key), " is not a task index (0..", kMaxTaskIndex,
+                         "); a sparse job maps indices to addresses, e.g. {\"1\": \"host:2222\"}"));
       }
       RETURN_IF_ERROR(ParseAddressEntry(entry, absl::StrCat("cluster.", job, "[\"", key, "\"]"), &tasks[index]));
     }
@@ -89,13 +89,15 @@ absl::StatusOr<int> ParseTaskIndex(const nlohmann::json& task) {
   if (it == task.end() || it->is_null()) return 0;  // TensorFlow defaults the index to 0
   if (it->is_number_integer()) {
     if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(kMaxTaskIndex)) {
-      return absl::InvalidArgumentError(absl::StrCat("task.index ", it->get<uint64_t>(), " is out of range (at most ",
-                                                     kMaxTaskIndex, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("task.index ", it->get<uint64_t>(), " is out of range (at most ", kMaxTaskIndex, ")"));
     }
     const int64_t v = it->get<int64_t>();
-    if (v < 0) return absl::InvalidArgumentError(absl::StrCat("task.index ", v, " is negative; task indices start at 0"));
+    if (v < 0)
+      return absl::InvalidArgumentError(absl::StrCat("task.index ", v, " is negative; task indices start at 0"));
     if (v > kMaxTaskIndex) {
-      return absl::InvalidArgumentError(absl::StrCat("task.index ", v, " is out of range (at most ", kMaxTaskIndex, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("task.index ", v, " is out of range (at most ", kMaxTaskIndex, ")"));
     }
     return static_cast<int>(v);
   }
@@ -104,11 +106,12 @@ absl::StatusOr<int> ParseTaskIndex(const nlohmann::json& task) {
     int64_t v = 0;
     if (IsDigits(s)) {
       if (s.size() <= 18 && absl::SimpleAtoi(s, &v) && v <= kMaxTaskIndex) return static_cast<int>(v);
-      return absl::InvalidArgumentError(absl::StrCat("task.index ", QuotedExcerpt(s), " is out of range (at most ",
-                                                     kMaxTaskIndex, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("task.index ", QuotedExcerpt(s), " is out of range (at most ", kMaxTaskIndex, ")"));
     }
     if (!s.empty() && s[0] == '-') {
-      return absl::InvalidArgumentError(absl::StrCat("task.index ", QuotedExcerpt(s), " is negative; task indices start at 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("task.index ", QuotedExcerpt(s), " is negative; task indices start at 0"));
     }
     return absl::InvalidArgumentError(
         absl::StrCat("task.index ", QuotedExcerpt(s), " is not a number; give an integer such as 0 or \"0\""));
@@ -169,7 +172,10 @@ absl::Status ValidateTaskInCluster(const ClusterSpec& cluster, const TaskId& tas
 
 }  // namespace
 
-absl::Status ValidateAddress(absl::string_view address, absl::string_view field) {
+namespace {
+
+// ValidateAddress and ValidateListenAddress: ports below `min_port` are refused.
+absl::Status CheckAddress(absl::string_view address, absl::string_view field, int min_port) {
   const std::string hint = absl::StrCat(" (expected \"host:port\", e.g. \"localhost:2222\")");
   if (address.empty()) return absl::InvalidArgumentError(absl::StrCat(field, " is an empty address", hint));
   const size_t colon = address.rfind(':');
@@ -189,11 +195,22 @@ absl::Status ValidateAddress(absl::string_view address, absl::string_view field)
     }
   }
   int port_num = 0;
-  if (!IsDigits(port) || !absl::SimpleAtoi(port, &port_num) || port_num < 1 || port_num > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " \"", address, "\" has an invalid port \"", port, "\"; ports are 1..65535"));
+  if (!IsDigits(port) || !absl::SimpleAtoi(port, &port_num) || port_num < min_port || port_num > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " \"", address, "\" has an invalid port \"", port,
+                                                   "\"; ports are ", min_port, "..65535",
+                                                   min_port == 0 ? " (0 picks a free one)" : ""));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateAddress(absl::string_view address, absl::string_view field) {
+  return CheckAddress(address, field, 1);
+}
+
+absl::Status ValidateListenAddress(absl::string_view address, absl::string_view field) {
+  return CheckAddress(address, field, 0);
 }
 
 int ClusterSpec::NumTasks(absl::string_view job) const {
@@ -230,8 +247,8 @@ std::vector<std::string> ClusterSpec::Addresses(absl::string_view job) const {
 
 absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(const nlohmann::json& cluster) {
   if (!cluster.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cluster must be an object mapping job names to address lists, got ", JsonExcerpt(cluster)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster must be an object mapping job names to address lists, got ", JsonExcerpt(cluster)));
   }
   ClusterSpec spec;
   for (const auto& [job, value] : cluster.items()) {
@@ -264,8 +281,9 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text) {
   RETURN_IF_ERROR(NormalizeKubeflowTfConfig(&doc, &config.notes, &config.sparse));
   auto cluster_it = doc.find("cluster");
   if (cluster_it == doc.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TF_CONFIG has no \"cluster\"; add {\"cluster\": {\"worker\": [...], \"ps\": [...]}}", NearKeyHint(doc, "cluster")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TF_CONFIG has no \"cluster\"; add {\"cluster\": {\"worker\": [...], \"ps\": [...]}}",
+                     NearKeyHint(doc, "cluster")));
   }
   ASSIGN_OR_RETURN(config.cluster, ClusterSpec::FromJson(*cluster_it));
   auto task_it = doc.find("task");
@@ -298,7 +316,8 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text) {
 absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path) {
   if (!path.empty()) {
     absl::StatusOr<std::string> text = ReadJsonText(path);
-    if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat("the TF_CONFIG file: ", text.status().message()));
+    if (!text.ok())
+      return absl::Status(text.status().code(), absl::StrCat("the TF_CONFIG file: ", text.status().message()));
     return ParseTfConfig(*text);
   }
   const char* env = std::getenv("TF_CONFIG");

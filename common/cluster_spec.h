@@ -82,6 +82,10 @@ bool SplitHostPort(const std::string& address, std::string* host, std::string* p
 // is outside 1..65535.
 absl::Status ValidateAddress(absl::string_view address, absl::string_view field);
 
+// A task's --listen address: as ValidateAddress, but port 0 (the system picks a free port) is
+// allowed. Checked before binding: a port beyond 65535 would otherwise wrap to another port.
+absl::Status ValidateListenAddress(absl::string_view address, absl::string_view field);
+
 }  // namespace pstrain
 
 #endif  // PSTRAIN_COMMON_CLUSTER_SPEC_H_

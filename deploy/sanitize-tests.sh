@@ -8,7 +8,8 @@
 #   -R    run only the tests matching CTEST_REGEX (of those built).
 # Each kind is one function below setting its compiler flags and run-time options; another
 # sanitizer is another such function (and a line in the `case`). deploy/run-tests.sh (CI) runs the
-# asan kind: about 5 minutes from cold on 2 cores (4.7 minutes building, 20 s testing).
+# asan kind: from an empty build dir without ccache, 14.6 minutes on 2 cores shared at load 5
+# (13.9 minutes building, 24 s testing); with ccache's objects a fresh build dir takes far less.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -15,12 +15,12 @@
 #include "common/cluster_spec.h"
 #include "common/cpu_level.h"
 #include "common/exit_codes.h"
-#include "common/task_flags.h"
-#include "common/value_range.h"
 #include "common/metrics_endpoint.h"
 #include "common/process_metrics.h"
 #include "common/security/tls_config.h"
 #include "common/stop_signals.h"
+#include "common/task_flags.h"
+#include "common/value_range.h"
 #include "ps/client/grpc_ps_client.h"
 #include "ps/client/metered_ps_client.h"
 #include "worker/device.h"
@@ -66,8 +66,8 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
   WorkerConfig out;
   out.options.task = config->task->ToString();
   const int threads = absl::GetFlag(FLAGS_threads);
-  absl::Status s_threads = pstrain::CheckInRange(
-      threads, pstrain::IntBetween(0, pstrain::kMaxThreads, "(0: all cores)"), "--threads");
+  absl::Status s_threads =
+      pstrain::CheckInRange(threads, pstrain::IntBetween(0, pstrain::kMaxThreads, "(0: all cores)"), "--threads");
   if (!s_threads.ok()) return s_threads;
   out.options.threads = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
   out.options.replicas = absl::GetFlag(FLAGS_replicas);
@@ -92,6 +92,8 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
   out.transport.caller = out.options.task;
   out.listen = absl::GetFlag(FLAGS_listen);
   if (out.listen.empty()) out.listen = absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
+  absl::Status s_listen = pstrain::ValidateListenAddress(out.listen, "--listen");
+  if (!s_listen.ok()) return s_listen;
   return out;
 }
 
@@ -107,7 +109,8 @@ pstrain::PsClientFactory MeteredPsClients(pstrain::MetricsRegistry* metrics, pst
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("pstrain-worker [--device=cpu|cuda[:N]] [--threads=N]   (TF_CONFIG in the environment, task type worker)");
+  absl::SetProgramUsageMessage(
+      "pstrain-worker [--device=cpu|cuda[:N]] [--threads=N]   (TF_CONFIG in the environment, task type worker)");
   if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-worker")) return *exit_now;
   absl::StatusOr<WorkerConfig> config = LoadConfig();
   if (!config.ok()) {

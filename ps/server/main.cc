@@ -15,11 +15,11 @@
 #include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "common/memory_budget.h"
-#include "common/task_flags.h"
 #include "common/metrics_endpoint.h"
 #include "common/process_metrics.h"
 #include "common/security/tls_config.h"
 #include "common/stop_signals.h"
+#include "common/task_flags.h"
 #include "ps/client/ps_stats_format.h"
 #include "ps/server/ps_grpc_server.h"
 #include "ps/server/ps_metrics.h"
@@ -87,6 +87,8 @@ absl::StatusOr<PsConfig> LoadConfig() {
   if (out.max_connections < 1) return absl::InvalidArgumentError("--max_connections must be at least 1");
   out.listen = absl::GetFlag(FLAGS_listen);
   if (out.listen.empty()) out.listen = absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
+  absl::Status s_listen = pstrain::ValidateListenAddress(out.listen, "--listen");
+  if (!s_listen.ok()) return s_listen;
   absl::StatusOr<int64_t> budget =
       pstrain::MemoryBudgetBytes(pstrain::Env::Default(), absl::GetFlag(FLAGS_memory_budget_bytes));
   if (!budget.ok()) return budget.status();

@@ -34,13 +34,15 @@ TEST(ClusterSpecTest, SparseMapAndStringIndex) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->task->index, 3);
   EXPECT_EQ(c->cluster.TaskIndices("worker"), (std::vector<int>{1, 3}));
-  EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": {"1": "w1:2"}, "ps": ["p:4"]}, "task": {"type": "worker", "index": 0}})"),
-              HasSubstr("task.index 0 is not in cluster.worker: it has indices 1"));
+  EXPECT_THAT(
+      ErrorOf(R"({"cluster": {"worker": {"1": "w1:2"}, "ps": ["p:4"]}, "task": {"type": "worker", "index": 0}})"),
+      HasSubstr("task.index 0 is not in cluster.worker: it has indices 1"));
 }
 
 TEST(ClusterSpecTest, IndexOutOfRangeNamesTheJob) {
-  EXPECT_EQ(ErrorOf(R"({"cluster": {"worker": ["a:1", "b:2"], "ps": ["p:4"]}, "task": {"type": "worker", "index": 3}})"),
-            "task.index 3 is out of range: cluster.worker has 2 entries (0..1)");
+  EXPECT_EQ(
+      ErrorOf(R"({"cluster": {"worker": ["a:1", "b:2"], "ps": ["p:4"]}, "task": {"type": "worker", "index": 3}})"),
+      "task.index 3 is out of range: cluster.worker has 2 entries (0..1)");
   EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["a:1"], "ps": ["p:4"]}, "task": {"type": "worker", "index": -1}})"),
               HasSubstr("task.index -1 is negative"));
   EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["a:1"], "ps": ["p:4"]}, "task": {"type": "worker", "index": "x1"}})"),
@@ -56,25 +58,47 @@ TEST(ClusterSpecTest, UnknownJobAndTaskType) {
 }
 
 TEST(ClusterSpecTest, EvaluatorMayBeOutsideTheCluster) {
-  auto c = ParseTfConfig(R"({"cluster": {"worker": ["a:1"], "ps": ["p:2"]}, "task": {"type": "evaluator", "index": 0}})");
+  auto c =
+      ParseTfConfig(R"({"cluster": {"worker": ["a:1"], "ps": ["p:2"]}, "task": {"type": "evaluator", "index": 0}})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->task->type, "evaluator");
 }
 
 TEST(ClusterSpecTest, AtMostOneChiefAndEvaluator) {
-  EXPECT_THAT(ErrorOf(R"({"cluster": {"chief": ["a:1", "b:2"]}})"), HasSubstr("cluster.chief has 2 entries; there must be at most one chief"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"chief": ["a:1", "b:2"]}})"),
+              HasSubstr("cluster.chief has 2 entries; there must be at most one chief"));
   EXPECT_THAT(ErrorOf(R"({"cluster": {"evaluator": ["a:1", "b:2"]}})"), HasSubstr("at most one evaluator"));
 }
 
 TEST(ClusterSpecTest, MalformedAddresses) {
   EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": [""]}})"), HasSubstr("cluster.worker[0] is an empty address"));
-  EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["localhost"]}})"), HasSubstr("cluster.worker[0] \"localhost\" has no port"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["localhost"]}})"),
+              HasSubstr("cluster.worker[0] \"localhost\" has no port"));
   EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": ["h:99999"]}})"), HasSubstr("invalid port \"99999\"; ports are 1..65535"));
   EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": ["h:abc"]}})"), HasSubstr("invalid port \"abc\""));
   EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": [":80"]}})"), HasSubstr("has no host"));
   EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": [42]}})"), HasSubstr("cluster.ps[0] must be a \"host:port\" string"));
   EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": "h:1"}})"), HasSubstr("cluster.ps must be a list"));
   EXPECT_TRUE(ParseTfConfig(R"({"cluster": {"ps": ["[::1]:2222"]}})").ok());
+}
+
+// --listen takes port 0 (a free port) but nothing beyond 65535, which the socket layer would wrap.
+TEST(ClusterSpecTest, ListenAddresses) {
+  EXPECT_TRUE(ValidateListenAddress("127.0.0.1:0", "--listen").ok());
+  EXPECT_TRUE(ValidateListenAddress("[::]:2222", "--listen").ok());
+  EXPECT_FALSE(ValidateAddress("127.0.0.1:0", "cluster.ps[0]").ok());
+  const std::pair<const char*, const char*> bad[] = {
+      {"127.0.0.1:70000", "--listen \"127.0.0.1:70000\" has an invalid port \"70000\"; ports are 0..65535"},
+      {"127.0.0.1:4294967297", "invalid port \"4294967297\""},
+      {"127.0.0.1:-1", "invalid port \"-1\""},
+      {"localhost", "--listen \"localhost\" has no port"},
+      {":2222", "has no host"},
+      {"", "--listen is an empty address"},
+      {"::1:2222", "write IPv6 hosts in brackets"},
+  };
+  for (const auto& [address, message] : bad) {
+    EXPECT_THAT(ValidateListenAddress(address, "--listen").message(), HasSubstr(message)) << address;
+  }
 }
 
 TEST(ClusterSpecTest, InvalidJsonGivesPosition) {

@@ -34,6 +34,13 @@ for role in chief worker ps; do
     "$BIN/pstrain-$role" extra
   expect_exit 2 "$role-missing-value" "flag --tf_config needs a value" "$BIN/pstrain-$role" --tf_config
   expect_exit 0 "$role-help" "--listen" "$BIN/pstrain-$role" --help
+  # A --listen port beyond 65535 would wrap to another port: refused before binding, as a bad address.
+  extra=()
+  [ "$role" = chief ] && extra=(--model_dir="$WORK/m")
+  expect_exit 2 "$role-listen-port" "--listen \"127.0.0.1:70000\" has an invalid port \"70000\"; ports are 0..65535" \
+    env TF_CONFIG="$(tf_config "$role" 0)" "$BIN/pstrain-$role" --listen=127.0.0.1:70000 "${extra[@]}"
+  expect_exit 2 "$role-listen-no-port" "--listen \"localhost\" has no port" \
+    env TF_CONFIG="$(tf_config "$role" 0)" "$BIN/pstrain-$role" --listen=localhost "${extra[@]}"
 done
 expect_exit 2 worker-threads-value "flag --threads=\"many\" is not a valid value" \
   env TF_CONFIG="$(tf_config worker 0)" "$BIN/pstrain-worker" --threads=many
@@ -64,20 +71,23 @@ expect_exit 2 train-optimiser "did you mean \"optimizer\"\?" "$P" train --job="$
 expect_exit 2 plan-unit "unknown key \"unit\" in model.layers\[0\]; did you mean \"units\"\?" \
   "$P" plan --job="$WORK/units.json" --num_ps=1
 
-# --listen: the chief binds the address given (here loopback only), not every interface.
+# --listen: the chief binds the address given (here loopback only), not every interface; its
+# metrics server follows the same host.
 start_servers 1 1 --threads=1
-LISTEN_PORT=$(free_ports 1)
+read -r LISTEN_PORT METRICS_PORT <<<"$(free_ports 2)"
 start chief 0 pstrain-chief --job=linear --steps=400 --steps_per_closure=1 --model_dir="$WORK/listen" \
-  --listen="127.0.0.1:$LISTEN_PORT" --wait_timeout_secs=30
+  --listen="127.0.0.1:$LISTEN_PORT" --metrics_port="$METRICS_PORT" --wait_timeout_secs=30
 CHIEF=$LAST_PID
 wait_for_line "$WORK/chief-0.log" "configured 1 workers" 60
-python3 - "$LISTEN_PORT" <<'PY' || fail "the chief does not listen on 127.0.0.1:$LISTEN_PORT only"
+grep -q "metrics on http://127.0.0.1:$METRICS_PORT/metrics" "$WORK/chief-0.log" || fail "the chief's metrics are not on 127.0.0.1"
+python3 - "$LISTEN_PORT" "$METRICS_PORT" <<'PY' || fail "the chief does not listen on 127.0.0.1 only (ports $LISTEN_PORT, $METRICS_PORT)"
 import sys
-port = "%04X" % int(sys.argv[1])
-listening = [l.split()[1] for l in open("/proc/net/tcp").read().splitlines()[1:] + open("/proc/net/tcp6").read().splitlines()[1:]
-             if l.split()[1].endswith(":" + port) and l.split()[3] == "0A"]
-loopback = {"0100007F:" + port, "0000000000000000FFFF00000100007F:" + port}  # IPv4, or IPv4 mapped into IPv6
-sys.exit(0 if listening and set(listening) <= loopback else 1)
+tables = open("/proc/net/tcp").read().splitlines()[1:] + open("/proc/net/tcp6").read().splitlines()[1:]
+for port in ("%04X" % int(p) for p in sys.argv[1:]):
+    listening = [l.split()[1] for l in tables if l.split()[1].endswith(":" + port) and l.split()[3] == "0A"]
+    loopback = {"0100007F:" + port, "0000000000000000FFFF00000100007F:" + port}  # IPv4, or IPv4 mapped into IPv6
+    if not listening or not set(listening) <= loopback:
+        sys.exit("port %d: listening on %s" % (int(port, 16), listening))
 PY
 CASES=$((CASES + 1))
 wait_pid "$CHIEF" 120

@@ -51,8 +51,10 @@ expect_exit 2 chief-blowup "the job failed: at global step [0-9]+: worker:[01] .
 newest=$(ls "$WORK/late" | sed -n 's/^ckpt-\([0-9]*\)$/\1/p' | sort -n | tail -1)
 [ -n "$newest" ] && [ "$newest" -le 60 ] || fail "newest checkpoint after the blow-up: ckpt-$newest"
 expect_exit 0 evaluate-last-good "ckpt-$newest \(step $newest\): test loss [0-9]" "$P" evaluate --checkpoint="$WORK/late" --job=linear
-expect_exit 0 inspect-last-good "dense/kernel" "$P" inspect --checkpoint="$WORK/late/ckpt-$newest"
-grep -Eq "nan|inf" "$WORK/inspect-last-good.log" && fail "the last good checkpoint holds NaN/Inf"
+for ckpt in "$WORK"/late/ckpt-*; do  # every checkpoint kept, not only the newest, holds finite values
+  expect_exit 0 "inspect-$(basename "$ckpt")" "dense/kernel" "$P" inspect --checkpoint="$ckpt"
+  grep -Eqi "nan|inf" "$WORK/inspect-$(basename "$ckpt").log" && fail "$(basename "$ckpt") holds NaN/Inf"
+done
 # Turned off, the same job goes on to the end.
 make_cluster 1 1
 start_servers 1 1 --threads=1

@@ -72,6 +72,23 @@ start_servers 1 1 --threads=1
 traced chief-restore-false "$M" "" 2 env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" \
   --job=linear --steps=60 --model_dir="$M" --restore=false --wait_timeout_secs=30
 
+# A job that diverges after step 40: the chief writes only inside its model dir (and keeps the
+# good checkpoints there); `pstrain train` writes nothing. --start_over moves the earlier run aside
+# inside the model dir.
+write_job "$WORK/late.json" '{"model": {"input_shape": [2], "loss": "mse", "layers": [{"type": "dense", "units": 1}]},
+  "optimizer": {"type": "sgd", "learning_rate": {"schedule": "piecewise_constant", "boundaries": [40], "values": [0.01, 1e30]}},
+  "data": {"dataset": "synthetic_linear", "num_examples": 2048}, "batch_size": 64, "schedule": {"steps": 200, "steps_per_closure": 5}}'
+make_cluster 1 1
+start_servers 1 1 --threads=1
+traced chief-diverged "$WORK/late" "" 2 env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" \
+  --job="$WORK/late.json" --model_dir="$WORK/late" --checkpoint_every_steps=20 --wait_timeout_secs=30
+traced train-diverged "/nonexistent" "" 2 "$P" train --job="$WORK/late.json"
+restore_pristine
+make_cluster 1 1
+start_servers 1 1 --threads=1
+traced start-over "$M" "" 0 env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" \
+  --job=linear --steps=20 --model_dir="$M" --start_over --wait_timeout_secs=30
+
 # Bad job specs, flags and sizes: nothing is written at all.
 echo "{\"model\": $(nested 100000)}" >"$WORK/deep.json"
 traced deep-job "/nonexistent" "" 2 "$P" train --job="$WORK/deep.json"
