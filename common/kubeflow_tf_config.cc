@@ -53,7 +53,10 @@ absl::Status NormalizeKubeflowTfConfig(nlohmann::json* doc, std::vector<std::str
     notes->push_back("TF_CONFIG names the chief \"master\" (Kubeflow's legacy name): cluster.master is the chief");
   }
   auto task = doc->find("task");
-  if (task != doc->end() && task->is_object() && task->value("type", "") == "master") {
+  // Only a string type is looked at here (json::value throws on any other); the role checks name
+  // a wrong one.
+  if (task != doc->end() && task->is_object() && task->contains("type") && (*task)["type"].is_string() &&
+      (*task)["type"].get<std::string>() == "master") {
     (*task)["type"] = "chief";
     notes->push_back("task.type \"master\" (Kubeflow's legacy name of the chief) is run as the chief");
   }

@@ -57,6 +57,17 @@ TEST(ClusterSpecTest, UnknownJobAndTaskType) {
               HasSubstr("task.type \"ps\" has no entries in cluster; add cluster.ps"));
 }
 
+// Found by tests/fuzz/tf_config_fuzz: a task type that is not a string ended the process with an
+// uncaught JSON exception (in the Kubeflow "master" check) instead of an error.
+TEST(ClusterSpecTest, TaskTypeThatIsNotAStringIsAnError) {
+  for (const char* type : {"1", "null", "[\"chief\"]", "{\"a\": 1}"}) {
+    const std::string config = std::string(R"({"cluster": {"chief": ["a:1"]}, "task": {"type": )") + type + "}}";
+    EXPECT_THAT(ErrorOf(config), HasSubstr("task.type is missing or not a string")) << config;
+    const std::string kubeflow = std::string(R"({"cluster": {"master": ["a:1"]}, "task": {"type": )") + type + "}}";
+    EXPECT_THAT(ErrorOf(kubeflow), HasSubstr("task.type is missing or not a string")) << kubeflow;
+  }
+}
+
 TEST(ClusterSpecTest, EvaluatorMayBeOutsideTheCluster) {
   auto c =
       ParseTfConfig(R"({"cluster": {"worker": ["a:1"], "ps": ["p:2"]}, "task": {"type": "evaluator", "index": 0}})");

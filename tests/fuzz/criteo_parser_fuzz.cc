@@ -1,5 +1,5 @@
-// libFuzzer target for the Criteo TSV parser (build with clang: -DPSTRAIN_FUZZ=ON, target
-// criteo_parser_fuzz; run: BUILD/bin/criteo_parser_fuzz -max_total_time=60 CORPUS_DIR).
+// libFuzzer target for the Criteo TSV parser (bash deploy/fuzz.sh SECONDS criteo_parser_fuzz
+// builds and runs it).
 // The first input byte picks the mode (skip bad lines or not) and a chunk size; the rest is a
 // file's bytes. Checks, beyond "no crash, no sanitizer report": parsing the bytes whole and in
 // chunks gives the same result, and every parsed value is in its range.
