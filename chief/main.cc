@@ -14,7 +14,7 @@
 #include "common/job_spec.h"
 #include "common/status_macros.h"
 
-ABSL_FLAG(std::string, job, "cnn", "job spec: a preset (linear, mlp, cnn) or a JSON file");
+ABSL_FLAG(std::string, job, "cnn", "job spec: a preset (linear, mlp, cnn, ctr) or a JSON file");
 ABSL_FLAG(std::string, model_dir, "", "directory for checkpoints, metrics.jsonl and summary.json");
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
 ABSL_FLAG(int64_t, epochs, 0, "train this many epochs (overrides the job's schedule)");

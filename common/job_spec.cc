@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/job_presets.h"
+#include "common/job_spec_parse.h"
 #include "common/json_util.h"
 #include "common/status_macros.h"
 
@@ -12,22 +13,11 @@ namespace pstrain {
 namespace {
 
 using nlohmann::json;
-
-absl::Status Invalid(const std::string& path, const std::string& why) {
-  return absl::InvalidArgumentError(absl::StrCat("job spec: ", path, " ", why));
-}
-
-absl::Status RequireObject(const json& value, const std::string& path) {
-  if (value.is_object()) return absl::OkStatus();
-  return Invalid(path, absl::StrCat("must be an object, got ", DumpJson(value)));
-}
-
-absl::Status RequireOneOf(const std::string& value, const std::set<std::string>& allowed, const std::string& path) {
-  if (allowed.count(value)) return absl::OkStatus();
-  std::string list;
-  for (const auto& a : allowed) absl::StrAppend(&list, list.empty() ? "" : ", ", a);
-  return Invalid(path, absl::StrCat("\"", value, "\" is not one of: ", list));
-}
+using internal_job_spec::InitializerToJson;
+using internal_job_spec::Invalid;
+using internal_job_spec::ParseInitializer;
+using internal_job_spec::RequireObject;
+using internal_job_spec::RequireOneOf;
 
 absl::StatusOr<std::vector<int64_t>> IntList(const json& obj, const std::string& key, const std::string& path) {
   std::vector<int64_t> out;
@@ -39,30 +29,6 @@ absl::StatusOr<std::vector<int64_t>> IntList(const json& obj, const std::string&
     out.push_back(v.get<int64_t>());
   }
   return out;
-}
-
-absl::StatusOr<InitializerSpec> ParseInitializer(const json& obj, const std::string& key, InitializerSpec spec,
-                                                 const std::string& path) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return spec;
-  const std::string where = path + "." + key;
-  if (it->is_string()) {
-    spec = InitializerSpec{it->get<std::string>()};
-  } else {
-    RETURN_IF_ERROR(RequireObject(*it, where));
-    ASSIGN_OR_RETURN(spec.type, OptionalString(*it, "type", "", where));
-    InitializerSpec d;
-    ASSIGN_OR_RETURN(spec.value, OptionalNumber(*it, "value", d.value, where));
-    ASSIGN_OR_RETURN(spec.mean, OptionalNumber(*it, "mean", d.mean, where));
-    ASSIGN_OR_RETURN(spec.stddev, OptionalNumber(*it, "stddev", d.stddev, where));
-    ASSIGN_OR_RETURN(spec.minval, OptionalNumber(*it, "minval", d.minval, where));
-    ASSIGN_OR_RETURN(spec.maxval, OptionalNumber(*it, "maxval", d.maxval, where));
-  }
-  RETURN_IF_ERROR(RequireOneOf(spec.type,
-                               {"zeros", "ones", "constant", "random_normal", "random_uniform", "truncated_normal",
-                                "glorot_uniform", "he_normal"},
-                               where));
-  return spec;
 }
 
 std::string KerasBaseName(const std::string& type) {
@@ -102,13 +68,24 @@ absl::Status ParseModel(const json& doc, ModelSpec* model) {
   auto it = doc.find("model");
   if (it == doc.end()) return Invalid("model", "is missing; give {\"input_shape\": [...], \"layers\": [...]}");
   RETURN_IF_ERROR(RequireObject(*it, "model"));
-  ASSIGN_OR_RETURN(model->input_shape, IntList(*it, "input_shape", "model"));
-  if (model->input_shape.empty()) return Invalid("model.input_shape", "is missing or empty, e.g. [28, 28, 1]");
-  for (int64_t d : model->input_shape) {
-    if (d <= 0) return Invalid("model.input_shape", "must have positive dimensions");
+  RETURN_IF_ERROR(internal_job_spec::ParseCtrModel(*it, model));
+  if (!model->is_ctr()) {
+    ASSIGN_OR_RETURN(model->input_shape, IntList(*it, "input_shape", "model"));
+    if (model->input_shape.empty()) {
+      return Invalid("model.input_shape", "is missing or empty, e.g. [28, 28, 1] (or give model.fields for CTR)");
+    }
+    for (int64_t d : model->input_shape) {
+      if (d <= 0) return Invalid("model.input_shape", "must have positive dimensions");
+    }
   }
-  ASSIGN_OR_RETURN(model->loss, OptionalString(*it, "loss", "sparse_categorical_crossentropy", "model"));
-  RETURN_IF_ERROR(RequireOneOf(model->loss, {"sparse_categorical_crossentropy", "mse"}, "model.loss"));
+  const char* default_loss = model->is_ctr() ? "binary_crossentropy" : "sparse_categorical_crossentropy";
+  ASSIGN_OR_RETURN(model->loss, OptionalString(*it, "loss", default_loss, "model"));
+  RETURN_IF_ERROR(
+      RequireOneOf(model->loss, {"sparse_categorical_crossentropy", "binary_crossentropy", "mse"}, "model.loss"));
+  if (model->is_ctr() != (model->loss == "binary_crossentropy")) {
+    return Invalid("model.loss", model->is_ctr() ? "must be binary_crossentropy for a model with fields (CTR)"
+                                                 : "binary_crossentropy needs model.fields (a CTR model)");
+  }
   auto layers = it->find("layers");
   if (layers == it->end() || !layers->is_array() || layers->empty()) {
     return Invalid("model.layers", "must be a non-empty list of layers");
@@ -126,6 +103,18 @@ absl::Status ParseModel(const json& doc, ModelSpec* model) {
       return Invalid(absl::StrCat("model.layers[", i, "].name"), absl::StrCat("\"", layer.name, "\" is used twice"));
     }
     model->layers.push_back(std::move(layer));
+  }
+  for (const EmbeddingFieldSpec& f : model->fields) {
+    if (names.count(f.name)) {
+      return Invalid("model.fields", absl::StrCat("name \"", f.name, "\" is also a layer's name"));
+    }
+  }
+  if (model->is_ctr()) {
+    const LayerSpec& last = model->layers.back();
+    if (last.type != "dense" || last.units != 1 || last.activation == "relu") {
+      return Invalid(absl::StrCat("model.layers[", layers->size() - 1, "]"),
+                     "must be a dense layer of 1 unit without activation: a CTR model ends in one logit");
+    }
   }
   return absl::OkStatus();
 }
@@ -192,14 +181,26 @@ absl::Status ParseData(const json& doc, DataSpec* data) {
   const std::string p = "data";
   DataSpec d;
   ASSIGN_OR_RETURN(data->dataset, OptionalString(*it, "dataset", d.dataset, p));
-  ASSIGN_OR_RETURN(data->dir, OptionalString(*it, "dir", d.dir, p));
+  const bool criteo = data->dataset == "criteo";
+  ASSIGN_OR_RETURN(data->dir, OptionalString(*it, "dir", criteo ? "" : d.dir, p));
+  ASSIGN_OR_RETURN(data->train_files, internal_job_spec::StringList(*it, "train_files", p));
+  ASSIGN_OR_RETURN(data->test_files, internal_job_spec::StringList(*it, "test_files", p));
+  ASSIGN_OR_RETURN(data->skip_bad_lines, OptionalBool(*it, "skip_bad_lines", false, p));
   ASSIGN_OR_RETURN(data->train_file, OptionalString(*it, "train_file", "", p));
   ASSIGN_OR_RETURN(data->test_file, OptionalString(*it, "test_file", "", p));
   ASSIGN_OR_RETURN(data->label_column, OptionalInt(*it, "label_column", -1, p));
   ASSIGN_OR_RETURN(data->header, OptionalBool(*it, "header", false, p));
   ASSIGN_OR_RETURN(data->num_examples, OptionalInt(*it, "num_examples", 0, p));
   ASSIGN_OR_RETURN(data->shuffle_seed, OptionalInt(*it, "shuffle_seed", 0, p));
-  RETURN_IF_ERROR(RequireOneOf(data->dataset, {"fashion_mnist", "csv", "synthetic_linear"}, p + ".dataset"));
+  RETURN_IF_ERROR(
+      RequireOneOf(data->dataset, {"fashion_mnist", "csv", "synthetic_linear", "criteo"}, p + ".dataset"));
+  if (!criteo && (!data->train_files.empty() || !data->test_files.empty() || data->skip_bad_lines)) {
+    return Invalid(p, "train_files, test_files and skip_bad_lines are for criteo data");
+  }
+  if (criteo && data->train_files.empty() != data->test_files.empty()) {
+    return Invalid(p + (data->train_files.empty() ? ".train_files" : ".test_files"),
+                   "is missing: give both train_files and test_files, or neither for the default synthetic set");
+  }
   if (data->dataset == "csv" && data->train_file.empty()) return Invalid(p + ".train_file", "is required for csv data");
   if (data->dataset == "synthetic_linear" && data->num_examples <= 0) {
     return Invalid(p + ".num_examples", "must be positive for synthetic_linear data");
@@ -255,11 +256,6 @@ absl::Status ParsePartitioner(const json& doc, PartitionerSpec* spec) {
   return absl::OkStatus();
 }
 
-json InitializerToJson(const InitializerSpec& s) {
-  return json{{"type", s.type},     {"value", s.value},   {"mean", s.mean},
-              {"stddev", s.stddev}, {"minval", s.minval}, {"maxval", s.maxval}};
-}
-
 }  // namespace
 
 absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
@@ -269,6 +265,10 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
   RETURN_IF_ERROR(ParseModel(doc, &spec.model));
   RETURN_IF_ERROR(ParseOptimizer(doc, &spec.optimizer));
   RETURN_IF_ERROR(ParseData(doc, &spec.data));
+  if (spec.model.is_ctr() != (spec.data.dataset == "criteo")) {
+    return Invalid("data.dataset", spec.model.is_ctr() ? "must be criteo for a model with fields (CTR)"
+                                                       : "criteo needs a CTR model (model.fields)");
+  }
   RETURN_IF_ERROR(ParseSchedule(doc, &spec.schedule));
   RETURN_IF_ERROR(ParsePartitioner(doc, &spec.partitioner));
   ASSIGN_OR_RETURN(spec.batch_size, OptionalInt(doc, "batch_size", 64, ""));
@@ -302,9 +302,24 @@ json JobSpecToJson(const JobSpec& spec) {
   const PartitionerSpec& p = spec.partitioner;
   const ScheduleSpec& s = spec.schedule;
   const DataSpec& d = spec.data;
+  json model = {{"input_shape", spec.model.input_shape}, {"layers", layers}, {"loss", spec.model.loss}};
+  internal_job_spec::CtrModelToJson(spec.model, &model);
+  json data = {{"dataset", d.dataset},
+               {"dir", d.dir},
+               {"train_file", d.train_file},
+               {"test_file", d.test_file},
+               {"label_column", d.label_column},
+               {"header", d.header},
+               {"num_examples", d.num_examples},
+               {"shuffle_seed", d.shuffle_seed}};
+  if (d.dataset == "criteo") {
+    data["train_files"] = d.train_files;
+    data["test_files"] = d.test_files;
+    data["skip_bad_lines"] = d.skip_bad_lines;
+  }
   return json{
       {"name", spec.name},
-      {"model", {{"input_shape", spec.model.input_shape}, {"layers", layers}, {"loss", spec.model.loss}}},
+      {"model", model},
       {"optimizer",
        {{"type", o.type},
         {"learning_rate",
@@ -323,15 +338,7 @@ json JobSpecToJson(const JobSpec& spec) {
         {"initial_accumulator_value", o.initial_accumulator_value},
         {"rho", o.rho},
         {"centered", o.centered}}},
-      {"data",
-       {{"dataset", d.dataset},
-        {"dir", d.dir},
-        {"train_file", d.train_file},
-        {"test_file", d.test_file},
-        {"label_column", d.label_column},
-        {"header", d.header},
-        {"num_examples", d.num_examples},
-        {"shuffle_seed", d.shuffle_seed}}},
+      {"data", data},
       {"batch_size", spec.batch_size},
       {"schedule",
        {{"epochs", s.epochs},

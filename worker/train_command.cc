@@ -18,7 +18,7 @@ namespace {
 
 const std::vector<FlagDef>& TrainFlags() {
   static const auto* flags = new std::vector<FlagDef>{
-      {"job", "cnn", "job spec: a preset (linear, mlp, cnn) or a JSON file"},
+      {"job", "cnn", "job spec: a preset (linear, mlp, cnn, ctr) or a JSON file"},
       {"epochs", "", "epochs to train (overrides the job's schedule)"},
       {"steps", "", "steps to train (overrides the job's schedule and --epochs)"},
       {"threads", "", "compute threads (default: all cores)"},
