@@ -109,6 +109,12 @@ absl::Status ParseModel(const json& doc, ModelSpec* model) {
       return Invalid("model.fields", absl::StrCat("name \"", f.name, "\" is also a layer's name"));
     }
   }
+  for (size_t i = 0; model->is_ctr() && i < model->layers.size(); ++i) {
+    if (model->layers[i].type != "dense") {
+      return Invalid(absl::StrCat("model.layers[", i, "].type"),
+                     absl::StrCat("is ", model->layers[i].type, ": a CTR model's layers must all be dense"));
+    }
+  }
   if (model->is_ctr()) {
     const LayerSpec& last = model->layers.back();
     if (last.type != "dense" || last.units != 1 || last.activation == "relu") {

@@ -44,6 +44,11 @@ int ReplicaSet::SplitBatch(const Batch& batch) {
                 sizeof(float) * (end - begin) * width);
     if (!batch.labels.empty()) part.labels.assign(batch.labels.begin() + begin, batch.labels.begin() + end);
     part.targets.assign(batch.targets.begin() + begin * target_width, batch.targets.begin() + end * target_width);
+    const int64_t fields = n == 0 ? 0 : static_cast<int64_t>(batch.ids.size()) / n;
+    part.ids.assign(batch.ids.begin() + begin * fields, batch.ids.begin() + end * fields);
+    if (!batch.positions.empty()) {
+      part.positions.assign(batch.positions.begin() + begin * fields, batch.positions.begin() + end * fields);
+    }
   }
   return parts;
 }
@@ -67,9 +72,7 @@ absl::Status ReplicaSet::Compute(absl::Span<const Tensor> params, const Batch& b
         for (int64_t i = 0; i < (*grads)[v].num_elements(); ++i) dst[i] += src[i];
       }
     }
-    metrics->examples += part_metrics_[r].examples;
-    metrics->loss_sum += part_metrics_[r].loss_sum;
-    metrics->correct += part_metrics_[r].correct;
+    AddBatchMetrics(part_metrics_[r], metrics);
   }
   return absl::OkStatus();
 }
@@ -82,9 +85,7 @@ absl::Status ReplicaSet::Evaluate(absl::Span<const Tensor> params, const Batch& 
   pool_.Run(parts, [&](int r) { results[r] = computers_[r]->Evaluate(params, parts_[r], &part_metrics_[r]); });
   for (const absl::Status& s : results) RETURN_IF_ERROR(s);
   for (int r = 0; r < parts; ++r) {
-    metrics->examples += part_metrics_[r].examples;
-    metrics->loss_sum += part_metrics_[r].loss_sum;
-    metrics->correct += part_metrics_[r].correct;
+    AddBatchMetrics(part_metrics_[r], metrics);
   }
   return absl::OkStatus();
 }

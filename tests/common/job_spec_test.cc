@@ -224,6 +224,9 @@ TEST(JobSpecTest, CtrErrorsNameTheField) {
   doc["model"]["layers"][2]["units"] = 2;
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.layers[2] must be a dense layer of 1 unit"));
   doc = Ctr();
+  doc["model"]["layers"][0] = {{"type", "relu"}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.layers[0].type is relu: a CTR model's layers must all be dense"));
+  doc = Ctr();
   doc["data"]["dataset"] = "fashion_mnist";
   EXPECT_THAT(ErrorOf(doc), HasSubstr("data.dataset must be criteo"));
   doc = Ctr();

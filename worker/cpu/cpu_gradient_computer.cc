@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/cpu/cpu_model.h"
+#include "worker/cpu/ctr_gradient_computer.h"
 #include "worker/cpu/thread_pool.h"
 
 namespace pstrain {
@@ -124,11 +125,7 @@ absl::Status CpuGradientComputer::Compute(absl::Span<const Tensor> params, const
       for (int64_t j = 0; j < params[i].num_elements(); ++j) dst[j] += src[j];
     }
   }
-  for (int t = 0; t < chunks; ++t) {
-    metrics->examples += replica_metrics_[t].examples;
-    metrics->loss_sum += replica_metrics_[t].loss_sum;
-    metrics->correct += replica_metrics_[t].correct;
-  }
+  for (int t = 0; t < chunks; ++t) AddBatchMetrics(replica_metrics_[t], metrics);
   return absl::OkStatus();
 }
 
@@ -147,17 +144,14 @@ absl::Status CpuGradientComputer::Evaluate(absl::Span<const Tensor> params, cons
                            cls ? batch.labels.data() + begin : nullptr,
                            cls ? nullptr : batch.targets.data() + begin * out_size, count, &replica_metrics_[t]);
   });
-  for (int t = 0; t < chunks; ++t) {
-    metrics->examples += replica_metrics_[t].examples;
-    metrics->loss_sum += replica_metrics_[t].loss_sum;
-    metrics->correct += replica_metrics_[t].correct;
-  }
+  for (int t = 0; t < chunks; ++t) AddBatchMetrics(replica_metrics_[t], metrics);
   return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GradientComputer>> NewCpuGradientComputer(const ModelSpec& model, int threads) {
+  if (model.is_ctr()) return NewCpuCtrGradientComputer(model, threads);
   if (threads < 1) return absl::InvalidArgumentError(absl::StrCat("threads must be at least 1, got ", threads));
   std::vector<std::unique_ptr<CpuModel>> replicas;
   for (int t = 0; t < threads; ++t) {
