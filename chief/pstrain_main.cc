@@ -2,6 +2,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "chief/datagen_command.h"
 #include "chief/evaluate_command.h"
 #include "chief/inspect_command.h"
 #include "chief/plan_command.h"
@@ -21,6 +22,7 @@ const Subcommand kSubcommands[] = {
     {"train", pstrain::TrainMain, "train a job in this one process, no cluster (debugging, compute baseline)"},
     {"evaluate", pstrain::EvaluateMain, "evaluate a checkpoint on the test set in one process, with no cluster"},
     {"inspect", pstrain::InspectMain, "list a checkpoint's variables with digests, whatever its partitioning"},
+    {"datagen", pstrain::DatagenMain, "write a synthetic CTR data set (Criteo layout) with its Bayes-optimal AUC"},
 };
 
 void PrintUsage(std::ostream& out) {

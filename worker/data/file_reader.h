@@ -1,17 +1,28 @@
-// Reads a whole file that may be gzip-compressed (zlib reads plain files unchanged).
-// Thread-safety: pure function.
+// Reads a file that may be gzip-compressed (zlib reads plain files unchanged): whole, or streamed
+// in chunks so a file larger than memory can be parsed as it is read.
+// Thread-safety: pure functions.
 #ifndef PSTRAIN_WORKER_DATA_FILE_READER_H_
 #define PSTRAIN_WORKER_DATA_FILE_READER_H_
 
+#include <functional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace pstrain {
 
-// NotFound when the file cannot be opened; DataLoss when a gzip stream is corrupt or truncated.
-// Both name `path`.
+// NotFound when the file cannot be opened; InvalidArgument when it is a directory; DataLoss when
+// a gzip stream is corrupt or truncated. All name `path`.
 absl::StatusOr<std::string> ReadMaybeGzipFile(const std::string& path);
+
+// Calls `consume` with the file's (decompressed) contents in successive chunks of at most
+// `chunk_bytes` (views valid during the call only). Errors as ReadMaybeGzipFile; DataLoss for a
+// truncated gzip stream comes after `consume` has seen the bytes before the cut. A non-OK status
+// from `consume` stops the read and is returned as is. REQUIRES: chunk_bytes >= 1.
+absl::Status ReadMaybeGzipFileInChunks(const std::string& path, size_t chunk_bytes,
+                                       const std::function<absl::Status(absl::string_view)>& consume);
 
 }  // namespace pstrain
 

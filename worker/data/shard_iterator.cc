@@ -42,15 +42,16 @@ ShardIterator::ShardIterator(std::shared_ptr<const Dataset> data, int shard_inde
   Shuffle();
 }
 
-// Fisher-Yates with our own RNG draws, so the order is the same with every standard library.
-void ShardIterator::Shuffle() {
-  std::sort(order_.begin(), order_.end());
-  std::mt19937_64 rng(MixSeed(MixSeed(seed_, static_cast<uint64_t>(shard_index_)), static_cast<uint64_t>(epoch_)));
-  for (size_t i = order_.size(); i > 1; --i) {
+void ShuffleForEpoch(uint64_t seed, int shard_index, int64_t epoch, std::vector<int64_t>* order) {
+  std::sort(order->begin(), order->end());
+  std::mt19937_64 rng(MixSeed(MixSeed(seed, static_cast<uint64_t>(shard_index)), static_cast<uint64_t>(epoch)));
+  for (size_t i = order->size(); i > 1; --i) {
     const size_t j = static_cast<size_t>(rng() % i);
-    std::swap(order_[i - 1], order_[j]);
+    std::swap((*order)[i - 1], (*order)[j]);
   }
 }
+
+void ShardIterator::Shuffle() { ShuffleForEpoch(seed_, shard_index_, epoch_, &order_); }
 
 void ShardIterator::Next(int64_t batch_size, Batch* batch) {
   if (position_ >= shard_size()) {

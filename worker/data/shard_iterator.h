@@ -49,6 +49,11 @@ std::pair<int64_t, int64_t> EvalRange(int64_t size, int shard, int num_shards);
 // Copies examples [begin, end) of `data` into `batch` (reusing its buffers).
 void FillRange(const Dataset& data, int64_t begin, int64_t end, Batch* batch);
 
+// Puts `order` in shard `shard_index`'s order for `epoch`: sorted, then a Fisher-Yates shuffle
+// seeded from (seed, shard_index, epoch) with our own draws, so every standard library gives the
+// same order. ShardIterator's per-epoch reshuffle; any other pipeline reshuffles with it too.
+void ShuffleForEpoch(uint64_t seed, int shard_index, int64_t epoch, std::vector<int64_t>* order);
+
 // Deterministic 64-bit mixing (SplitMix64), for seeds derived from a job seed.
 uint64_t MixSeed(uint64_t seed, uint64_t salt);
 
