@@ -125,6 +125,18 @@ absl::Status ParseModel(const json& doc, ModelSpec* model) {
   return absl::OkStatus();
 }
 
+// Keras's Ftrl argument checks.
+absl::Status ValidateFtrl(const OptimizerSpec& opt, const std::string& p) {
+  if (opt.type != "ftrl") return absl::OkStatus();
+  if (opt.learning_rate_power > 0) return Invalid(p + ".learning_rate_power", "must be <= 0");
+  if (opt.initial_accumulator_value <= 0) return Invalid(p + ".initial_accumulator_value", "must be positive");
+  if (opt.l1 < 0) return Invalid(p + ".l1_regularization_strength", "must be >= 0");
+  if (opt.l2 < 0) return Invalid(p + ".l2_regularization_strength", "must be >= 0");
+  if (opt.l2_shrinkage < 0) return Invalid(p + ".l2_shrinkage_regularization_strength", "must be >= 0");
+  if (opt.beta < 0) return Invalid(p + ".beta", "must be >= 0");
+  return absl::OkStatus();
+}
+
 absl::Status ParseOptimizer(const json& doc, OptimizerSpec* opt) {
   auto it = doc.find("optimizer");
   if (it == doc.end() || it->is_null()) return absl::OkStatus();
@@ -145,6 +157,11 @@ absl::Status ParseOptimizer(const json& doc, OptimizerSpec* opt) {
                      OptionalNumber(o, "initial_accumulator_value", d.initial_accumulator_value, p));
     ASSIGN_OR_RETURN(opt->rho, OptionalNumber(o, "rho", d.rho, p));
     ASSIGN_OR_RETURN(opt->centered, OptionalBool(o, "centered", d.centered, p));
+    ASSIGN_OR_RETURN(opt->learning_rate_power, OptionalNumber(o, "learning_rate_power", d.learning_rate_power, p));
+    ASSIGN_OR_RETURN(opt->l1, OptionalNumber(o, "l1_regularization_strength", d.l1, p));
+    ASSIGN_OR_RETURN(opt->l2, OptionalNumber(o, "l2_regularization_strength", d.l2, p));
+    ASSIGN_OR_RETURN(opt->l2_shrinkage, OptionalNumber(o, "l2_shrinkage_regularization_strength", d.l2_shrinkage, p));
+    ASSIGN_OR_RETURN(opt->beta, OptionalNumber(o, "beta", d.beta, p));
     auto lr = o.find("learning_rate");
     if (lr != o.end() && lr->is_number()) {
       opt->learning_rate.initial = lr->get<double>();
@@ -174,10 +191,10 @@ absl::Status ParseOptimizer(const json& doc, OptimizerSpec* opt) {
       return Invalid(p + ".learning_rate", "must be a number or a schedule object");
     }
   }
-  RETURN_IF_ERROR(RequireOneOf(opt->type, {"sgd", "adagrad", "adam", "rmsprop"}, p + ".type"));
+  RETURN_IF_ERROR(RequireOneOf(opt->type, {"sgd", "adagrad", "adam", "rmsprop", "ftrl", "lazy_adam"}, p + ".type"));
   if (opt->learning_rate.initial <= 0) return Invalid(p + ".learning_rate", "must be positive");
   if (opt->epsilon <= 0) return Invalid(p + ".epsilon", "must be positive");
-  return absl::OkStatus();
+  return ValidateFtrl(*opt, p);
 }
 
 absl::Status ParseData(const json& doc, DataSpec* data) {
@@ -253,6 +270,8 @@ absl::Status ParsePartitioner(const json& doc, PartitionerSpec* spec) {
     ASSIGN_OR_RETURN(spec->max_shard_bytes, OptionalInt(*it, "max_shard_bytes", d.max_shard_bytes, p));
     ASSIGN_OR_RETURN(spec->max_shards, OptionalInt(*it, "max_shards", d.max_shards, p));
     ASSIGN_OR_RETURN(spec->bytes_per_string, OptionalInt(*it, "bytes_per_string", d.bytes_per_string, p));
+    ASSIGN_OR_RETURN(spec->strategy, OptionalString(*it, "strategy", d.strategy, p));
+    RETURN_IF_ERROR(RequireOneOf(spec->strategy, {"div", "mod"}, p + ".strategy"));
   }
   auto parsed = ParsePartitionerKind(kind);
   if (!parsed.ok()) return Invalid(p + ".type", std::string(parsed.status().message()));
@@ -343,7 +362,12 @@ json JobSpecToJson(const JobSpec& spec) {
         {"epsilon", o.epsilon},
         {"initial_accumulator_value", o.initial_accumulator_value},
         {"rho", o.rho},
-        {"centered", o.centered}}},
+        {"centered", o.centered},
+        {"learning_rate_power", o.learning_rate_power},
+        {"l1_regularization_strength", o.l1},
+        {"l2_regularization_strength", o.l2},
+        {"l2_shrinkage_regularization_strength", o.l2_shrinkage},
+        {"beta", o.beta}}},
       {"data", data},
       {"batch_size", spec.batch_size},
       {"schedule",
@@ -360,7 +384,8 @@ json JobSpecToJson(const JobSpec& spec) {
         {"min_shard_bytes", p.min_shard_bytes},
         {"max_shard_bytes", p.max_shard_bytes},
         {"max_shards", p.max_shards},
-        {"bytes_per_string", p.bytes_per_string}}},
+        {"bytes_per_string", p.bytes_per_string},
+        {"strategy", p.strategy}}},
       {"mode", spec.mode},
       {"seed", spec.seed},
       {"sync_timeout_ms", spec.sync_timeout_ms},

@@ -78,16 +78,23 @@ struct LearningRateSpec {
 };
 
 struct OptimizerSpec {
-  std::string type = "adam";   // sgd | adagrad | adam | rmsprop
+  std::string type = "adam";   // sgd | adagrad | adam | rmsprop | ftrl | lazy_adam
   LearningRateSpec learning_rate;
   double momentum = 0.0;       // sgd, rmsprop
   bool nesterov = false;       // sgd
-  double beta_1 = 0.9;         // adam
-  double beta_2 = 0.999;       // adam
-  double epsilon = 1e-7;       // adagrad, adam, rmsprop
-  double initial_accumulator_value = 0.1;  // adagrad
+  double beta_1 = 0.9;         // adam, lazy_adam
+  double beta_2 = 0.999;       // adam, lazy_adam
+  double epsilon = 1e-7;       // adagrad, adam, rmsprop, lazy_adam
+  double initial_accumulator_value = 0.1;  // adagrad, ftrl
   double rho = 0.9;            // rmsprop
   bool centered = false;       // rmsprop
+  // ftrl (Keras names in the job spec: learning_rate_power, l1_regularization_strength,
+  // l2_regularization_strength, l2_shrinkage_regularization_strength, beta).
+  double learning_rate_power = -0.5;
+  double l1 = 0.0;
+  double l2 = 0.0;
+  double l2_shrinkage = 0.0;
+  double beta = 0.0;
 };
 
 struct DataSpec {

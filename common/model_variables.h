@@ -20,8 +20,8 @@ struct VariableSpec {
   std::vector<int64_t> shape;
   DType dtype = DType::kFloat32;
   InitializerSpec initializer;
-  // An embedding table [vocabulary_size, embedding_dim]: partitioned like any variable (axis 0),
-  // but never moved whole: a step pulls and pushes only the rows its batch touches.
+  // An embedding table [vocabulary_size, embedding_dim], float32: partitioned like any variable
+  // (axis 0), but never moved whole: a step pulls and pushes only the rows its batch touches.
   bool sparse = false;
 };
 

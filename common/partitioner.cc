@@ -40,6 +40,10 @@ absl::StatusOr<PartitionerSpec::Kind> ParsePartitionerKind(absl::string_view nam
 
 absl::Status ValidatePartitioner(const PartitionerSpec& spec) {
   const std::string kind = spec.KindName();
+  if (spec.strategy != "div" && spec.strategy != "mod") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("partitioner strategy \"", spec.strategy, "\" is unknown; use div or mod"));
+  }
   switch (spec.kind) {
     case PartitionerSpec::Kind::kNone:
       return absl::OkStatus();

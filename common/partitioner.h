@@ -1,5 +1,6 @@
 // Variable partitioners with TensorFlow's exact arithmetic (axis 0): FixedShardsPartitioner,
-// MinSizePartitioner and MaxSizePartitioner, plus the "div" row split.
+// MinSizePartitioner and MaxSizePartitioner, plus the "div" row split and, for embedding tables,
+// TensorFlow 1's "mod" partition_strategy (row r in shard r % n).
 // Thread-safety: pure functions.
 #ifndef PSTRAIN_COMMON_PARTITIONER_H_
 #define PSTRAIN_COMMON_PARTITIONER_H_
@@ -22,6 +23,10 @@ struct PartitionerSpec {
   int64_t max_shard_bytes = 0;          // max_size (required)
   int64_t max_shards = -1;              // -1: the kind's default (min_size: 1, max_size: 0 = unlimited)
   int64_t bytes_per_string = 16;
+  // How an embedding table's rows map to its shards (dense variables are always "div"):
+  // "div": shard i holds a contiguous range; "mod": shard i of n holds rows i, i+n, i+2n, ...
+  // Both give shard i the same number of rows (the div split's: ceil((rows - i) / n)).
+  std::string strategy = "div";
 
   // "none", "fixed_shards", "min_size", "max_size".
   std::string KindName() const;
@@ -30,7 +35,8 @@ struct PartitionerSpec {
 // Parses a partitioner kind name; InvalidArgument listing the accepted names otherwise.
 absl::StatusOr<PartitionerSpec::Kind> ParsePartitionerKind(absl::string_view name);
 
-// Checks the arguments (positive where required). InvalidArgument naming the bad argument.
+// Checks the arguments (positive where required, strategy "div" or "mod"). InvalidArgument naming
+// the bad argument.
 absl::Status ValidatePartitioner(const PartitionerSpec& spec);
 
 // Number of shards along axis 0 for a variable of `shape` and `dtype`:

@@ -32,10 +32,12 @@ absl::StatusOr<VariablePlan> PlanVariables(const std::vector<VariableSpec>& vari
     const int64_t row_bytes = rows == 0 ? 0 : NumElements(var.shape) / rows * DTypeSize(var.dtype, spec.bytes_per_string);
     int64_t offset = 0;
     const std::vector<int64_t> split = DivSplit(rows, *shards);
+    const bool mod = var.sparse && spec.strategy == "mod" && split.size() > 1;
     for (size_t i = 0; i < split.size(); ++i) {
       PlannedShard shard;
       shard.name = split.size() == 1 ? var.name : absl::StrCat(var.name, "/part_", i);
-      shard.row_offset = offset;
+      shard.row_offset = mod ? static_cast<int64_t>(i) : offset;
+      shard.row_stride = mod ? static_cast<int64_t>(split.size()) : 1;
       shard.rows = split[i];
       shard.bytes = split[i] * row_bytes;
       shard.ps = next_ps;
@@ -68,6 +70,7 @@ VariablePlanProto VariablePlanToProto(const VariablePlan& plan, uint64_t seed) {
     v->set_name(pv.variable.name);
     for (int64_t d : pv.variable.shape) v->add_shape(d);
     v->set_dtype(ToProtoDType(pv.variable.dtype));
+    v->set_sparse(pv.variable.sparse);
     for (const PlannedShard& s : pv.shards) {
       auto* sp = v->add_shards();
       sp->set_shard_name(s.name);
@@ -79,6 +82,8 @@ VariablePlanProto VariablePlanToProto(const VariablePlan& plan, uint64_t seed) {
       *sp->mutable_initializer() = InitializerToProto(pv.variable.initializer);
       sp->set_seed(seed);
       sp->set_ps_task(s.ps);
+      sp->set_row_stride(s.row_stride);
+      sp->set_sparse(pv.variable.sparse);
     }
   }
   return out;

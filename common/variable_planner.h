@@ -1,7 +1,9 @@
 // Turns a model's variables into shards with a partitioner and places them on ps tasks
 // round-robin with ONE counter advanced in creation order over all variables (TensorFlow's
 // ParameterServerStrategy placement). Shard i of variable v is "v/part_i"; a variable split into
-// one shard keeps its own name.
+// one shard keeps its own name. Shard sizes are always the div split; an embedding table
+// (VariableSpec::sparse) under strategy "mod" gives shard i of n the rows i, i+n, ... instead of a
+// contiguous range (row_offset i, row_stride n).
 // Thread-safety: pure functions.
 #ifndef PSTRAIN_COMMON_VARIABLE_PLANNER_H_
 #define PSTRAIN_COMMON_VARIABLE_PLANNER_H_
@@ -18,8 +20,9 @@ namespace pstrain {
 
 struct PlannedShard {
   std::string name;
-  int64_t row_offset = 0;
-  int64_t rows = 0;     // for rank-0 variables: 1
+  int64_t row_offset = 0;  // global row of the shard's first row
+  int64_t rows = 0;        // for rank-0 variables: 1
+  int64_t row_stride = 1;  // global row of local row j: row_offset + j * row_stride
   int64_t bytes = 0;
   int ps = 0;
 };

@@ -201,6 +201,11 @@ OptimizerProto OptimizerProtoFromSpec(const OptimizerSpec& spec) {
   p.set_initial_accumulator_value(spec.initial_accumulator_value);
   p.set_rho(spec.rho);
   p.set_centered(spec.centered);
+  p.set_learning_rate_power(spec.learning_rate_power);
+  p.set_l1(spec.l1);
+  p.set_l2(spec.l2);
+  p.set_l2_shrinkage(spec.l2_shrinkage);
+  p.set_beta(spec.beta);
   return p;
 }
 

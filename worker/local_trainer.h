@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "common/job_spec.h"
 #include "common/model_variables.h"
 #include "common/tensor.h"
@@ -25,11 +26,22 @@ struct Dataset;
 // Writes the initial value of `var` (full shape, already allocated) from the job seed.
 using VariableInitializer = std::function<absl::Status(const VariableSpec& var, uint64_t seed, Tensor* value)>;
 
-// Applies one optimizer update to every variable: params[i] -= f(grads[i], state).
+// Applies one optimizer update per step: params[i] -= f(grads[i], state).
 class ParameterUpdater {
  public:
   virtual ~ParameterUpdater() = default;
+  // Updates every dense variable and ends the step (counts it). Embedding tables
+  // (VariableSpec::sparse) are skipped: grads[i] of a table is ignored; update it with ApplySparse.
   virtual absl::Status Apply(const std::vector<Tensor>& grads, std::vector<Tensor>* params) = 0;
+  // Updates table `variable` (the whole [rows, dim] table, held in `table`) at the GLOBAL rows
+  // `ids` with `grad_rows` ([ids.size(), dim]), with the ps's sparse-apply semantics: duplicate ids
+  // summed first, untouched rows and their optimizer slots unchanged (optimizers that update every
+  // row, such as adam, move them all as the ps does). Call it for each table of a step BEFORE the
+  // step's Apply. InvalidArgument for an id outside the table, a shape mismatch or a dense variable.
+  virtual absl::Status ApplySparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,
+                                   Tensor* table) {
+    return absl::UnimplementedError("this updater has no sparse apply");
+  }
 };
 using UpdaterFactory = std::function<absl::StatusOr<std::unique_ptr<ParameterUpdater>>(
     const OptimizerSpec& optimizer, const std::vector<VariableSpec>& variables)>;

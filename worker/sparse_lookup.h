@@ -17,7 +17,9 @@
 namespace pstrain {
 
 struct SparseLookup {
-  std::vector<std::vector<int64_t>> unique_ids;  // per variable index; empty for dense variables
+  // Per variable index (ModelVariables() order): the distinct GLOBAL row ids of the table the
+  // step touches (IdDeduper: in order of first appearance); empty for dense variables.
+  std::vector<std::vector<int64_t>> unique_ids;
 };
 
 // Builds the lookup of CTR batches for a model's variables, reusing its hash tables across steps

@@ -75,7 +75,11 @@ absl::Status VariableExchange::ForEachPs(const std::function<absl::Status(int)>&
   return absl::OkStatus();
 }
 
-absl::Status VariableExchange::PullAll(int64_t min_version, std::vector<Tensor>* params) {
+absl::Status VariableExchange::PullAll(int64_t min_version, std::vector<Tensor>* params,
+                                       const SparseLookup* lookup) {
+  for (const VariableSpec& v : variables_) {
+    if (v.sparse) return absl::UnimplementedError(absl::StrCat("table ", v.name, ": sparse pulls are not built yet"));
+  }
   if (params->size() != variables_.size()) {
     params->clear();
     for (const VariableSpec& v : variables_) params->emplace_back(DType::kFloat32, v.shape);
@@ -111,7 +115,10 @@ absl::Status VariableExchange::PullFrom(int p, int64_t min_version, std::vector<
 }
 
 absl::StatusOr<int64_t> VariableExchange::PushAll(int worker_index, bool tag_with_pulled_version,
-                                                  const std::vector<Tensor>& grads) {
+                                                  const std::vector<Tensor>& grads, const SparseLookup* lookup) {
+  for (const VariableSpec& v : variables_) {
+    if (v.sparse) return absl::UnimplementedError(absl::StrCat("table ", v.name, ": sparse pushes are not built yet"));
+  }
   std::vector<int64_t> staleness(ps_.size(), 0);
   RETURN_IF_ERROR(ForEachPs([&](int p) { return PushTo(p, worker_index, tag_with_pulled_version, grads, &staleness[p]); }));
   return *std::max_element(staleness.begin(), staleness.end());

@@ -1,7 +1,11 @@
-// VariableExchange: moves a model's full variables between a worker and the ps tasks that hold
-// their shards. One Pull per ps (all of that ps's shards) and one Push per ps, the ps calls of a
-// step running in parallel; shards are rows [row_offset, row_offset + rows) of a variable, so
-// assembling and splitting are contiguous copies.
+// VariableExchange: moves a model's variables between a worker and the ps tasks that hold their
+// shards. One Pull per ps (all of that ps's shards) and one Push per ps, the ps calls of a step
+// running in parallel. Dense variables move whole: their shards are rows [row_offset, row_offset +
+// rows), so assembling and splitting are contiguous copies. Embedding tables (VariableSpec::sparse)
+// move by rows: only the step's unique ids (SparseLookup), grouped by owning shard (div: contiguous
+// ranges; mod: id % shards), travel, in the same one Pull and one Push per ps as the dense shards.
+// Every table shard is named in every pull and push (with no ids when the step touches none of its
+// rows), so table shards count versions, staleness and sync steps exactly as dense shards do.
 // Thread-safety: one PullAll/PushAll at a time per object.
 #ifndef PSTRAIN_WORKER_VARIABLE_EXCHANGE_H_
 #define PSTRAIN_WORKER_VARIABLE_EXCHANGE_H_
@@ -14,6 +18,7 @@
 #include "common/tensor.h"
 #include "proto/common.pb.h"
 #include "ps/ps_client.h"
+#include "worker/sparse_lookup.h"
 #include "worker/cpu/thread_pool.h"
 
 namespace pstrain {
@@ -28,16 +33,21 @@ class VariableExchange {
                                                                   const VariablePlanProto& plan,
                                                                   std::vector<PsClient*> ps);
 
-  // Fills `params` (resized to the variables' shapes on first use) from every ps. `min_version`
-  // > 0 asks each ps to wait until its shards reach that version (sync mode). Errors from a ps
-  // name it; a reply with a missing shard or a wrong shape is InvalidArgument.
-  absl::Status PullAll(int64_t min_version, std::vector<Tensor>* params);
+  // Fills `params` from every ps: dense variable i with the whole variable (resized to its shape),
+  // table i with the rows of lookup->unique_ids[i] in that order (shape [U_i, dim]). `min_version`
+  // > 0 asks each ps to wait until its shards reach that version (sync mode). `lookup` may be null
+  // only for models without tables. Errors from a ps name it; a reply with a missing shard or a
+  // wrong shape is InvalidArgument; an id outside a table's rows is InvalidArgument naming it.
+  absl::Status PullAll(int64_t min_version, std::vector<Tensor>* params, const SparseLookup* lookup = nullptr);
 
-  // Pushes each ps the rows of `grads` it holds. With `tag_with_pulled_version` (sync mode) each
-  // push carries step = the version pulled last from that ps. Returns the largest staleness seen:
-  // per shard, (version after the push - 1) - version pulled, i.e. how many other updates landed
-  // between this worker's pull and its update (0 when none; meaningful in async mode).
-  absl::StatusOr<int64_t> PushAll(int worker_index, bool tag_with_pulled_version, const std::vector<Tensor>& grads);
+  // Pushes each ps the rows of `grads` it holds: dense variable i's gradient has the variable's
+  // shape; table i's is [U_i, dim], the gradient rows of lookup->unique_ids[i] (already summed per
+  // id), split by owning shard. With `tag_with_pulled_version` (sync mode) each push carries step =
+  // the version pulled last from that ps. Returns the largest staleness seen: per shard, (version
+  // after the push - 1) - version pulled, i.e. how many other updates landed between this
+  // worker's pull and its update (0 when none; meaningful in async mode).
+  absl::StatusOr<int64_t> PushAll(int worker_index, bool tag_with_pulled_version, const std::vector<Tensor>& grads,
+                                  const SparseLookup* lookup = nullptr);
 
   int num_ps() const { return static_cast<int>(ps_.size()); }
 
