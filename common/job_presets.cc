@@ -66,7 +66,7 @@ constexpr Preset kPresets[] = {
   "data": {"dataset": "criteo"},
   "batch_size": 1024,
   "schedule": {"epochs": 1, "steps_per_closure": 10},
-  "partitioner": {"type": "min_size", "min_shard_bytes": 262144, "max_shards": 2},
+  "partitioner": {"type": "min_size", "min_shard_bytes": 262144, "max_shards": 2, "strategy": "mod"},
   "seed": 42
 })"},
 };

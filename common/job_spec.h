@@ -144,6 +144,13 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const nlohmann::json& doc);
 // The canonical JSON form (every field explicit); JobSpecFromJson(JobSpecToJson(s)) == s.
 nlohmann::json JobSpecToJson(const JobSpec& spec);
 
+// Command-line overrides of a criteo job's data files (--train_files / --test_files): each a
+// comma-separated list of paths or globs, "" leaving that split as it is. InvalidArgument naming
+// `flag_prefix` + the flag when the job is not a criteo job, or when only one split would then
+// have files (give both, or neither for the default synthetic set).
+absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::string& test_files,
+                                  const std::string& flag_prefix, JobSpec* job);
+
 // Loads `name_or_path`: a preset name (see job_presets.h) or a JSON file path.
 absl::StatusOr<JobSpec> LoadJobSpec(const std::string& name_or_path);
 

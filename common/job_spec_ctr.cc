@@ -3,7 +3,9 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/job_spec_parse.h"
 #include "common/json_util.h"
 #include "common/status_macros.h"
@@ -105,4 +107,30 @@ void CtrModelToJson(const ModelSpec& spec, json* model) {
 }
 
 }  // namespace internal_job_spec
+
+absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::string& test_files,
+                                  const std::string& flag_prefix, JobSpec* job) {
+  if (train_files.empty() && test_files.empty()) return absl::OkStatus();
+  const std::string flag = absl::StrCat(flag_prefix, train_files.empty() ? "test_files" : "train_files");
+  if (job->data.dataset != "criteo") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " is for criteo jobs (CTR models); job \"", job->name, "\" reads ", job->data.dataset));
+  }
+  auto split = [](const std::string& list) {
+    std::vector<std::string> out;
+    for (absl::string_view part : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+      out.emplace_back(absl::StripAsciiWhitespace(part));
+    }
+    return out;
+  };
+  if (!train_files.empty()) job->data.train_files = split(train_files);
+  if (!test_files.empty()) job->data.test_files = split(test_files);
+  if (job->data.train_files.empty() || job->data.test_files.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " needs ", flag_prefix, job->data.train_files.empty() ? "train_files" : "test_files",
+        " too: the job has no files of its own for that split (it uses the default synthetic set)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace pstrain
