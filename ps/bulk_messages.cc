@@ -12,6 +12,11 @@ PushRequest PushHeader(const PushRequest& request) {
     h->mutable_gradient()->set_dtype(g.gradient().dtype());
     *h->mutable_gradient()->mutable_shape() = g.gradient().shape();
   }
+  for (const SparseRows& r : request.sparse()) {
+    SparseRows* h = header.add_sparse();
+    h->set_shard_name(r.shard_name());
+    h->set_num_ids(r.num_ids());
+  }
   return header;
 }
 
@@ -26,6 +31,17 @@ std::string* PrepareValue(int index, const std::string& name, int64_t version, D
   std::string* data = t->mutable_data();
   if (data->size() != bytes) data->resize(bytes);  // the same shards again: the buffer is reused as it is
   return data;
+}
+
+std::string* PrepareRows(int index, const SparseRows& in, size_t bytes, PullResponse* response) {
+  SparseRows* r = index < response->sparse_size() ? response->mutable_sparse(index) : response->add_sparse();
+  r->set_shard_name(in.shard_name());
+  r->set_num_ids(in.num_ids());
+  r->set_version(in.version());
+  r->clear_ids();
+  std::string* values = r->mutable_values();
+  if (values->size() != bytes) values->resize(bytes);
+  return values;
 }
 
 }  // namespace pstrain

@@ -14,7 +14,8 @@
 
 namespace pstrain {
 
-// `request` with every gradient's name, dtype and shape but none of its bytes.
+// `request` with every gradient's name, dtype and shape, and every sparse entry's shard and
+// num_ids, but none of their bytes.
 PushRequest PushHeader(const PushRequest& request);
 
 // Sets value `index` of `response` (an existing entry is reused, with its data buffer) to the
@@ -22,6 +23,11 @@ PushRequest PushHeader(const PushRequest& request);
 // REQUIRES: index <= response->values_size().
 std::string* PrepareValue(int index, const std::string& name, int64_t version, DataType dtype,
                           const google::protobuf::RepeatedField<int64_t>& shape, size_t bytes, PullResponse* response);
+
+// Sets sparse entry `index` of `response` (an existing entry is reused, with its buffer) to the
+// shard, num_ids and version of `in`, sizes its values to `bytes`, and returns them to fill.
+// REQUIRES: index <= response->sparse_size().
+std::string* PrepareRows(int index, const SparseRows& in, size_t bytes, PullResponse* response);
 
 }  // namespace pstrain
 

@@ -72,11 +72,19 @@ absl::Status GrpcPsClient::Pull(const PullRequest& request, PullResponse* respon
 absl::Status GrpcPsClient::Push(const PushRequest& request, PushResponse* response) {
   int64_t bytes = 0;
   for (const ShardGradient& g : request.gradients()) bytes += static_cast<int64_t>(g.gradient().data().size());
-  if (bytes >= StreamThreshold()) return PushInBulk(request, response);
+  for (const SparseRows& r : request.sparse()) bytes += static_cast<int64_t>(r.ids().size() + r.values().size());
+  if (bytes >= StreamThreshold() && BulkCarries(request.sparse_size())) return PushInBulk(request, response);
   return Unary(&PsService::Stub::Push, request, response);
 }
 
+bool GrpcPsClient::BulkCarries(int sparse_entries) const {
+  // The gRPC streams carry dense tensors only; a call with a table's rows goes unary instead (the
+  // rows of one step are small, and the unary call carries them as inline bytes).
+  return sparse_entries == 0 || bulk_transport_ == BulkTransport::kTensorChannel;
+}
+
 bool GrpcPsClient::PullGoesInBulk(const PullRequest& request) const {
+  if (!BulkCarries(request.sparse_size())) return false;
   const int64_t threshold = StreamThreshold();
   if (threshold <= 0) return true;
   if (threshold > kMaxMessageBytes) return false;  // streaming turned off

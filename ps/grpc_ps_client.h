@@ -1,6 +1,7 @@
 // GrpcPsClient: the PsClient of a remote ps task: control calls are blocking unary gRPC calls on
 // one channel (message size limits lifted to the 2 GiB protobuf limit); pulls and pushes go over
-// the ps's tensor channel on the same port (or gRPC streams, see BulkTransport). Every call
+// the ps's tensor channel on the same port (or gRPC streams, see BulkTransport; calls carrying a
+// table's rows then go unary, as the streams carry dense tensors only). Every call
 // carries a deadline; a ps that cannot be reached gives UNAVAILABLE, a hung one DEADLINE_EXCEEDED,
 // both naming the peer.
 // Thread-safety: thread-safe (gRPC channels and stubs are).
@@ -67,8 +68,11 @@ class GrpcPsClient : public PsClient {
   absl::Status PullInBulk(const PullRequest& request, PullResponse* response);
   absl::Status PushInBulk(const PushRequest& request, PushResponse* response);
   // Whether a pull of these shards goes over the bulk transport: their sizes as last seen
-  // (unknown: it does).
+  // (unknown: it does), and only when the transport carries table rows (BulkCarries).
   bool PullGoesInBulk(const PullRequest& request) const;
+  // Whether the bulk transport carries a call with `sparse_entries` sparse entries (the tensor
+  // channel does; the gRPC streams do not, so such calls go unary).
+  bool BulkCarries(int sparse_entries) const;
   void RememberSizes(const PullResponse& response);
 
   const std::string peer_;

@@ -1,5 +1,6 @@
 #include "ps/initializers.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,22 @@ inline double TruncatedNormal(uint64_t key, uint64_t element) {
   }
 }
 
+// Sets every element of `out` (the shard's rows) to value(its flat index in the FULL variable):
+// local row j is global row row_offset + j * stride.
+template <typename ValueFn>
+void FillRows(const ShardSpecProto& spec, Tensor* out, ValueFn value) {
+  const int64_t full_rows = spec.full_shape_size() == 0 ? 1 : spec.full_shape(0);
+  const int64_t row_elems = full_rows == 0 ? 0 : NumElements(spec.full_shape()) / full_rows;
+  const int64_t rows = spec.full_shape_size() == 0 ? 1 : spec.rows();
+  const int64_t stride = std::max<int64_t>(spec.row_stride(), 1);
+  float* v = out->data<float>();
+  for (int64_t j = 0; j < rows; ++j) {
+    const uint64_t first = static_cast<uint64_t>((spec.row_offset() + j * stride) * row_elems);
+    float* row = v + j * row_elems;
+    for (int64_t e = 0; e < row_elems; ++e) row[e] = value(first + static_cast<uint64_t>(e));
+  }
+}
+
 absl::Status Invalid(const ShardSpecProto& spec, const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), ": ", problem));
 }
@@ -78,9 +95,14 @@ absl::StatusOr<std::vector<int64_t>> ShardShape(const ShardSpecProto& spec) {
       return Invalid(spec, "a rank-0 variable needs row_offset 0, rows 1");
     return std::vector<int64_t>{};
   }
-  if (spec.row_offset() < 0 || spec.rows() < 0 || spec.row_offset() + spec.rows() > full[0]) {
-    return Invalid(spec, absl::StrCat("rows [", spec.row_offset(), ", ", spec.row_offset() + spec.rows(),
-                                      ") fall outside the variable's ", full[0], " rows"));
+  if (spec.row_stride() < 0) return Invalid(spec, absl::StrCat("negative row_stride ", spec.row_stride()));
+  const int64_t stride = RowStride(spec);
+  if (spec.row_offset() < 0 || spec.rows() < 0 ||
+      (spec.rows() > 0 && spec.row_offset() + (spec.rows() - 1) * stride >= full[0])) {
+    return Invalid(spec, stride == 1 ? absl::StrCat("rows [", spec.row_offset(), ", ", spec.row_offset() + spec.rows(),
+                                                    ") fall outside the variable's ", full[0], " rows")
+                                     : absl::StrCat(spec.rows(), " rows from ", spec.row_offset(), " in steps of ",
+                                                    stride, " fall outside the variable's ", full[0], " rows"));
   }
   full[0] = spec.rows();
   return full;
@@ -90,43 +112,42 @@ absl::Status InitializeRows(const ShardSpecProto& spec, Tensor* out) {
   auto shape_or = ShardShape(spec);
   if (!shape_or.ok()) return shape_or.status();
   std::vector<int64_t> full(spec.full_shape().begin(), spec.full_shape().end());
-  Tensor t(DType::kFloat32, *shape_or);
-  const int64_t row_elems = full.empty() ? 1 : NumElements(full) / std::max<int64_t>(full[0], 1);
-  const uint64_t first = static_cast<uint64_t>(spec.row_offset() * row_elems);
+  // Filled in place when the caller already allocated it: a large table shard is not held twice.
+  if (out->dtype() != DType::kFloat32 || out->shape() != *shape_or) *out = Tensor(DType::kFloat32, *shape_or);
   const uint64_t key = KeyFor(spec.seed(), spec.variable_name());
   const InitializerProto& init = spec.initializer();
   const std::string& type = init.type();
-  float* v = t.data<float>();
-  const int64_t n = t.num_elements();
   double fan_in, fan_out;
   ComputeFans(full, &fan_in, &fan_out);
   if (type == "zeros" || type.empty()) {
-    // Tensor() is zero-filled.
+    FillRows(spec, out, [](uint64_t) { return 0.0f; });
   } else if (type == "ones" || type == "constant") {
     const float c = type == "ones" ? 1.0f : static_cast<float>(init.value());
-    for (int64_t i = 0; i < n; ++i) v[i] = c;
+    FillRows(spec, out, [c](uint64_t) { return c; });
   } else if (type == "random_uniform") {
-    for (int64_t i = 0; i < n; ++i) {
-      v[i] = static_cast<float>(init.minval() + (init.maxval() - init.minval()) * Uniform01(key, first + i, 0));
-    }
+    FillRows(spec, out, [&](uint64_t e) {
+      return static_cast<float>(init.minval() + (init.maxval() - init.minval()) * Uniform01(key, e, 0));
+    });
   } else if (type == "random_normal") {
-    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(init.mean() + init.stddev() * Normal(key, first + i, 0));
+    FillRows(spec, out,
+             [&](uint64_t e) { return static_cast<float>(init.mean() + init.stddev() * Normal(key, e, 0)); });
   } else if (type == "truncated_normal") {
-    for (int64_t i = 0; i < n; ++i)
-      v[i] = static_cast<float>(init.mean() + init.stddev() * TruncatedNormal(key, first + i));
+    FillRows(spec, out,
+             [&](uint64_t e) { return static_cast<float>(init.mean() + init.stddev() * TruncatedNormal(key, e)); });
   } else if (type == "glorot_uniform") {
     const double limit = std::sqrt(6.0 / std::max(1.0, fan_in + fan_out));
-    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(limit * (2.0 * Uniform01(key, first + i, 0) - 1.0));
+    FillRows(spec, out, [&](uint64_t e) { return static_cast<float>(limit * (2.0 * Uniform01(key, e, 0) - 1.0)); });
   } else if (type == "he_normal") {
     const double stddev = std::sqrt(2.0 / std::max(1.0, fan_in)) / 0.87962566103423978;
-    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(stddev * TruncatedNormal(key, first + i));
+    FillRows(spec, out, [&](uint64_t e) { return static_cast<float>(stddev * TruncatedNormal(key, e)); });
   } else {
     return Invalid(spec, absl::StrCat("unknown initializer \"", type,
                                       "\" (zeros, ones, constant, random_normal, random_uniform, "
                                       "truncated_normal, glorot_uniform, he_normal)"));
   }
-  *out = std::move(t);
   return absl::OkStatus();
 }
+
+int64_t RowStride(const ShardSpecProto& spec) { return std::max<int64_t>(spec.row_stride(), 1); }
 
 }  // namespace pstrain

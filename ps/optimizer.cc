@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "ps/ftrl_optimizer.h"
 
 namespace pstrain {
 namespace {
@@ -122,11 +124,23 @@ absl::Status Invalid(const std::string& field, const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat("optimizer.", field, " ", problem));
 }
 
+// Keras Ftrl's defaults and argument checks.
+absl::Status FillFtrlDefaultsAndValidate(OptimizerProto* p) {
+  if (!p->has_learning_rate_power()) p->set_learning_rate_power(-0.5);
+  if (p->learning_rate_power() > 0) return Invalid("learning_rate_power", "must be <= 0");
+  if (p->l1() < 0) return Invalid("l1", "must be >= 0");
+  if (p->l2() < 0) return Invalid("l2", "must be >= 0");
+  if (p->l2_shrinkage() < 0) return Invalid("l2_shrinkage", "must be >= 0");
+  if (p->beta() < 0) return Invalid("beta", "must be >= 0");
+  return absl::OkStatus();
+}
+
 absl::Status FillDefaultsAndValidate(OptimizerProto* p) {
   if (p->type().empty()) p->set_type("adam");
   const std::string& type = p->type();
-  if (type != "sgd" && type != "adagrad" && type != "adam" && type != "rmsprop") {
-    return Invalid("type", absl::StrCat("\"", type, "\" is unknown (sgd, adagrad, adam, rmsprop)"));
+  if (type != "sgd" && type != "adagrad" && type != "adam" && type != "rmsprop" && type != "ftrl" &&
+      type != "lazy_adam") {
+    return Invalid("type", absl::StrCat("\"", type, "\" is unknown (sgd, adagrad, adam, rmsprop, ftrl, lazy_adam)"));
   }
   LearningRateProto* lr = p->mutable_learning_rate();
   if (lr->initial() == 0) lr->set_initial(type == "sgd" ? 0.01 : 0.001);
@@ -139,6 +153,7 @@ absl::Status FillDefaultsAndValidate(OptimizerProto* p) {
   if (lr->initial() < 0) return Invalid("learning_rate", "must be positive");
   if (p->epsilon() < 0) return Invalid("epsilon", "must be positive");
   if (p->momentum() < 0) return Invalid("momentum", "must be >= 0");
+  RETURN_IF_ERROR(FillFtrlDefaultsAndValidate(p));
   if (lr->schedule() == "exponential_decay") {
     if (lr->decay_steps() <= 0) return Invalid("learning_rate.decay_steps", "must be positive for exponential_decay");
   } else if (lr->schedule() == "piecewise_constant") {
@@ -162,7 +177,9 @@ absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerProt
   if (!s.ok()) return s;
   if (p.type() == "sgd") return std::unique_ptr<Optimizer>(new Sgd(std::move(p)));
   if (p.type() == "adagrad") return std::unique_ptr<Optimizer>(new Adagrad(std::move(p)));
-  if (p.type() == "adam") return std::unique_ptr<Optimizer>(new Adam(std::move(p)));
+  // LazyAdam's formula is Adam's; it differs only in which rows of a table it updates (sparse_apply.h).
+  if (p.type() == "adam" || p.type() == "lazy_adam") return std::unique_ptr<Optimizer>(new Adam(std::move(p)));
+  if (p.type() == "ftrl") return NewFtrlOptimizer(std::move(p));
   return std::unique_ptr<Optimizer>(new RmsProp(std::move(p)));
 }
 

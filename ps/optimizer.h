@@ -6,12 +6,15 @@
 //   rmsprop:  v = rho*v + (1-rho)g^2; [centered: a = rho*a + (1-rho)g, den = v - a^2 + eps] else
 //             den = v + eps; inc = lr*g/sqrt(den); momentum>0: mom = momentum*mom + inc, w -= mom;
 //             else w -= inc
+//   ftrl:     Keras's Ftrl (ps/ftrl_optimizer.h)
+//   lazy_adam: adam's formula; on an embedding table only the touched rows (ps/sparse_apply.h)
 // with t = step + 1, and the learning rate scheduled by `step` (the updates already applied to the
 // shard, Keras's `iterations`): constant, exponential_decay (initial * rate^(step/decay_steps),
 // floored when staircase) or piecewise_constant (values[i] while step <= boundaries[i]).
 // Proto3 fields cannot be absent, so a zero means "Keras default" for: learning rate (sgd 0.01,
 // others 0.001), beta_1 (0.9), beta_2 (0.999), epsilon (1e-7), rho (0.9) and Adagrad's
-// initial_accumulator_value (0.1). OptimizerProtoFromSpec fills every field explicitly.
+// initial_accumulator_value (0.1); ftrl's learning_rate_power is optional (absent: -0.5).
+// OptimizerProtoFromSpec fills every field explicitly.
 // Thread-safety: an Optimizer is immutable after Create; Apply is safe to call concurrently on
 // different (values, slots).
 #ifndef PSTRAIN_PS_OPTIMIZER_H_

@@ -14,13 +14,6 @@
 
 namespace pstrain {
 
-// A validated push: the shards and where each gradient's bytes are (nullptr: skipped).
-struct PsServer::PushPlan {
-  std::vector<std::shared_ptr<Shard>> shards;
-  std::vector<const char*> grads;
-  int64_t skipped = 0;
-};
-
 PsServer::PsServer(Options options)
     : options_(std::move(options)), env_(options_.env != nullptr ? options_.env : Env::Default()) {}
 
@@ -110,7 +103,13 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
       return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " is listed twice"));
     }
     ASSIGN_OR_RETURN(std::vector<int64_t> shape, ShardShape(spec));
-    if (NumElements(shape) * 4 > kMaxMessageBytes) {
+    if (spec.sparse() && spec.full_shape_size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), ": embedding table ",
+                                                     spec.variable_name(), " must be 2-D [rows, dim], not ",
+                                                     ShapeString(spec.full_shape())));
+    }
+    // A table shard never travels whole, so only dense shards must fit one message.
+    if (!spec.sparse() && NumElements(shape) * 4 > kMaxMessageBytes) {
       return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " of shape ", ShapeString(shape),
                                                      " exceeds the 2 GiB message limit; partition the variable "
                                                      "(partitioner max_size)"));
@@ -130,20 +129,6 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::shared_ptr<Tensor>>> PsServer::GradientBuffers(const PushRequest& header) const {
-  std::vector<std::string> names;
-  for (const ShardGradient& g : header.gradients()) names.push_back(g.name());
-  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards, Lookup(names));
-  std::vector<std::shared_ptr<Tensor>> buffers;
-  for (int i = 0; i < header.gradients_size(); ++i) {
-    const TensorProto& g = header.gradients(i).gradient();
-    const std::vector<int64_t> shape(g.shape().begin(), g.shape().end());
-    RETURN_IF_ERROR(shards[i]->CheckGradient(g.dtype(), shape, shards[i]->num_bytes()));
-    buffers.push_back(shards[i]->GradientBuffer());
-  }
-  return buffers;
-}
-
 std::vector<GradientView> GradientViews(const PushRequest& header, const std::vector<std::shared_ptr<Tensor>>& buffers,
                                         const std::vector<int64_t>& non_finite) {
   std::vector<GradientView> views;
@@ -157,108 +142,6 @@ std::vector<GradientView> GradientViews(const PushRequest& header, const std::ve
                      non_finite.empty() ? -1 : non_finite[i]});
   }
   return views;
-}
-
-absl::Status PsServer::ValidatePush(int worker, int64_t step, const std::vector<GradientView>& gradients,
-                                    PushPlan* plan) const {
-  std::vector<std::string> names;
-  for (const GradientView& g : gradients) names.push_back(g.name);
-  ASSIGN_OR_RETURN(plan->shards, Lookup(names));
-  for (size_t i = 0; i < gradients.size(); ++i) {
-    Shard& shard = *plan->shards[i];
-    const GradientView& g = gradients[i];
-    absl::Status s = shard.CheckGradient(g.dtype, g.shape, g.data.size());
-    if (s.ok() && shard.options().mode == UPDATE_SYNC) s = shard.CheckSyncPush(worker, step);
-    const int64_t bad = !s.ok() ? 0 : g.non_finite >= 0 ? g.non_finite : Shard::CountNonFinite(g.data);
-    if (bad > 0 && shard.options().non_finite == NON_FINITE_REJECT) {
-      s = absl::InvalidArgumentError(absl::StrCat("shard ", shard.name(), ": gradient from worker ", worker, " has ",
-                                                  bad,
-                                                  " non-finite values (NaN/Inf); push rejected, shard unchanged "
-                                                  "(non_finite NON_FINITE_SKIP skips such gradients instead)"));
-    }
-    if (!s.ok()) {
-      shard.CountRejected();
-      return s;
-    }
-    plan->grads.push_back(bad > 0 ? nullptr : g.data.data());
-    if (bad > 0) plan->skipped++;
-  }
-  return absl::OkStatus();
-}
-
-void PsServer::Push(const PushRequest* request, PushResponse* response, DoneCallback done) {
-  std::vector<GradientView> views;
-  views.reserve(static_cast<size_t>(request->gradients_size()));
-  for (const ShardGradient& g : request->gradients()) {
-    views.push_back({g.name(),
-                     g.gradient().dtype(),
-                     {g.gradient().shape().begin(), g.gradient().shape().end()},
-                     g.gradient().data()});
-  }
-  PushGradients(request->worker_index(), request->step(), views, response, std::move(done));
-}
-
-void PsServer::PushGradients(int worker, int64_t step, const std::vector<GradientView>& gradients,
-                             PushResponse* response, DoneCallback done) {
-  PushPlan plan;
-  absl::Status s = ValidatePush(worker, step, gradients, &plan);
-  if (!s.ok()) return done(s);
-  response->set_skipped_non_finite(plan.skipped);
-  response->clear_versions();
-  bool any_sync = false;
-  for (size_t i = 0; i < plan.shards.size(); ++i) {
-    Shard& shard = *plan.shards[i];
-    shard.CountPush(static_cast<int64_t>(shard.num_bytes()));
-    if (plan.grads[i] == nullptr) shard.CountSkipped();
-    if (shard.options().mode == UPDATE_SYNC) {
-      any_sync = true;
-      response->add_versions(0);  // filled when the step applies
-    } else {
-      response->add_versions(plan.grads[i] == nullptr ? shard.version() : shard.ApplyNow(plan.grads[i]));
-    }
-  }
-  if (!any_sync) return done(absl::OkStatus());
-  ParkSyncPush(worker, step, response, std::move(plan), std::move(done));
-}
-
-void PsServer::ParkSyncPush(int worker, int64_t step, PushResponse* response, PushPlan plan, DoneCallback done) {
-  std::vector<size_t> sync;  // indices of the sync shards in the request
-  std::vector<std::shared_ptr<Shard>> sync_shards;
-  for (size_t i = 0; i < plan.shards.size(); ++i) {
-    if (plan.shards[i]->options().mode == UPDATE_SYNC) {
-      sync.push_back(i);
-      sync_shards.push_back(plan.shards[i]);
-    }
-  }
-  const absl::Duration timeout = MaxSyncTimeout(sync_shards);
-  ParkedCall::Handlers h;
-  h.on_success = [response, sync](const std::vector<int64_t>& versions) {
-    for (size_t k = 0; k < sync.size(); ++k) response->set_versions(static_cast<int>(sync[k]), versions[k]);
-    return absl::OkStatus();
-  };
-  h.done = std::move(done);
-  h.on_shutdown = [this] { return UnavailableStatus(); };
-  h.describe_timeout = [sync_shards, worker, step, timeout] {
-    std::vector<std::string> parts;
-    for (const auto& s : sync_shards) {
-      std::vector<int> missing = s->MissingWorkers(step);
-      if (!missing.empty()) {
-        parts.push_back(
-            absl::StrCat("shard ", s->name(), " is missing ", MissingWorkersText(missing, s->options().num_workers)));
-      }
-    }
-    return absl::DeadlineExceededError(absl::StrCat("sync push of worker ", worker, " for step ", step,
-                                                    " timed out after ", absl::FormatDuration(timeout), ": ",
-                                                    absl::StrJoin(parts, "; ")));
-  };
-  auto call = ParkedCall::Create(static_cast<int>(sync.size()), std::move(h));
-  call->Arm(&timer_, absl::Now() + timeout);
-  for (size_t k = 0; k < sync.size(); ++k) {
-    absl::Status s = sync_shards[k]->AddSyncGradient(
-        worker, step, plan.grads[sync[k]],
-        [call, k](absl::StatusOr<int64_t> v) { call->PartDone(static_cast<int>(k), std::move(v)); });
-    if (!s.ok()) call->PartDone(static_cast<int>(k), s);  // a concurrent duplicate slipped past validation
-  }
 }
 
 absl::Status PsServer::GetStats(const PsStatsRequest& request, PsStatsResponse* response) {
@@ -279,6 +162,8 @@ absl::Status PsServer::GetStats(const PsStatsRequest& request, PsStatsResponse* 
     total->set_rejected_pushes(total->rejected_pushes() + s.rejected_pushes());
     total->set_skipped_non_finite(total->skipped_non_finite() + s.skipped_non_finite());
     total->set_update_seconds_total(total->update_seconds_total() + s.update_seconds_total());
+    total->set_rows_pulled(total->rows_pulled() + s.rows_pulled());
+    total->set_rows_pushed(total->rows_pushed() + s.rows_pushed());
     total->set_version(first ? s.version() : std::min(total->version(), s.version()));
     first = false;
     *response->add_shards() = std::move(s);

@@ -15,7 +15,15 @@
 // workers (gradients already collected stay, so the step completes when the rest arrive; a worker
 // whose push timed out pulls with min_version = s+1 instead of pushing again).
 // A push is validated for every shard before anything is applied (unknown shard, dtype/shape/size,
-// non-finite values, stale/duplicate step): a rejected push leaves every shard unchanged.
+// non-finite values, stale/duplicate step, a row id the shard does not hold): a rejected push
+// leaves every shard unchanged.
+//
+// Embedding tables: a table's shards (ShardSpecProto.sparse) are pulled and pushed by GLOBAL row
+// ids only (SparseRows entries), never whole; a dense shard never by rows. A sparse pull gathers
+// the rows; a sparse push sums duplicate ids, then applies the optimizer to those rows and their
+// slots only (ps/sparse_apply.h). Sync mode sums the rows of all workers per row and applies once.
+// Table shards count versions like dense ones: every push naming one is one update (the worker
+// names every table shard in every push, with no rows when the step touches none).
 // Thread-safety: all methods are thread-safe.
 #ifndef PSTRAIN_PS_PS_SERVER_H_
 #define PSTRAIN_PS_PS_SERVER_H_
@@ -49,17 +57,35 @@ struct GradientView {
   int64_t non_finite = -1;  // NaN/Inf values in `data` when the caller counted them, else -1
 };
 
+// A table shard's gradient rows as the ps reads them; `ids` and `values` are borrowed and only
+// read during the Push call.
+struct SparseRowsView {
+  std::string name;
+  int64_t num_ids = 0;
+  absl::string_view ids;     // num_ids int64, little-endian
+  absl::string_view values;  // float32 [num_ids, row elements]
+  int64_t non_finite = -1;   // NaN/Inf values in `values` when the caller counted them, else -1
+};
+
 // Views of the gradients `header` lists over `buffers` (one each, in order), with their NaN/Inf
 // counts where the caller has them (`non_finite` empty: not counted).
 std::vector<GradientView> GradientViews(const PushRequest& header, const std::vector<std::shared_ptr<Tensor>>& buffers,
                                         const std::vector<int64_t>& non_finite = {});
+// Views of the sparse entries of `request` over their inline bytes.
+std::vector<SparseRowsView> SparseRowsViews(const PushRequest& request);
 
-// A pulled shard for streaming: a consistent copy of its values in a pooled buffer.
+// OK when `shard` is accessed the way its kind allows: by rows (`as_rows`) for a table shard,
+// whole for a dense one; InvalidArgument naming the shard otherwise.
+absl::Status CheckRowAccess(const Shard& shard, bool as_rows);
+
+// A pulled shard for streaming: a consistent copy of its values in a pooled buffer, or the
+// gathered rows of a table shard (num_ids >= 0, shape [num_ids, row elements]).
 struct PulledTensor {
   std::string name;
   int64_t version = 0;
   std::vector<int64_t> shape;
   std::shared_ptr<const Tensor> values;
+  int64_t num_ids = -1;
 };
 
 class PsServer {
@@ -86,21 +112,29 @@ class PsServer {
   // spec, optimizer or mode; FailedPrecondition on a protocol version mismatch. Calls parked on a
   // replaced shard fail with Aborted.
   absl::Status CreateShards(const CreateShardsRequest& request, CreateShardsResponse* response);
-  // Values and versions of the named shards, in request order, once each has version >=
-  // min_version. NotFound for an unknown shard; InvalidArgument when the answer would exceed
-  // kMaxMessageBytes; DeadlineExceeded after the shards' sync timeout, naming the lagging shards.
+  // Values and versions of the named shards, in request order, and the rows of the sparse
+  // entries (response.sparse, in order), once each shard has version >= min_version. NotFound for
+  // an unknown shard; InvalidArgument when the answer would exceed kMaxMessageBytes, for a shard
+  // pulled the way its kind does not allow, or for a row id a shard does not hold (naming both);
+  // DeadlineExceeded after the shards' sync timeout, naming the lagging shards.
   void Pull(const PullRequest* request, PullResponse* response, DoneCallback done);
-  // Applies (async) or collects (sync) gradients; see the file comment for codes.
+  // Applies (async) or collects (sync) gradients and gradient rows; see the file comment for codes.
   void Push(const PushRequest* request, PushResponse* response, DoneCallback done);
-  // Push over borrowed gradient bytes (the streaming path): the views are only read before this
+  // Push over borrowed gradient bytes (the streaming paths): the views are only read before this
   // returns; `response` must stay valid until `done` runs.
-  void PushGradients(int worker_index, int64_t step, const std::vector<GradientView>& gradients, PushResponse* response,
-                     DoneCallback done);
-  // Pull for the streaming path: same waiting and codes as Pull, answers with pooled snapshots.
+  void PushGradients(int worker_index, int64_t step, const std::vector<GradientView>& gradients,
+                     const std::vector<SparseRowsView>& sparse, PushResponse* response, DoneCallback done);
+  // Pull for the streaming paths: same waiting and codes as Pull, answers with pooled snapshots
+  // (dense shards, in request order) followed by the gathered rows of each sparse entry.
   void PullSnapshots(const PullRequest* request, PulledCallback done);
   // Pooled buffers, one per gradient `header` lists (name, dtype, shape; its data is ignored), to
   // assemble a streamed push in; NotFound / InvalidArgument as Push.
   absl::StatusOr<std::vector<std::shared_ptr<Tensor>>> GradientBuffers(const PushRequest& header) const;
+  // Checks, before a streamed push's bytes are read, that its sparse entries name table shards
+  // and that their announced byte sizes fit their num_ids (ids_bytes[i] = 8 * num_ids,
+  // values_bytes[i] = num_ids * row bytes) within the message limit. NotFound / InvalidArgument.
+  absl::Status CheckSparseSizes(const PushRequest& header, absl::Span<const int64_t> ids_bytes,
+                                absl::Span<const int64_t> values_bytes) const;
   // Writes every shard's values, optimizer slots and version into request.checkpoint_dir (created
   // when missing) and lists them; the chief writes the index. Internal on I/O errors.
   absl::Status Save(const SaveRequest& request, SaveResponse* response);
@@ -122,19 +156,41 @@ class PsServer {
   void Shutdown();
 
  private:
-  struct PushPlan;
+  // A validated push, one part per gradient: the dense gradients first, then the sparse entries
+  // (the order of PushResponse.versions).
+  struct PushPlan {
+    struct Part {
+      std::shared_ptr<Shard> shard;
+      bool table = false;
+      const char* grad = nullptr;  // dense: the gradient's bytes
+      RowGradients rows;           // table: the rows, duplicates summed
+      bool skipped = false;        // non-finite, skipped under NON_FINITE_SKIP
+      int64_t num_ids = 0, bytes = 0;
+    };
+    std::vector<Part> parts;
+    int64_t skipped = 0;
+  };
+  // A pull's shards (the dense ones, then the sparse entries') and each entry's local rows.
+  struct PullPlan {
+    std::vector<std::shared_ptr<Shard>> shards;
+    std::vector<std::vector<int64_t>> rows;
+  };
 
   absl::StatusOr<std::vector<std::shared_ptr<Shard>>> Lookup(const std::vector<std::string>& names) const;
   absl::StatusOr<ShardOptions> MakeOptions(const OptimizerProto& optimizer, UpdateMode mode, int num_workers,
                                            int64_t sync_timeout_ms, NonFinitePolicy non_finite) const;
   // Swaps in `shards`, aborting the calls parked on the ones they replace.
   void Install(std::vector<std::shared_ptr<Shard>> shards);
-  absl::Status ValidatePush(int worker, int64_t step, const std::vector<GradientView>& gradients, PushPlan* plan) const;
+  absl::Status ValidatePush(int worker, int64_t step, const std::vector<GradientView>& gradients,
+                            const std::vector<SparseRowsView>& sparse, PushPlan* plan) const;
+  // One part of ValidatePush each: a dense gradient, a table shard's rows (summed per row).
+  absl::Status PrepareDense(int worker, const GradientView& g, PushPlan::Part* part) const;
+  absl::Status PrepareRows(int worker, const SparseRowsView& r, PushPlan::Part* part) const;
+  absl::Status PlanPull(const PullRequest& request, PullPlan* plan) const;
   void ParkSyncPush(int worker, int64_t step, PushResponse* response, PushPlan plan, DoneCallback done);
-  // Calls `ready(shards)` once every named shard has version >= min_version (maybe on another
-  // thread), or `failed(status)`.
-  void WhenPullReady(const PullRequest* request,
-                     std::function<absl::Status(const std::vector<std::shared_ptr<Shard>>&)> ready, DoneCallback done);
+  // Calls `ready(plan)` once every shard of the pull has version >= min_version (maybe on another
+  // thread), then `done` with its status; or `done` with the failure.
+  void WhenPullReady(const PullRequest* request, std::function<absl::Status(const PullPlan&)> ready, DoneCallback done);
   absl::Status UnavailableStatus() const;
 
   const Options options_;

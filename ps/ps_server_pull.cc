@@ -2,32 +2,50 @@
 // (unary) or pooled snapshots (streaming). See ps_server.h.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "ps/parked_call.h"
 #include "ps/ps_server.h"
 
 namespace pstrain {
 
-void PsServer::WhenPullReady(const PullRequest* request,
-                             std::function<absl::Status(const std::vector<std::shared_ptr<Shard>>&)> ready,
-                             DoneCallback done) {
-  absl::StatusOr<std::vector<std::shared_ptr<Shard>>> shards =
-      Lookup({request->shard_names().begin(), request->shard_names().end()});
-  if (!shards.ok()) return done(shards.status());
+absl::Status PsServer::PlanPull(const PullRequest& request, PullPlan* plan) const {
+  std::vector<std::string> names(request.shard_names().begin(), request.shard_names().end());
+  for (const SparseRows& r : request.sparse()) names.push_back(r.shard_name());
+  ASSIGN_OR_RETURN(plan->shards, Lookup(names));
+  const size_t dense = static_cast<size_t>(request.shard_names_size());
   int64_t bytes = 0;
-  for (const auto& s : *shards) bytes += static_cast<int64_t>(s->num_bytes());
-  if (bytes > kMaxMessageBytes) {
-    return done(absl::InvalidArgumentError(absl::StrCat("pull of ", shards->size(), " shards (", bytes,
-                                                        " bytes) exceeds the 2 GiB message limit; pull fewer "
-                                                        "shards per call")));
+  plan->rows.resize(plan->shards.size() - dense);
+  for (size_t i = 0; i < plan->shards.size(); ++i) {
+    const Shard& shard = *plan->shards[i];
+    RETURN_IF_ERROR(CheckRowAccess(shard, i >= dense));
+    if (i < dense) {
+      bytes += static_cast<int64_t>(shard.num_bytes());
+      continue;
+    }
+    const SparseRows& r = request.sparse(static_cast<int>(i - dense));
+    RETURN_IF_ERROR(shard.LocalRows(r.ids(), r.num_ids(), &plan->rows[i - dense]));
+    bytes += r.num_ids() * shard.row_elements() * static_cast<int64_t>(sizeof(float));
   }
+  if (bytes > kMaxMessageBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("pull of ", plan->shards.size(), " shards (", bytes,
+                                                   " bytes) exceeds the 2 GiB message limit; pull fewer "
+                                                   "shards or rows per call"));
+  }
+  return absl::OkStatus();
+}
+
+void PsServer::WhenPullReady(const PullRequest* request, std::function<absl::Status(const PullPlan&)> ready,
+                             DoneCallback done) {
+  auto plan = std::make_shared<PullPlan>();
+  if (absl::Status s = PlanPull(*request, plan.get()); !s.ok()) return done(s);
   std::vector<std::shared_ptr<Shard>> lagging;
-  for (const auto& s : *shards) {
+  for (const auto& s : plan->shards) {
     if (s->version() < request->min_version()) lagging.push_back(s);
   }
-  if (lagging.empty()) return done(ready(*shards));
+  if (lagging.empty()) return done(ready(*plan));
   const int64_t min_version = request->min_version();
   ParkedCall::Handlers h;
-  h.on_success = [shards = *shards, ready = std::move(ready)](const std::vector<int64_t>&) { return ready(shards); };
+  h.on_success = [plan, ready = std::move(ready)](const std::vector<int64_t>&) { return ready(*plan); };
   h.done = std::move(done);
   h.on_shutdown = [this] { return UnavailableStatus(); };
   const absl::Duration timeout = MaxSyncTimeout(lagging);
@@ -63,9 +81,21 @@ void PsServer::WhenPullReady(const PullRequest* request,
 void PsServer::Pull(const PullRequest* request, PullResponse* response, DoneCallback done) {
   WhenPullReady(
       request,
-      [response](const std::vector<std::shared_ptr<Shard>>& shards) {
+      [request, response](const PullPlan& plan) {
+        const size_t dense = static_cast<size_t>(request->shard_names_size());
         response->clear_values();
-        for (const auto& s : shards) s->Read(response->add_values());
+        response->clear_sparse();
+        for (size_t i = 0; i < dense; ++i) plan.shards[i]->Read(response->add_values());
+        for (size_t i = dense; i < plan.shards.size(); ++i) {
+          const Shard& shard = *plan.shards[i];
+          const std::vector<int64_t>& rows = plan.rows[i - dense];
+          SparseRows* out = response->add_sparse();
+          out->set_shard_name(shard.name());
+          out->set_num_ids(static_cast<int64_t>(rows.size()));
+          std::string* values = out->mutable_values();
+          values->resize(rows.size() * static_cast<size_t>(shard.row_elements()) * sizeof(float));
+          out->set_version(shard.GatherRows(rows, values->data()));
+        }
         return absl::OkStatus();
       },
       std::move(done));
@@ -75,12 +105,24 @@ void PsServer::PullSnapshots(const PullRequest* request, PulledCallback done) {
   auto pulled = std::make_shared<std::vector<PulledTensor>>();
   WhenPullReady(
       request,
-      [pulled](const std::vector<std::shared_ptr<Shard>>& shards) {
-        for (const auto& s : shards) {
+      [request, pulled](const PullPlan& plan) {
+        const size_t dense = static_cast<size_t>(request->shard_names_size());
+        for (size_t i = 0; i < plan.shards.size(); ++i) {
+          const Shard& shard = *plan.shards[i];
           PulledTensor t;
-          t.name = s->name();
-          t.shape = s->shape();
-          t.values = s->SnapshotValues(&t.version);
+          t.name = shard.name();
+          if (i < dense) {
+            t.shape = shard.shape();
+            t.values = shard.SnapshotValues(&t.version);
+          } else {
+            // A table's rows: gathered into a buffer of their own (never the whole shard).
+            const std::vector<int64_t>& rows = plan.rows[i - dense];
+            t.num_ids = static_cast<int64_t>(rows.size());
+            t.shape = {t.num_ids, shard.row_elements()};
+            auto gathered = std::make_shared<Tensor>(DType::kFloat32, t.shape);
+            t.version = shard.GatherRows(rows, reinterpret_cast<char*>(gathered->raw()));
+            t.values = std::move(gathered);
+          }
           pulled->push_back(std::move(t));
         }
         return absl::OkStatus();

@@ -14,6 +14,12 @@ namespace {
 constexpr int kTensorChunkDataField = 3;
 constexpr int kPushChunkDataField = 4;
 
+// The streams carry dense tensors only: a table's rows are small and go over Pull / Push (unary)
+// or the tensor channel, which is what GrpcPsClient does.
+absl::Status StreamCarriesNoRows() {
+  return absl::InvalidArgumentError("the PullStream / PushStream RPCs carry no table rows; use Pull / Push");
+}
+
 }  // namespace
 
 PullStreamReactor::PullStreamReactor(PsServer* ps, const grpc::ByteBuffer* raw_request) {
@@ -21,6 +27,10 @@ PullStreamReactor::PullStreamReactor(PsServer* ps, const grpc::ByteBuffer* raw_r
   absl::Status s = DecodeWithBorrowedBytes(*raw_request, 0, &m);
   if (!s.ok() || !request_.ParseFromString(m.small_fields)) {
     Finish(ToGrpcStatus(absl::InvalidArgumentError("PullStream: the request does not parse")));
+    return;
+  }
+  if (request_.sparse_size() > 0) {
+    Finish(ToGrpcStatus(StreamCarriesNoRows()));
     return;
   }
   ps->PullSnapshots(&request_, [this](absl::Status s, std::vector<PulledTensor> t) { OnPulled(s, std::move(t)); });
@@ -82,6 +92,7 @@ absl::Status PushStreamReactor::Accept() {
     if (!fields.has_header()) return absl::InvalidArgumentError("push stream: the first message carries no header");
     header_ = std::move(*fields.mutable_header());
     have_header_ = true;
+    if (header_.sparse_size() > 0) return StreamCarriesNoRows();
     absl::StatusOr<std::vector<std::shared_ptr<Tensor>>> buffers = ps_->GradientBuffers(header_);
     if (!buffers.ok()) return buffers.status();
     buffers_ = std::move(*buffers);
@@ -124,7 +135,7 @@ void PushStreamReactor::Apply() {
   // The views are read only inside PushGradients, but `this` may be deleted as soon as `done`
   // runs, so the buffers live in a local and nothing below touches members.
   std::vector<std::shared_ptr<Tensor>> keep = std::move(buffers_);
-  ps_->PushGradients(header_.worker_index(), header_.step(), views, &response_, [this](absl::Status s) {
+  ps_->PushGradients(header_.worker_index(), header_.step(), views, {}, &response_, [this](absl::Status s) {
     if (s.ok()) {
       const std::string bytes = response_.SerializeAsString();
       grpc::Slice slice(bytes.data(), bytes.size());

@@ -33,6 +33,8 @@ Shard::Shard(ShardSpecProto spec, ShardOptions options, Tensor values, std::vect
       options_(std::move(options)),
       shape_(values.shape()),
       num_bytes_(values.num_bytes()),
+      rows_(shape_.empty() ? 1 : shape_[0]),
+      row_elements_(shape_.empty() ? 1 : NumElements(absl::MakeConstSpan(shape_).subspan(1))),
       snapshot_pool_(TensorPool::Create(shape_, 4)),
       gradient_pool_(TensorPool::Create(shape_, 4)),
       values_(std::make_shared<Tensor>(std::move(values))),
@@ -78,32 +80,39 @@ int64_t Shard::CountNonFinite(absl::string_view data) {
   return bad;
 }
 
-void Shard::ApplyLocked(const float* grad, std::vector<std::function<void()>>* run_after) {
-  const auto start = std::chrono::steady_clock::now();
-  if (grad != nullptr) {
-    // New references are only taken under mu_, which this holds, so a count of 1 stays 1.
-    if (values_.use_count() > 1) {
-      // A pull is still sending these values: update a copy, so that pulls never copy.
-      std::shared_ptr<Tensor> fresh = snapshot_pool_->Get();
-      if (num_bytes_ > 0) std::memcpy(fresh->raw(), values_->raw(), num_bytes_);
-      values_ = std::move(fresh);
-    } else {
-      // Pairs with the release of the last pull's reference: its reads come before these writes.
-      std::atomic_thread_fence(std::memory_order_acquire);
-    }
-    const size_t n = static_cast<size_t>(values_->num_elements());
-    std::vector<absl::Span<float>> slots = SlotSpans(slots_);
-    options_.optimizer->Apply(absl::MakeConstSpan(grad, n), values_->flat(), slots, version_);
+void Shard::PrepareWriteLocked() {
+  // New references are only taken under mu_, which this holds, so a count of 1 stays 1.
+  if (values_.use_count() > 1) {
+    // A pull is still sending these values: update a copy, so that pulls never copy.
+    std::shared_ptr<Tensor> fresh = snapshot_pool_->Get();
+    if (num_bytes_ > 0) std::memcpy(fresh->raw(), values_->raw(), num_bytes_);
+    values_ = std::move(fresh);
+  } else {
+    // Pairs with the release of the last pull's reference: its reads come before these writes.
+    std::atomic_thread_fence(std::memory_order_acquire);
   }
+}
+
+void Shard::FinishUpdateLocked(Clock::time_point start, std::vector<std::function<void()>>* run_after) {
   ++version_;
-  update_nanos_.fetch_add(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
-      std::memory_order_relaxed);
+  update_nanos_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count(),
+                          std::memory_order_relaxed);
   while (!version_waiters_.empty() && version_waiters_.begin()->first <= version_) {
     ReadyCallback cb = std::move(version_waiters_.begin()->second);
     version_waiters_.erase(version_waiters_.begin());
     run_after->push_back([cb = std::move(cb)] { cb(absl::OkStatus()); });
   }
+}
+
+void Shard::ApplyLocked(const float* grad, std::vector<std::function<void()>>* run_after) {
+  const auto start = Clock::now();
+  if (grad != nullptr) {
+    PrepareWriteLocked();
+    const size_t n = static_cast<size_t>(values_->num_elements());
+    std::vector<absl::Span<float>> slots = SlotSpans(slots_);
+    options_.optimizer->Apply(absl::MakeConstSpan(grad, n), values_->flat(), slots, version_);
+  }
+  FinishUpdateLocked(start, run_after);
 }
 
 int64_t Shard::ApplyNow(const char* grad) {
@@ -140,7 +149,7 @@ absl::Status Shard::CheckSyncPushLocked(int worker, int64_t step) const {
                                                       step, " is ahead of the shard's version ", version_,
                                                       "; push gradients for the version you pulled"));
   }
-  if (pending_.count(worker) > 0) {
+  if (PendingLocked(worker)) {
     return absl::FailedPreconditionError(absl::StrCat("shard ", name(), ": duplicate push from worker ", worker,
                                                       " for step ", step,
                                                       "; its gradient is already collected and is applied once"));
@@ -162,14 +171,36 @@ absl::Status Shard::AddSyncGradient(int worker, int64_t step, const char* grad, 
     Tensor copy(DType::kFloat32, shape_);  // zeros when the gradient was skipped as non-finite
     if (grad != nullptr) std::memcpy(copy.raw(), grad, num_bytes_);
     pending_.emplace(worker, std::move(copy));
-    applied_waiters_.push_back(std::move(applied));
-    if (static_cast<int>(pending_.size()) == options_.num_workers) CompleteSyncStepLocked(&run_after);
+    AwaitSyncStepLocked(std::move(applied), &run_after);
   }
   RunAll(run_after);
   return absl::OkStatus();
 }
 
+void Shard::AwaitSyncStepLocked(AppliedCallback applied, std::vector<std::function<void()>>* run_after) {
+  applied_waiters_.push_back(std::move(applied));
+  if (static_cast<int>(pending_.size() + pending_rows_.size()) == options_.num_workers) {
+    CompleteSyncStepLocked(run_after);
+  }
+}
+
 void Shard::CompleteSyncStepLocked(std::vector<std::function<void()>>* run_after) {
+  if (!pending_rows_.empty()) {
+    // A table: the rows of all workers summed per row, in worker-index order, applied once.
+    RowAccumulator sum(row_elements_);
+    for (const auto& [worker, rows] : pending_rows_) sum.Add(rows);
+    pending_rows_.clear();
+    pending_.clear();  // a table takes rows only (PsServer checks), so this is empty
+    ApplyRowsLocked(sum.Take(), run_after);
+  } else {
+    CompleteDenseSyncStepLocked(run_after);
+  }
+  const int64_t v = version_;
+  for (AppliedCallback& cb : applied_waiters_) run_after->push_back([cb = std::move(cb), v] { cb(v); });
+  applied_waiters_.clear();
+}
+
+void Shard::CompleteDenseSyncStepLocked(std::vector<std::function<void()>>* run_after) {
   // Sum in worker-index order (std::map order) so the result does not depend on arrival order.
   auto it = pending_.begin();
   if (sum_.num_elements() != values_->num_elements()) sum_ = Tensor(DType::kFloat32, shape_);
@@ -182,9 +213,6 @@ void Shard::CompleteSyncStepLocked(std::vector<std::function<void()>>* run_after
   }
   pending_.clear();
   ApplyLocked(sum, run_after);
-  const int64_t v = version_;
-  for (AppliedCallback& cb : applied_waiters_) run_after->push_back([cb = std::move(cb), v] { cb(v); });
-  applied_waiters_.clear();
 }
 
 std::vector<int> Shard::MissingWorkers(int64_t step) const {
@@ -192,7 +220,7 @@ std::vector<int> Shard::MissingWorkers(int64_t step) const {
   std::vector<int> missing;
   if (step != version_) return missing;
   for (int w = 0; w < options_.num_workers; ++w) {
-    if (pending_.count(w) == 0) missing.push_back(w);
+    if (!PendingLocked(w)) missing.push_back(w);
   }
   return missing;
 }
@@ -257,6 +285,7 @@ void Shard::Abort(const absl::Status& why) {
     applied.swap(applied_waiters_);
     waiters.swap(version_waiters_);
     pending_.clear();
+    pending_rows_.clear();
   }
   for (auto& cb : applied) cb(why);
   for (auto& [v, cb] : waiters) cb(why);
@@ -273,6 +302,8 @@ ShardStats Shard::Stats() const {
   s.set_skipped_non_finite(skipped_.load(std::memory_order_relaxed));
   s.set_update_seconds_total(static_cast<double>(update_nanos_.load(std::memory_order_relaxed)) * 1e-9);
   s.set_version(version());
+  s.set_rows_pulled(rows_pulled_.load(std::memory_order_relaxed));
+  s.set_rows_pushed(rows_pushed_.load(std::memory_order_relaxed));
   return s;
 }
 

@@ -3,8 +3,15 @@
 // reached, and its counters. Every update is serialised by the shard's own mutex, so different
 // shards update in parallel and a pull never sees a torn update.
 //
-// Sync mode: step s (= the version a worker pulled) collects exactly one gradient per worker index
-// 0..N-1, then applies the SUM of the N gradients once (workers push gradients already divided by
+// A shard of an embedding table (spec().sparse()) is read and updated by rows: a sparse pull
+// gathers rows under the mutex held shared, a sparse push applies its (summed) rows under the
+// mutex held exclusively, so a gathered row is never half-updated while the shard's memory stays
+// its values and slots (no copies of the whole shard). Local row j holds GLOBAL row
+// row_offset + j * stride (div: stride 1; mod: stride = the table's shard count).
+//
+// Sync mode: step s (= the version a worker pulled) collects exactly one gradient (dense, or rows
+// for a table) per worker index 0..N-1, then applies the SUM of the N gradients (per row for a
+// table) once (workers push gradients already divided by
 // the global batch, so the sum is the mean over the global batch) and bumps the version to s+1.
 // The sum runs in worker-index order so a sync run is reproducible bit for bit.
 // Callbacks passed in are run after the shard's mutex is released, on the calling thread or on
@@ -14,6 +21,7 @@
 #define PSTRAIN_PS_SHARD_H_
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -29,6 +37,7 @@
 #include "common/tensor.h"
 #include "proto/ps.pb.h"
 #include "ps/optimizer.h"
+#include "ps/sparse_apply.h"
 #include "ps/tensor_pool.h"
 
 namespace pstrain {
@@ -97,24 +106,63 @@ class Shard {
   // Fails every parked call with `why` (the shard is being replaced or the ps stops).
   void Abort(const absl::Status& why);
 
+  // Table shards. Floats per row (the product of full_shape[1:]).
+  int64_t row_elements() const { return row_elements_; }
+  // The local rows of `num_ids` GLOBAL row ids (`ids`: int64 little-endian, any alignment), in
+  // order. InvalidArgument naming the shard and the first id it does not hold (outside the table,
+  // or of another shard: another range for div, another residue for mod) or a size mismatch.
+  absl::Status LocalRows(absl::string_view ids, int64_t num_ids, std::vector<int64_t>* rows) const;
+  // Copies local `rows` into `out` (rows.size() * row_elements() floats, any alignment), each row
+  // whole: no update is half-applied to it. Returns the version they are from; counts a pull of
+  // rows.size() rows. REQUIRES: every row < the shard's rows.
+  int64_t GatherRows(absl::Span<const int64_t> rows, char* out) const;
+  // Async mode: applies `update` (local rows, duplicates already summed) now; returns the new
+  // version. An empty update still counts as an update (the version advances, as for dense).
+  int64_t ApplyRowsNow(const RowGradients& update);
+  // Sync mode: AddSyncGradient for a table: `update` holds `worker`'s summed rows for `step` (empty
+  // for a gradient skipped as non-finite). Same errors as CheckSyncPush.
+  absl::Status AddSyncRows(int worker, int64_t step, RowGradients update, AppliedCallback applied);
+
   void CountRejected() { rejected_.fetch_add(1, std::memory_order_relaxed); }
   void CountSkipped() { skipped_.fetch_add(1, std::memory_order_relaxed); }
   void CountPush(int64_t bytes) {
     pushes_.fetch_add(1, std::memory_order_relaxed);
     bytes_in_.fetch_add(bytes, std::memory_order_relaxed);
   }
+  void CountRowPush(int64_t rows, int64_t bytes) {
+    CountPush(bytes);
+    rows_pushed_.fetch_add(rows, std::memory_order_relaxed);
+  }
   ShardStats Stats() const;
 
  private:
+  using Clock = std::chrono::steady_clock;
   // Applies one gradient under mu_, bumps the version and moves satisfied version waiters out.
   void ApplyLocked(const float* grad, std::vector<std::function<void()>>* run_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for a table's summed rows.
+  void ApplyRowsLocked(const RowGradients& update, std::vector<std::function<void()>>* run_after)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes values_ safe to update in place: a copy when a pull still holds it (copy on write).
+  void PrepareWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Bumps the version, counts the update time since `start`, moves satisfied version waiters out.
+  void FinishUpdateLocked(Clock::time_point start, std::vector<std::function<void()>>* run_after)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sync mode: whether `worker` already pushed for the current step.
+  bool PendingLocked(int worker) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return pending_.count(worker) > 0 || pending_rows_.count(worker) > 0;
+  }
+  // Sync mode: records `worker`'s answer callback and completes the step when all workers pushed.
+  void AwaitSyncStepLocked(AppliedCallback applied, std::vector<std::function<void()>>* run_after)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckSyncPushLocked(int worker, int64_t step) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void CompleteSyncStepLocked(std::vector<std::function<void()>>* run_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CompleteDenseSyncStepLocked(std::vector<std::function<void()>>* run_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ShardSpecProto spec_;
   const ShardOptions options_;
   const std::vector<int64_t> shape_;
   const size_t num_bytes_;
+  const int64_t rows_, row_elements_;                // local rows (axis 0) and floats per row
   const std::shared_ptr<TensorPool> snapshot_pool_;  // copies made on write
   const std::shared_ptr<TensorPool> gradient_pool_;
 
@@ -124,12 +172,14 @@ class Shard {
   std::vector<Tensor> slots_ ABSL_GUARDED_BY(mu_);
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<int, Tensor> pending_ ABSL_GUARDED_BY(mu_);  // sync: worker -> gradient for step version_
+  std::map<int, RowGradients> pending_rows_ ABSL_GUARDED_BY(mu_);  // sync, tables: worker -> its rows
   std::vector<AppliedCallback> applied_waiters_ ABSL_GUARDED_BY(mu_);
   std::multimap<int64_t, ReadyCallback> version_waiters_ ABSL_GUARDED_BY(mu_);
   Tensor sum_ ABSL_GUARDED_BY(mu_);  // sync: reused buffer for the sum of a step's gradients
 
   mutable std::atomic<int64_t> pulls_{0}, bytes_out_{0};  // counted by const Read
-  std::atomic<int64_t> pushes_{0}, bytes_in_{0}, rejected_{0}, skipped_{0};
+  mutable std::atomic<int64_t> rows_pulled_{0};
+  std::atomic<int64_t> pushes_{0}, bytes_in_{0}, rejected_{0}, skipped_{0}, rows_pushed_{0};
   std::atomic<int64_t> update_nanos_{0};
 };
 

@@ -22,6 +22,8 @@ namespace {
 constexpr char kPsClosed[] = "the ps closed the tensor channel connection (did the ps stop?)";
 // A connection attempt gives up after this even when the call's deadline is later, as gRPC's does.
 constexpr absl::Duration kConnectTimeout = absl::Seconds(20);
+// The most row bytes one pull may answer (the ps's message limit).
+constexpr uint64_t kMaxRowsBytes = (uint64_t{1} << 31) - (uint64_t{1} << 20);
 
 int MillisLeft(absl::Time deadline) {
   const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
@@ -147,33 +149,60 @@ absl::Status TensorChannelClient::Exchange(const TensorCallRequest& call, const 
 
 absl::Status TensorChannelClient::Pull(const PullRequest& request, PullResponse* response, absl::Time deadline) {
   TensorCallRequest call;
-  *call.mutable_pull() = request;
+  PullRequest* header = call.mutable_pull();
+  *header->mutable_shard_names() = request.shard_names();
+  header->set_min_version(request.min_version());
+  std::vector<absl::string_view> payload;  // the sparse entries' ids follow the message
+  for (const SparseRows& r : request.sparse()) {
+    SparseRows* h = header->add_sparse();
+    h->set_shard_name(r.shard_name());
+    h->set_num_ids(r.num_ids());
+    call.add_payload_bytes(static_cast<int64_t>(r.ids().size()));
+    payload.push_back(r.ids());
+  }
   TensorCallResponse answer;
   uint64_t payload_bytes = 0;
   int fd = -1;
-  if (absl::Status s = Exchange(call, {}, deadline, &answer, &payload_bytes, &fd); !s.ok()) return Named(s);
-  const PullResponse& header = answer.pull();
+  if (absl::Status s = Exchange(call, payload, deadline, &answer, &payload_bytes, &fd); !s.ok()) return Named(s);
+  const PullResponse& got = answer.pull();
+  const int dense = got.values_size();
   uint64_t announced = 0;
   for (int64_t b : answer.payload_bytes()) announced += static_cast<uint64_t>(std::max<int64_t>(b, 0));
-  if (answer.payload_bytes_size() != header.values_size() || announced != payload_bytes ||
-      header.values_size() != request.shard_names_size()) {
+  if (answer.payload_bytes_size() != dense + got.sparse_size() || announced != payload_bytes ||
+      dense != request.shard_names_size() || got.sparse_size() != request.sparse_size()) {
     Release(fd, false);
-    return Named(absl::InternalError(absl::StrCat("tensor channel protocol violation: ", header.values_size(),
-                                                  " values with ", answer.payload_bytes_size(), " sizes for ",
-                                                  request.shard_names_size(), " shards")));
+    return Named(absl::InternalError(
+        absl::StrCat("tensor channel protocol violation: ", dense, " values and ", got.sparse_size(),
+                     " sparse entries with ", answer.payload_bytes_size(), " sizes for ", request.shard_names_size(),
+                     " shards and ", request.sparse_size(), " sparse entries")));
   }
   FrameIo io(fd, deadline, kPsClosed);
-  for (int i = 0; i < header.values_size(); ++i) {
-    const ShardValue& in = header.values(i);
+  for (int i = 0; i < dense + got.sparse_size(); ++i) {
     const size_t bytes = static_cast<size_t>(answer.payload_bytes(i));
-    std::string* data =
-        PrepareValue(i, in.name(), in.version(), in.value().dtype(), in.value().shape(), bytes, response);
+    std::string* data;
+    if (i < dense) {
+      const ShardValue& in = got.values(i);
+      data = PrepareValue(i, in.name(), in.version(), in.value().dtype(), in.value().shape(), bytes, response);
+    } else {
+      const SparseRows& in = got.sparse(i - dense);
+      const SparseRows& asked = request.sparse(i - dense);
+      // Checked before the buffer is sized: the rows must be those asked for, in whole floats.
+      if (in.shard_name() != asked.shard_name() || in.num_ids() != asked.num_ids() || bytes > kMaxRowsBytes ||
+          (in.num_ids() == 0 ? bytes != 0 : bytes % (4 * in.num_ids()) != 0)) {
+        Release(fd, false);
+        return Named(absl::InternalError(
+            absl::StrCat("tensor channel protocol violation: ", bytes, " bytes of rows for ", in.num_ids(),
+                         " ids of shard ", in.shard_name(), ", asked ", asked.num_ids(), " of ", asked.shard_name())));
+      }
+      data = PrepareRows(i - dense, in, bytes, response);
+    }
     if (absl::Status s = io.Read(data->data(), bytes); !s.ok()) {
       Release(fd, false);
       return Named(s);
     }
   }
-  while (response->values_size() > header.values_size()) response->mutable_values()->RemoveLast();
+  while (response->values_size() > dense) response->mutable_values()->RemoveLast();
+  while (response->sparse_size() > got.sparse_size()) response->mutable_sparse()->RemoveLast();
   Release(fd, true);
   return absl::OkStatus();
 }
@@ -185,6 +214,12 @@ absl::Status TensorChannelClient::Push(const PushRequest& request, PushResponse*
   for (const ShardGradient& g : request.gradients()) {
     call.add_payload_bytes(static_cast<int64_t>(g.gradient().data().size()));
     payload.push_back(g.gradient().data());
+  }
+  for (const SparseRows& r : request.sparse()) {
+    call.add_payload_bytes(static_cast<int64_t>(r.ids().size()));
+    call.add_payload_bytes(static_cast<int64_t>(r.values().size()));
+    payload.push_back(r.ids());
+    payload.push_back(r.values());
   }
   TensorCallResponse answer;
   uint64_t payload_bytes = 0;

@@ -27,7 +27,7 @@ class TensorChannelServer {
  private:
   // Each returns a status only when the connection must be closed; the call's own outcome goes to
   // the client in the response.
-  absl::Status ServePull(FrameIo* io, const PullRequest& request, uint64_t payload_bytes);
+  absl::Status ServePull(FrameIo* io, TensorCallRequest* call, uint64_t payload_bytes);
   absl::Status ServePush(FrameIo* io, const TensorCallRequest& request, uint64_t payload_bytes);
 
   PsServer* const ps_;

@@ -1,9 +1,11 @@
 #include "worker/keras_updater.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/variable_planner.h"
 #include "ps/initializers.h"
 #include "ps/optimizer.h"
+#include "ps/sparse_apply.h"
 
 namespace pstrain {
 namespace {
@@ -11,7 +13,7 @@ namespace {
 class KerasUpdater : public ParameterUpdater {
  public:
   KerasUpdater(std::unique_ptr<Optimizer> optimizer, const std::vector<VariableSpec>& variables)
-      : optimizer_(std::move(optimizer)) {
+      : optimizer_(std::move(optimizer)), variables_(variables) {
     const int slots = static_cast<int>(optimizer_->SlotNames().size());
     slots_.resize(variables.size());
     for (size_t v = 0; v < variables.size(); ++v) {
@@ -26,16 +28,55 @@ class KerasUpdater : public ParameterUpdater {
       return absl::InvalidArgumentError("gradient count does not match the variables");
     }
     for (size_t v = 0; v < slots_.size(); ++v) {
-      std::vector<absl::Span<float>> slot_spans;
-      for (std::vector<float>& s : slots_[v]) slot_spans.emplace_back(s);
-      optimizer_->Apply(grads[v].flat(), (*params)[v].flat(), slot_spans, step_);
+      if (variables_[v].sparse) continue;  // tables are updated by ApplySparse
+      optimizer_->Apply(grads[v].flat(), (*params)[v].flat(), SlotSpans(v), step_);
     }
     ++step_;
     return absl::OkStatus();
   }
 
+  absl::Status ApplySparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,
+                           Tensor* table) override {
+    RETURN_IF_ERROR(CheckSparse(variable, ids, grad_rows, *table));
+    const int64_t dim = variables_[variable].shape[1];
+    RowAccumulator sum(dim);
+    const char* rows = reinterpret_cast<const char*>(grad_rows.raw());
+    for (size_t i = 0; i < ids.size(); ++i) sum.Add(ids[i], rows + i * dim * sizeof(float));
+    // The ps's implementation: the table is one shard holding every row (local row = global id).
+    ApplyRowGradients(*optimizer_, sum.Take(), dim, table->flat(), SlotSpans(variable), step_);
+    return absl::OkStatus();
+  }
+
  private:
+  std::vector<absl::Span<float>> SlotSpans(size_t v) {
+    std::vector<absl::Span<float>> spans;
+    for (std::vector<float>& s : slots_[v]) spans.emplace_back(s);
+    return spans;
+  }
+
+  absl::Status CheckSparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,
+                           const Tensor& table) const {
+    if (variable < 0 || variable >= static_cast<int>(variables_.size()) || !variables_[variable].sparse) {
+      return absl::InvalidArgumentError(absl::StrCat("variable ", variable, " is not an embedding table"));
+    }
+    const VariableSpec& var = variables_[variable];
+    const std::vector<int64_t> rows_shape = {static_cast<int64_t>(ids.size()), var.shape[1]};
+    if (table.shape() != var.shape || grad_rows.shape() != rows_shape) {
+      return absl::InvalidArgumentError(absl::StrCat("table ", var.name, " ", ShapeString(var.shape), ": got table ",
+                                                     ShapeString(table.shape()), " and gradient rows ",
+                                                     ShapeString(grad_rows.shape()), " for ", ids.size(), " ids"));
+    }
+    for (int64_t id : ids) {
+      if (id < 0 || id >= var.shape[0]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("table ", var.name, " has rows 0..", var.shape[0] - 1, "; row id ", id, " is outside it"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   std::unique_ptr<Optimizer> optimizer_;
+  std::vector<VariableSpec> variables_;
   std::vector<std::vector<std::vector<float>>> slots_;  // [variable][slot][element]
   int64_t step_ = 0;
 };

@@ -20,6 +20,8 @@ namespace pstrain {
 absl::Status InitializeVariable(const VariableSpec& var, uint64_t seed, Tensor* value);
 
 // A ParameterUpdater running the ps's Keras optimizer with per-variable slots, counting steps.
+// Embedding tables (VariableSpec::sparse) are updated by ApplySparse with the ps's own sparse-apply
+// implementation (ps/sparse_apply.h): the same rows and slots change as on a cluster.
 // InvalidArgument naming the field for a bad optimizer spec.
 absl::StatusOr<std::unique_ptr<ParameterUpdater>> NewKerasUpdater(const OptimizerSpec& optimizer,
                                                                   const std::vector<VariableSpec>& variables);

@@ -18,8 +18,9 @@
 #include "common/tensor.h"
 #include "proto/common.pb.h"
 #include "ps/ps_client.h"
-#include "worker/sparse_lookup.h"
 #include "worker/cpu/thread_pool.h"
+#include "worker/sparse_lookup.h"
+#include "worker/table_layout.h"
 
 namespace pstrain {
 
@@ -57,18 +58,40 @@ class VariableExchange {
     int variable = 0;
     int64_t row_offset = 0, rows = 0;
   };
+  // A table shard on a ps: its table and its index among the table's shards.
+  struct TableSlot {
+    std::string name;
+    int variable = 0;
+    int table = 0;  // index into tables_
+    int shard = 0;
+  };
+  struct Table {
+    int variable = 0;
+    TableLayout layout;
+    std::vector<std::vector<int64_t>> positions;  // this step: per shard, positions in unique_ids
+  };
 
   VariableExchange(std::vector<PsClient*> ps) : ps_(std::move(ps)), pool_(static_cast<int>(ps_.size())) {}
-  absl::Status PullFrom(int ps, int64_t min_version, std::vector<Tensor>* params);
-  absl::Status PushTo(int ps, int worker_index, bool tag, const std::vector<Tensor>& grads, int64_t* staleness);
+  absl::Status AddDense(int v, const VariablePlanProto::Variable& pv);
+  absl::Status AddTable(int v, const VariablePlanProto::Variable& pv);
+  // Groups this step's ids of every table by owning shard (Table::positions).
+  absl::Status GroupIds(const SparseLookup* lookup);
+  absl::Status PullFrom(int ps, int64_t min_version, std::vector<Tensor>* params, const SparseLookup* lookup);
+  absl::Status ScatterRows(int ps, const PullResponse& response, const SparseLookup& lookup,
+                           std::vector<Tensor>* params);
+  absl::Status PushTo(int ps, int worker_index, bool tag, const std::vector<Tensor>& grads, const SparseLookup* lookup,
+                      int64_t* staleness);
+  void FillRows(int ps, const std::vector<Tensor>& grads, const SparseLookup& lookup);
   absl::Status ForEachPs(const std::function<absl::Status(int)>& fn);
 
   std::vector<PsClient*> ps_;
   ThreadPool pool_;
   std::vector<VariableSpec> variables_;
   std::vector<int64_t> row_floats_;                 // per variable: floats per row (axis 0)
-  std::vector<std::vector<ShardSlot>> slots_;       // per ps: its shards, in request order
-  std::vector<std::vector<int64_t>> pulled_;        // per ps, per slot: version pulled
+  std::vector<Table> tables_;
+  std::vector<std::vector<ShardSlot>> slots_;        // per ps: its dense shards, in request order
+  std::vector<std::vector<TableSlot>> table_slots_;  // per ps: its table shards, in request order
+  std::vector<std::vector<int64_t>> pulled_;         // per ps: version pulled per dense, then table slot
   std::vector<PullRequest> pull_requests_;          // per ps, reused
   std::vector<PushRequest> push_requests_;          // per ps, reused
 };

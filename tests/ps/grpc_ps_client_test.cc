@@ -2,6 +2,7 @@
 // streams and the tensor channel give the same answers and the same errors.
 #include "ps/grpc_ps_client.h"
 
+#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -9,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps/grpc_tuning.h"
+#include "ps/initializers.h"
 #include "ps/ps_grpc_server.h"
 #include "ps/ps_server.h"
 #include "tests/ps/ps_test_util.h"
@@ -19,7 +21,10 @@ namespace {
 using ::testing::HasSubstr;
 using testing_util::OnePull;
 using testing_util::OnePush;
+using testing_util::RowFloats;
+using testing_util::Rows;
 using testing_util::Spec;
+using testing_util::TableShard;
 using testing_util::ToFloats;
 
 // Rows of 1 KiB: 4500 rows is ~4.4 MiB, two stream chunks.
@@ -45,11 +50,11 @@ class GrpcPsClientTest : public ::testing::TestWithParam<Path> {
 
   absl::Status Create(UpdateMode mode, int workers, NonFinitePolicy non_finite = NON_FINITE_REJECT) {
     CreateShardsResponse resp;
-    return client_->CreateShards(testing_util::CreateRequest({Spec("big", {kRows, kCols}, 0, kRows, "glorot_uniform"),
-                                                              Spec("small", {3}, 0, 3, "ones"),
-                                                              Spec("empty", {0, 4}, 0, 0, "ones")},
-                                                             mode, workers, non_finite),
-                                 &resp);
+    return client_->CreateShards(
+        testing_util::CreateRequest({Spec("big", {kRows, kCols}, 0, kRows, "glorot_uniform"),
+                                     Spec("small", {3}, 0, 3, "ones"), Spec("empty", {0, 4}, 0, 0, "ones")},
+                                    mode, workers, non_finite),
+        &resp);
   }
 
   PsServer ps_{PsServer::Options{"ps:0"}};
@@ -156,6 +161,63 @@ TEST_P(GrpcPsClientTest, SyncStepOverTheNetwork) {
   s0 = client_->Push(OnePush("small", {3}, {1, 1, 1}, 0, 0), &r);
   EXPECT_EQ(s0.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(s0.message()), HasSubstr("stale push from worker 0 for step 0"));
+}
+
+// A table in two mod shards beside the dense shards: rows by id and dense shards in ONE pull and
+// ONE push, on every path (the gRPC-stream path sends calls with rows unary).
+TEST_P(GrpcPsClientTest, TableRowsTravelWithDenseShardsInOneCall) {
+  ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
+  constexpr int64_t kVocab = 1000, kDim = 64;
+  CreateShardsResponse created;
+  ASSERT_TRUE(client_
+                  ->CreateShards(testing_util::CreateRequest({TableShard("emb", kVocab, kDim, 0, 500, 2, "emb/part_0"),
+                                                              TableShard("emb", kVocab, kDim, 1, 500, 2, "emb/part_1")},
+                                                             UPDATE_ASYNC, 1),
+                                 &created)
+                  .ok());
+  Tensor whole;
+  ASSERT_TRUE(InitializeRows(Spec("emb", {kVocab, kDim}, 0, kVocab, "random_uniform"), &whole).ok());
+  const std::vector<int64_t> ids = {999, 1, 501};
+  PullRequest pull = OnePull("small");
+  *pull.add_sparse() = Rows("emb/part_1", ids);
+  *pull.add_sparse() = Rows("emb/part_0", {});
+  PullResponse before;
+  ASSERT_TRUE(client_->Pull(pull, &before).ok());
+  ASSERT_EQ(before.values_size(), 1);
+  ASSERT_EQ(before.sparse_size(), 2);
+  EXPECT_EQ(before.sparse(0).shard_name(), "emb/part_1");
+  EXPECT_EQ(before.sparse(0).num_ids(), 3);
+  EXPECT_EQ(before.sparse(1).num_ids(), 0);
+  std::vector<float> rows = RowFloats(before.sparse(0));
+  ASSERT_EQ(rows.size(), ids.size() * kDim);
+  for (size_t j = 0; j < ids.size(); ++j) {
+    EXPECT_EQ(std::memcmp(&rows[j * kDim], whole.data<float>() + ids[j] * kDim, kDim * 4), 0) << ids[j];
+  }
+
+  std::vector<float> grad(4 * kDim);
+  for (size_t i = 0; i < grad.size(); ++i) grad[i] = static_cast<float>(i % 7) * 0.01f;
+  PushRequest push = OnePush("small", {3}, {1, 2, 3});
+  *push.add_sparse() = Rows("emb/part_1", {501, 1, 999, 501}, grad);  // 501 twice: summed
+  PushResponse pushed;
+  ASSERT_TRUE(client_->Push(push, &pushed).ok());
+  EXPECT_THAT(pushed.versions(), ::testing::ElementsAre(1, 1));  // dense first, then the sparse entry
+
+  PullResponse after = before;  // a reused response: its buffers are recycled
+  ASSERT_TRUE(client_->Pull(pull, &after).ok());
+  EXPECT_EQ(ToFloats(after.values(0).value()), (std::vector<float>{0, -1, -2}));
+  EXPECT_EQ(after.sparse(0).version(), 1);
+  const std::vector<float> updated = RowFloats(after.sparse(0));
+  for (int64_t e = 0; e < kDim; ++e) {                                          // SGD with learning rate 1
+    EXPECT_EQ(updated[0 * kDim + e], rows[0 * kDim + e] - grad[2 * kDim + e]);  // 999
+    EXPECT_EQ(updated[1 * kDim + e], rows[1 * kDim + e] - grad[1 * kDim + e]);  // 1
+    EXPECT_FLOAT_EQ(updated[2 * kDim + e], rows[2 * kDim + e] - (grad[e] + grad[3 * kDim + e]));  // 501
+  }
+
+  *push.mutable_sparse(0) = Rows("emb/part_1", {4}, std::vector<float>(kDim));
+  absl::Status s = client_->Push(push, &pushed);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("shard emb/part_1 of table emb does not hold row id 4"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("ps:0 at 127.0.0.1"));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, GrpcPsClientTest,

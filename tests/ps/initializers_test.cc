@@ -1,6 +1,7 @@
 #include "ps/initializers.h"
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -80,6 +81,53 @@ TEST_P(PartitionInvariance, OneTwoFourShardsOnOneOrThreePsAssembleTheSameTensor)
 INSTANTIATE_TEST_SUITE_P(AllInitializers, PartitionInvariance,
                          ::testing::Values("zeros", "ones", "random_normal", "random_uniform", "truncated_normal",
                                            "glorot_uniform", "he_normal"));
+
+// A "mod" shard i of n (row_offset i, row_stride n) holds global rows i, i+n, ...: its values are
+// those rows of the whole variable, for every initializer and shard count.
+TEST_P(PartitionInvariance, ModShardsHoldTheirGlobalRowsValues) {
+  const std::vector<int64_t> shape = {11, 3};
+  Tensor whole;
+  ASSERT_TRUE(InitializeRows(Spec("w", shape, 0, 11, GetParam()), &whole).ok());
+  for (int n : {2, 3, 4}) {
+    auto sizes = Split(11, n);
+    for (int i = 0; i < n; ++i) {
+      ShardSpecProto spec = Spec("w", shape, i, sizes[i].second, GetParam(), "w/part_" + std::to_string(i));
+      spec.set_row_stride(n);
+      Tensor t;
+      ASSERT_TRUE(InitializeRows(spec, &t).ok());
+      ASSERT_EQ(t.dim(0), sizes[i].second);
+      for (int64_t j = 0; j < t.dim(0); ++j) {
+        for (int e = 0; e < 3; ++e) {
+          EXPECT_EQ(t.data<float>()[j * 3 + e], whole.data<float>()[(i + j * n) * 3 + e]) << n << " shards, " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(Initializers, StridedRowsMustFitTheVariable) {
+  ShardSpecProto spec = Spec("w", {10, 2}, 1, 5, "ones");
+  spec.set_row_stride(2);  // rows 1, 3, 5, 7, 9
+  Tensor t;
+  EXPECT_TRUE(InitializeRows(spec, &t).ok());
+  spec.set_rows(6);  // row 11 is outside
+  absl::Status s = InitializeRows(spec, &t);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("in steps of 2"), std::string::npos) << s;
+  spec.set_rows(5);
+  spec.set_row_stride(-1);
+  EXPECT_EQ(InitializeRows(spec, &t).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Initializers, FillsAnAllocatedTensorInPlace) {
+  const ShardSpecProto spec = Spec("w", {6, 4}, 2, 3, "random_uniform");
+  Tensor fresh, reused(DType::kFloat32, {3, 4});
+  const void* buffer = reused.raw();
+  ASSERT_TRUE(InitializeRows(spec, &fresh).ok());
+  ASSERT_TRUE(InitializeRows(spec, &reused).ok());
+  EXPECT_EQ(reused.raw(), buffer);
+  EXPECT_EQ(std::memcmp(reused.raw(), fresh.raw(), fresh.num_bytes()), 0);
+}
 
 TEST(Initializers, GlorotUniformUsesTheFullShapesFans) {
   // Dense [in=300, out=100]: limit sqrt(6/400); a shard of 10 rows must use the same limit.

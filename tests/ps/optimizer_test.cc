@@ -117,6 +117,56 @@ TEST(Optimizer, RmsPropPlainCenteredMomentum) {
   }
 }
 
+// Keras's Ftrl over three dense steps, from its update_step written out in double precision.
+TEST(Optimizer, FtrlKerasFormulaAsADenseOptimizer) {
+  struct Case {
+    double power, l1, l2, shrinkage, beta;
+  };
+  for (const Case& c : {Case{-0.5, 0, 0, 0, 0}, Case{-0.6, 0.05, 0.01, 0.02, 0.3}, Case{0, 0.5, 0, 0, 0}}) {
+    OptimizerProto p = Make("ftrl", 0.1);
+    p.set_learning_rate_power(c.power);
+    p.set_l1(c.l1);
+    p.set_l2(c.l2);
+    p.set_l2_shrinkage(c.shrinkage);
+    p.set_beta(c.beta);
+    std::vector<double> w = {1.0, -2.0}, n = {0.1, 0.1}, z = {0, 0};
+    for (auto& gf : kGrads) {
+      for (int i = 0; i < 2; ++i) {
+        const double g = gf[i], lr = 0.1;
+        const double shrunk = g + 2 * c.shrinkage * w[i];
+        const double n_new = n[i] + g * g;
+        z[i] += shrunk - (std::pow(n_new, -c.power) - std::pow(n[i], -c.power)) / lr * w[i];
+        const double quadratic = std::pow(n_new, -c.power) / lr + 2 * (c.l2 + c.beta / (2 * lr));
+        w[i] = (std::max(-c.l1, std::min(c.l1, z[i])) - z[i]) / quadratic;
+        n[i] = n_new;
+      }
+    }
+    ExpectNear(RunSteps(p), w);
+  }
+}
+
+TEST(Optimizer, FtrlDefaultsAndChecks) {
+  OptimizerSpec spec;
+  spec.type = "ftrl";
+  auto opt = Optimizer::Create(OptimizerProtoFromSpec(spec));
+  ASSERT_TRUE(opt.ok()) << opt.status();
+  EXPECT_EQ((*opt)->SlotNames(), (std::vector<std::string>{"accumulator", "linear"}));
+  EXPECT_DOUBLE_EQ((*opt)->config().learning_rate_power(), -0.5);
+  EXPECT_DOUBLE_EQ((*opt)->config().initial_accumulator_value(), 0.1);
+  EXPECT_DOUBLE_EQ((*opt)->config().learning_rate().initial(), 0.001);
+  OptimizerProto p = Make("ftrl", 0.1);
+  p.set_learning_rate_power(0.5);
+  EXPECT_NE(Optimizer::Create(p).status().message().find("learning_rate_power"), std::string::npos);
+  p = Make("ftrl", 0.1);
+  p.set_l1(-1);
+  EXPECT_NE(Optimizer::Create(p).status().message().find("l1"), std::string::npos);
+}
+
+TEST(Optimizer, LazyAdamIsAdamOnDenseGradients) {
+  OptimizerProto lazy = Make("lazy_adam", 0.01), adam = Make("adam", 0.01);
+  EXPECT_EQ(RunSteps(lazy), RunSteps(adam));
+}
+
 TEST(Optimizer, LearningRateSchedules) {
   OptimizerProto p = Make("sgd", 1.0);
   p.mutable_learning_rate()->set_schedule("exponential_decay");

@@ -84,6 +84,38 @@ inline PullRequest OnePull(const std::string& shard, int64_t min_version = 0) {
   return r;
 }
 
+// Shard `shard_name` of embedding table `table` [rows, dim] holding `shard_rows` rows from global
+// row `row_offset` in steps of `stride` (div: 1; mod: the table's shard count).
+inline ShardSpecProto TableShard(const std::string& table, int64_t rows, int64_t dim, int64_t row_offset,
+                                 int64_t shard_rows, int64_t stride, const std::string& shard_name,
+                                 const std::string& init = "random_uniform") {
+  ShardSpecProto s = Spec(table, {rows, dim}, row_offset, shard_rows, init, shard_name);
+  s.set_row_stride(stride);
+  s.set_sparse(true);
+  return s;
+}
+
+inline std::string IdBytes(const std::vector<int64_t>& ids) {
+  return std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int64_t));
+}
+
+// A sparse entry of `shard` with `ids` and (pushes) gradient rows `values`.
+inline SparseRows Rows(const std::string& shard, const std::vector<int64_t>& ids,
+                       const std::vector<float>& values = {}) {
+  SparseRows r;
+  r.set_shard_name(shard);
+  r.set_num_ids(static_cast<int64_t>(ids.size()));
+  r.set_ids(IdBytes(ids));
+  r.set_values(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+  return r;
+}
+
+inline std::vector<float> RowFloats(const SparseRows& r) {
+  std::vector<float> v(r.values().size() / sizeof(float));
+  std::memcpy(v.data(), r.values().data(), v.size() * sizeof(float));
+  return v;
+}
+
 }  // namespace testing_util
 }  // namespace pstrain
 

@@ -275,6 +275,61 @@ TEST_F(ChannelTest, AWrongPayloadSizeIsRejectedNamingTheShard) {
   EXPECT_EQ(stats.total().version(), 0);  // nothing applied
 }
 
+// A peer's announced sizes of table rows are checked against num_ids and the shard's row size
+// before anything is allocated for them; the bytes are drained and the connection stays usable.
+TEST_F(ChannelTest, RowSizesThatDoNotFitTheIdCountAreRejected) {
+  CreateShardsResponse created;
+  GrpcPsClient control(address_, "ps:0", absl::Seconds(10));
+  ASSERT_TRUE(control
+                  .CreateShards(testing_util::CreateRequest({testing_util::TableShard("t", 100, 4, 0, 100, 1, "t")},
+                                                            UPDATE_ASYNC, 1),
+                                &created)
+                  .ok());
+  const int fd = ConnectLoopback(server_->port());
+  FrameIo io(fd, absl::Now() + absl::Seconds(10), "closed");
+  ASSERT_TRUE(io.Write({{const_cast<char*>(kTensorChannelPreface.data()), kTensorChannelPreface.size()}}).ok());
+  auto answer_of = [&](const TensorCallRequest& call, const std::string& payload, uint64_t answer_bytes = 0) {
+    EXPECT_TRUE(io.WriteFrame(call, {payload}).ok());
+    TensorCallResponse answer;
+    uint64_t payload_bytes = 0;
+    EXPECT_TRUE(io.ReadFrameStart(&answer, &payload_bytes).ok());
+    EXPECT_EQ(payload_bytes, answer_bytes);
+    return answer;
+  };
+  struct Case {
+    int64_t num_ids, ids_bytes, values_bytes;
+  };
+  // Two ids announced with the bytes of one; an id count whose products overflow; a float short.
+  for (const Case& c : {Case{2, 8, 32}, Case{int64_t{1} << 60, 8, 16}, Case{1, 8, 12}}) {
+    TensorCallRequest push;
+    SparseRows* rows = push.mutable_push()->add_sparse();
+    rows->set_shard_name("t");
+    rows->set_num_ids(c.num_ids);
+    push.add_payload_bytes(c.ids_bytes);
+    push.add_payload_bytes(c.values_bytes);
+    const TensorCallResponse answer = answer_of(push, std::string(c.ids_bytes + c.values_bytes, '\0'));
+    EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kInvalidArgument)) << c.num_ids;
+    EXPECT_THAT(answer.message(), HasSubstr("shard t: ")) << c.num_ids;
+  }
+  TensorCallRequest pull;
+  SparseRows* rows = pull.mutable_pull()->add_sparse();
+  rows->set_shard_name("t");
+  rows->set_num_ids(3);
+  pull.add_payload_bytes(16);
+  const TensorCallResponse answer = answer_of(pull, std::string(16, '\0'));
+  EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(answer.message(), HasSubstr("3 row ids arrived as 16 bytes"));
+  // Still in step: a well-formed pull of two rows on the same connection.
+  rows->set_num_ids(2);
+  const TensorCallResponse good = answer_of(pull, std::string(16, '\0'), 2 * 4 * 4);
+  ::close(fd);
+  EXPECT_EQ(good.code(), 0) << good.message();
+  PsStatsResponse stats;
+  ASSERT_TRUE(ps_->GetStats(PsStatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.total().version(), 0);  // nothing applied
+  EXPECT_EQ(stats.total().rows_pulled(), 2);
+}
+
 TEST_F(ChannelTest, AClientThatBreaksTheProtocolIsDisconnectedAndOthersGoOn) {
   ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
   const int fd = ConnectLoopback(server_->port());

@@ -60,5 +60,30 @@ TEST(KerasUpdaterTest, AdamFirstStepMovesByLearningRate) {
   EXPECT_FALSE(NewKerasUpdater(bad, vars).ok());
 }
 
+// A table's sparse apply changes only the touched rows, and rejects what does not fit.
+TEST(KerasUpdaterTest, ApplySparseTouchesOnlyTheGivenRows) {
+  std::vector<VariableSpec> vars = {{"emb", {6, 2}, DType::kFloat32, InitializerSpec{"ones"}, true},
+                                    {"b", {2}, DType::kFloat32, InitializerSpec{"zeros"}, false}};
+  OptimizerSpec sgd;
+  sgd.type = "sgd";
+  sgd.learning_rate.initial = 0.5;
+  auto updater = NewKerasUpdater(sgd, vars);
+  ASSERT_TRUE(updater.ok());
+  Tensor table(DType::kFloat32, {6, 2});
+  ASSERT_TRUE(InitializeVariable(vars[0], 1, &table).ok());
+  Tensor rows(DType::kFloat32, {3, 2});
+  for (int i = 0; i < 6; ++i) rows.flat()[i] = 1.0f;
+  ASSERT_TRUE((*updater)->ApplySparse(0, std::vector<int64_t>{4, 1, 4}, rows, &table).ok());
+  EXPECT_EQ(std::vector<float>(table.flat().begin(), table.flat().end()),
+            (std::vector<float>{1, 1, 0.5f, 0.5f, 1, 1, 1, 1, 0, 0, 1, 1}));  // row 4 twice: summed
+  EXPECT_EQ((*updater)->ApplySparse(0, std::vector<int64_t>{6, 0, 1}, rows, &table).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*updater)->ApplySparse(0, std::vector<int64_t>{0, 1}, rows, &table).code(),
+            absl::StatusCode::kInvalidArgument);
+  Tensor bias(DType::kFloat32, {2});
+  EXPECT_EQ((*updater)->ApplySparse(1, std::vector<int64_t>{0}, Tensor(DType::kFloat32, {1, 2}), &bias).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace pstrain
