@@ -1,5 +1,6 @@
 #include "chief/coordinator.h"
 
+#include <cmath>
 #include <future>
 #include <utility>
 
@@ -25,12 +26,49 @@ nlohmann::json JobSummary::ToJson() const {
   j["train_seconds"] = train_seconds;
   j["examples_per_second"] = examples_per_second;
   j["final_test_loss"] = final_eval ? nlohmann::json(final_eval->loss) : nlohmann::json(nullptr);
-  j["final_test_accuracy"] = final_eval ? nlohmann::json(final_eval->accuracy) : nlohmann::json(nullptr);
+  j["final_test_accuracy"] = final_eval && std::isfinite(final_eval->accuracy) ? nlohmann::json(final_eval->accuracy)
+                                                                              : nlohmann::json(nullptr);
+  if (final_eval && std::isfinite(final_eval->auc)) {
+    j["final_test_auc"] = final_eval->auc;
+    j["final_test_logloss"] = final_eval->loss;
+  }
+  if (std::isfinite(final_train_auc)) j["final_train_auc"] = final_train_auc;
+  if (std::isfinite(bayes_test_auc)) j["bayes_test_auc"] = bayes_test_auc;
   j["final_test_examples"] = final_eval ? final_eval->examples : 0;
   j["checkpoint"] = checkpoint;
   j["metrics_file"] = metrics_file;
   j["lost_workers"] = lost_workers;
+  j["ps"] = ps_stats;
   return j;
+}
+
+namespace {
+
+nlohmann::json ShardStatsJson(const ShardStats& s) {
+  return {{"name", s.name()},
+          {"version", s.version()},
+          {"pulls", s.pulls()},
+          {"pushes", s.pushes()},
+          {"bytes_in", s.bytes_in()},
+          {"bytes_out", s.bytes_out()},
+          {"rows_pulled", s.rows_pulled()},
+          {"rows_pushed", s.rows_pushed()},
+          {"rejected_pushes", s.rejected_pushes()},
+          {"update_seconds_total", s.update_seconds_total()}};
+}
+
+}  // namespace
+
+nlohmann::json Coordinator::PsStatsJson() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < ps_.size(); ++i) {
+    PsStatsResponse stats;
+    if (!ps_[i]->GetStats(PsStatsRequest(), &stats).ok()) continue;  // a lost ps: nothing to say
+    nlohmann::json shards = nlohmann::json::array();
+    for (const ShardStats& s : stats.shards()) shards.push_back(ShardStatsJson(s));
+    out.push_back({{"task", absl::StrCat("ps:", i)}, {"total", ShardStatsJson(stats.total())}, {"shards", shards}});
+  }
+  return out;
 }
 
 Coordinator::Coordinator(Env* env, JobSpec spec, std::vector<PsClient*> ps, std::vector<WorkerClient*> workers,
@@ -96,6 +134,8 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   summary.seconds = (env_->NowMicros() - start_micros_) * 1e-6;
   summary.train_seconds = train_seconds_;
   summary.examples_per_second = train_seconds_ > 0 ? summary.examples / train_seconds_ : 0.0;
+  summary.final_train_auc = tracker_->last_auc();
+  summary.ps_stats = PsStatsJson();
   summary.metrics_file = metrics_ != nullptr ? metrics_->path() : "";
   absl::MutexLock lock(&mu_);
   summary.checkpoint = last_checkpoint_;
@@ -140,7 +180,7 @@ absl::Status Coordinator::Prepare() {
   RETURN_IF_ERROR(WaitForCluster(env_, ps_, wait_workers, options_.wait, options_.log));
   RETURN_IF_ERROR(CreateOrRestore());
   tracker_ = std::make_unique<ProgressTracker>(env_, num_workers_, spec_.batch_size, budget_.total_steps,
-                                               budget_.steps_per_epoch, start_step_, spec_.model.loss != "mse");
+                                               budget_.steps_per_epoch, start_step_, MetricsKindOf(spec_.model));
   if (!options_.init_only) RETURN_IF_ERROR(ConfigureAll());
   if (!HasTestData()) Log("the job has no test data (data.test_file is not set): no evaluation");
   pool_ = std::make_unique<WorkerPool>(env_, workers_, &queue_, this,

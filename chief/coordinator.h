@@ -58,9 +58,14 @@ struct JobSummary {
   double train_seconds = 0.0;            // the training loop (inline evaluations included)
   double examples_per_second = 0.0;      // examples / train_seconds
   std::optional<EvalResult> final_eval;
+  double final_train_auc = std::nan("");  // binary models: the last progress window's training AUC
+  double bayes_test_auc = std::nan("");   // the default synthetic CTR set: the Bayes-optimal test AUC
   std::string checkpoint;                // newest checkpoint written ("" when none)
   std::string metrics_file;
   std::vector<std::string> lost_workers;
+  // Per ps task, its traffic at the end: [{"task", "total": {...}, "shards": [{...}]}], each
+  // entry ShardStats' fields (pulls, pushes, bytes_in, bytes_out, rows_pulled, rows_pushed, ...).
+  nlohmann::json ps_stats = nlohmann::json::array();
   nlohmann::json ToJson() const;
 };
 
@@ -93,7 +98,8 @@ class Coordinator : public WorkerPoolSink {
  private:
   absl::Status Prepare();
   absl::StatusOr<JobSummary> InitOnly();
-  bool HasTestData() const;  // csv jobs without data.test_file cannot evaluate
+  bool HasTestData() const;
+  nlohmann::json PsStatsJson() const;  // the ps tasks' stats for the summary  // csv jobs without data.test_file cannot evaluate
   absl::Status CreateOrRestore();
   absl::Status ConfigureAll();
   ConfigureRequest MakeConfigure(int worker) const;

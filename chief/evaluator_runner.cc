@@ -76,8 +76,11 @@ int RunEvaluator(const EvaluatorConfig& config) {
       absl::StatusOr<EvalResult> r = EvaluateCheckpoint(env, dir, options);
       if (r.ok()) {
         LogLine("evaluator", absl::StrCat(dir, ": ", FormatEval(*r)));
-        (*metrics)->Write({{"kind", "eval"}, {"step", r->step}, {"checkpoint", dir}, {"test_loss", r->loss},
-                           {"test_accuracy", r->accuracy}, {"test_examples", r->examples}}).IgnoreError();
+        nlohmann::json j = EvalJson(*r);
+        j["kind"] = "eval";
+        j["step"] = r->step;
+        j["checkpoint"] = dir;
+        (*metrics)->Write(j).IgnoreError();
         last = step;
         if (final_step > 0 && step >= final_step) return kExitOk;
       } else if (r.status().code() == absl::StatusCode::kNotFound && !env->FileExists(dir)) {

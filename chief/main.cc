@@ -33,7 +33,11 @@ ABSL_FLAG(bool, restore, true, "resume from the newest checkpoint in --model_dir
 ABSL_FLAG(bool, init_only, false,
           "create (or restore) the variables on the ps, save a checkpoint in --model_dir and stop (no workers "
           "needed): for inspecting initial weights or re-partitioning a checkpoint");
-ABSL_FLAG(std::string, data_dir, "", "evaluator: data directory (overrides the job's data.dir)");
+ABSL_FLAG(std::string, data_dir, "",
+          "data directory (overrides the job's data.dir; criteo: the cache of the default synthetic set)");
+ABSL_FLAG(std::string, train_files, "",
+          "criteo jobs: comma-separated training files or globs (overrides data.train_files)");
+ABSL_FLAG(std::string, test_files, "", "criteo jobs: comma-separated test files or globs (overrides data.test_files)");
 ABSL_FLAG(int64_t, eval_poll_secs, 2, "evaluator: how often to look for a new checkpoint");
 
 namespace pstrain {
@@ -59,6 +63,8 @@ absl::StatusOr<JobSpec> JobFromFlags() {
     job.schedule.checkpoint_every_secs = absl::GetFlag(FLAGS_checkpoint_every_secs);
   }
   if (!absl::GetFlag(FLAGS_data_dir).empty()) job.data.dir = absl::GetFlag(FLAGS_data_dir);
+  RETURN_IF_ERROR(
+      OverrideCtrDataFiles(absl::GetFlag(FLAGS_train_files), absl::GetFlag(FLAGS_test_files), "--", &job));
   return JobSpecFromJson(JobSpecToJson(job));  // validates the overrides too
 }
 

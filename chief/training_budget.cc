@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/env.h"
+#include "worker/data/ctr_dataset.h"
 
 namespace pstrain {
 
@@ -21,6 +23,7 @@ absl::StatusOr<int64_t> TrainExamples(const DataSpec& data) {
     }
     return data.header && lines > 0 ? lines - 1 : lines;
   }
+  if (data.dataset == "criteo") return CountCtrLines(Env::Default(), data, Split::kTrain, "");
   return absl::InvalidArgumentError(absl::StrCat("unknown data.dataset \"", data.dataset, "\""));
 }
 

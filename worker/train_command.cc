@@ -91,8 +91,8 @@ absl::Status RunTrain(const CommandLine& cl) {
   job.seed = static_cast<uint64_t>(seed);
   RETURN_IF_ERROR(OverrideCtrDataFiles(cl.Get("train_files"), cl.Get("test_files"), "--", &job));
   std::optional<CtrSyntheticSummary> default_data;
-  if (job.model.is_ctr() && UsesDefaultCtrData(job)) {
-    ASSIGN_OR_RETURN(default_data, EnsureJobDefaultCtrData(Env::Default(), job, options.data_dir));
+  if (job.model.is_ctr() && UsesDefaultCtrData(job.data)) {
+    ASSIGN_OR_RETURN(default_data, EnsureJobDefaultCtrData(Env::Default(), job.data, options.data_dir));
     std::fprintf(stderr, "pstrain train: the default synthetic CTR set: %s, %s (give --train_files/--test_files for yours)\n",
                  default_data->train_path.c_str(), default_data->test_path.c_str());
   }

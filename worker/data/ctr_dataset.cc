@@ -1,35 +1,55 @@
 #include "worker/data/ctr_dataset.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/data/criteo_reader.h"
 #include "worker/data/ctr_default_data.h"
+#include "worker/data/file_reader.h"
 
 namespace pstrain {
 
-std::string CtrCacheDir(const JobSpec& job, const std::string& data_dir) {
+std::string CtrCacheDir(const DataSpec& data, const std::string& data_dir) {
   if (!data_dir.empty()) return data_dir;
-  if (!job.data.dir.empty()) return job.data.dir;
+  if (!data.dir.empty()) return data.dir;
   return DefaultCacheDirFromEnvironment();
 }
 
-bool UsesDefaultCtrData(const JobSpec& job) { return job.data.train_files.empty() && job.data.test_files.empty(); }
+bool UsesDefaultCtrData(const DataSpec& data) { return data.train_files.empty() && data.test_files.empty(); }
 
-absl::StatusOr<CtrSyntheticSummary> EnsureJobDefaultCtrData(Env* env, const JobSpec& job, const std::string& data_dir) {
-  return EnsureDefaultCtrData(env, CtrCacheDir(job, data_dir));
+absl::StatusOr<CtrSyntheticSummary> EnsureJobDefaultCtrData(Env* env, const DataSpec& data,
+                                                            const std::string& data_dir) {
+  return EnsureDefaultCtrData(env, CtrCacheDir(data, data_dir));
 }
 
-absl::StatusOr<std::vector<std::string>> CtrSplitFiles(Env* env, const JobSpec& job, Split split,
+absl::StatusOr<std::vector<std::string>> CtrSplitFiles(Env* env, const DataSpec& data, Split split,
                                                        const std::string& data_dir) {
-  if (!UsesDefaultCtrData(job)) return split == Split::kTrain ? job.data.train_files : job.data.test_files;
-  ASSIGN_OR_RETURN(CtrSyntheticSummary summary, EnsureJobDefaultCtrData(env, job, data_dir));
+  if (!UsesDefaultCtrData(data)) return split == Split::kTrain ? data.train_files : data.test_files;
+  ASSIGN_OR_RETURN(CtrSyntheticSummary summary, EnsureJobDefaultCtrData(env, data, data_dir));
   return std::vector<std::string>{split == Split::kTrain ? summary.train_path : summary.test_path};
+}
+
+absl::StatusOr<int64_t> CountCtrLines(Env* env, const DataSpec& data, Split split, const std::string& data_dir) {
+  ASSIGN_OR_RETURN(std::vector<std::string> patterns, CtrSplitFiles(env, data, split, data_dir));
+  ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandDataFiles(patterns));
+  int64_t lines = 0;
+  for (const std::string& file : files) {
+    char last = '\n';
+    RETURN_IF_ERROR(ReadMaybeGzipFileInChunks(file, 1 << 20, [&](absl::string_view chunk) {
+      lines += std::count(chunk.begin(), chunk.end(), '\n');
+      if (!chunk.empty()) last = chunk.back();
+      return absl::OkStatus();
+    }));
+    if (last != '\n') ++lines;  // a last line without its newline
+  }
+  return lines;
 }
 
 absl::StatusOr<Dataset> LoadCtrDataset(Env* env, const JobSpec& job, Split split, const std::string& data_dir, int part,
                                        int num_parts) {
   CriteoOptions options;
-  ASSIGN_OR_RETURN(options.files_or_globs, CtrSplitFiles(env, job, split, data_dir));
+  ASSIGN_OR_RETURN(options.files_or_globs, CtrSplitFiles(env, job.data, split, data_dir));
   options.num_numeric = static_cast<int>(job.model.numeric_inputs);
   options.num_categorical = static_cast<int>(job.model.fields.size());
   for (const EmbeddingFieldSpec& f : job.model.fields) options.table_sizes.push_back(f.vocabulary_size);
