@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The local multi-process demo: builds pstrain, starts N ps, M workers and the chief as separate
 # processes on free 127.0.0.1 ports (each with its own TF_CONFIG), shows the chief's progress,
-# and ends with the final test accuracy and where the checkpoint and metrics went. Every process
-# it started is stopped on exit, Ctrl-C or any failure.
+# and ends with the final test accuracy (CTR jobs: test AUC, beside the Bayes-optimal AUC of the
+# default synthetic set) and where the checkpoint and metrics went. Every process it started is
+# stopped on exit, Ctrl-C or any failure.
 #
-#   deploy/local/demo.sh [--workers 2] [--ps 2] [--job cnn] [--epochs 1] [--steps N]
-#                        [--mode async|sync] [--run_dir DIR] [--no-build] [-- extra chief flags]
+#   deploy/local/demo.sh [--workers 2] [--ps 2] [--job cnn|ctr|...] [--epochs 1] [--steps N]
+#                        [--mode async|sync] [--train_files F --test_files F] [--run_dir DIR]
+#                        [--no-build] [-- extra chief flags]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 
-WORKERS=2 PS=2 JOB=cnn EPOCHS=1 STEPS="" MODE="" BUILD=1 RUN_DIR="" WORKER_THREADS=1
+WORKERS=2 PS=2 JOB=cnn EPOCHS=1 STEPS="" MODE="" BUILD=1 RUN_DIR="" WORKER_THREADS=1 TRAIN_FILES="" TEST_FILES=""
 EXTRA=()
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --workers) WORKERS=$2; shift 2 ;;
@@ -22,6 +24,8 @@ while [ $# -gt 0 ]; do
     --steps) STEPS=$2; shift 2 ;;
     --mode) MODE=$2; shift 2 ;;
     --worker_threads) WORKER_THREADS=$2; shift 2 ;;
+    --train_files) TRAIN_FILES=$2; shift 2 ;;
+    --test_files) TEST_FILES=$2; shift 2 ;;
     --run_dir) RUN_DIR=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -90,6 +94,8 @@ echo "demo: started $PS ps and $WORKERS workers; logs in $RUN_DIR/logs/ (one fil
 CHIEF_ARGS=(--job="$JOB" --model_dir="$MODEL_DIR" --progress_secs=5)
 if [ -n "$STEPS" ]; then CHIEF_ARGS+=(--steps="$STEPS"); else CHIEF_ARGS+=(--epochs="$EPOCHS"); fi
 [ -n "$MODE" ] && CHIEF_ARGS+=(--mode="$MODE")
+[ -n "$TRAIN_FILES" ] && CHIEF_ARGS+=(--train_files="$TRAIN_FILES")
+[ -n "$TEST_FILES" ] && CHIEF_ARGS+=(--test_files="$TEST_FILES")
 CHIEF_ARGS+=("${EXTRA[@]}")
 TF_CONFIG="{\"cluster\":$CLUSTER,\"task\":{\"type\":\"chief\",\"index\":0}}" \
   "$BIN/pstrain-chief" "${CHIEF_ARGS[@]}" >"$RUN_DIR/summary.json" 2> >(tee "$RUN_DIR/logs/chief-0.log" >&2) &
@@ -109,11 +115,17 @@ python3 - "$RUN_DIR/summary.json" "$RUN_DIR" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 acc = d.get("final_test_accuracy")
+run = "%d steps, %.0f examples/s, %.0f s" % (d["global_step"], d["examples_per_second"], d["seconds"])
 print()
-print("final test accuracy: %s   (test loss %s, %d steps, %.0f examples/s, %.0f s)" % (
-    "%.2f%%" % (100 * acc) if acc is not None else "n/a",
-    "%.4f" % d["final_test_loss"] if d.get("final_test_loss") is not None else "n/a",
-    d["global_step"], d["examples_per_second"], d["seconds"]))
+if d.get("final_test_auc") is not None:
+    bayes = d.get("bayes_test_auc")
+    print("final test AUC: %.4f%s   (log loss %.4f, %s)" % (
+        d["final_test_auc"], "   (Bayes-optimal on this set: %.4f)" % bayes if bayes is not None else "",
+        d["final_test_logloss"], run))
+else:
+    print("final test accuracy: %s   (test loss %s, %s)" % (
+        "%.2f%%" % (100 * acc) if acc is not None else "n/a",
+        "%.4f" % d["final_test_loss"] if d.get("final_test_loss") is not None else "n/a", run))
 print("checkpoint:   %s" % d["checkpoint"])
 print("metrics:      %s" % d["metrics_file"])
 print("summary:      %s" % sys.argv[1])
