@@ -2,9 +2,9 @@
 // bytes for the same seed, and exit code 2 with a message for bad flags.
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_util/run_command.h"
@@ -17,12 +17,8 @@ using testing_util::RunCommand;
 
 std::string Datagen(const std::string& flags) { return absl::StrCat(PSTRAIN_BIN_DIR, "/pstrain datagen ", flags); }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The file's bytes, "" when it cannot be read.
+std::string Slurp(const std::string& path) { return Env::Default()->ReadFile(path).value_or(""); }
 
 TEST(DatagenCommandTest, WritesTheSetAndPrintsTheBayesFigures) {
   const std::string dir = absl::StrCat(::testing::TempDir(), "/datagen_command");

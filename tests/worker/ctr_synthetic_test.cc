@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/binary_metrics.h"
+#include "common/env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/data/criteo_reader.h"
@@ -33,12 +33,8 @@ std::string TestDir() {
   return dir;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The file's bytes, "" when it cannot be read.
+std::string Slurp(const std::string& path) { return Env::Default()->ReadFile(path).value_or(""); }
 
 TEST(ZipfSamplerTest, FrequenciesFollowTheExactLaw) {
   for (double exponent : {0.7, 1.0, 1.1, 2.0}) {

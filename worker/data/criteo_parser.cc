@@ -16,8 +16,8 @@ constexpr int64_t kFirstBlockRows = 1024;
 constexpr int64_t kMaxBlockRows = 65536;
 
 template <typename T>
-void AppendRows(const std::vector<T>& from, int64_t count, std::vector<T>* to) {
-  to->insert(to->end(), from.begin(), from.begin() + count);
+void AppendRows(const MappedArray<T>& from, int64_t count, std::vector<T>* to) {
+  to->insert(to->end(), from.get(), from.get() + count);
 }
 
 }  // namespace
@@ -73,11 +73,18 @@ absl::Status CriteoParser::EndLine(absl::string_view line) {
       status = BadLine(line, absl::StrCat("the line is ", partial_bytes_, " bytes, longer than the limit of ",
                                           format_.max_line_bytes, " (a Criteo line is a few hundred)"));
     } else {
-      Block& block = WritableBlock();
+      Block* writable = WritableBlock();
+      if (writable == nullptr) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("out of memory reading ", file_, " at line ", file_line_, " (each example takes ",
+                         4 * (1 + format_.num_numeric) + 8 * format_.num_categorical,
+                         " bytes): read fewer lines per worker (more parts or workers)"));
+      }
+      Block& block = *writable;
       const int64_t row = block.rows;
       absl::Status parsed =
-          ParseCriteoLine(line, format_, &block.labels[row], block.numeric.data() + row * format_.num_numeric,
-                          block.ids.data() + row * format_.num_categorical);
+          ParseCriteoLine(line, format_, &block.labels[row], block.numeric.get() + row * format_.num_numeric,
+                          block.ids.get() + row * format_.num_categorical);
       if (parsed.ok()) {
         ++block.rows;
       } else {
@@ -103,16 +110,17 @@ absl::Status CriteoParser::BadLine(absl::string_view line, absl::string_view why
       absl::StrCat(message, ". Fix the file, or skip and count bad lines with skip_bad_lines"));
 }
 
-CriteoParser::Block& CriteoParser::WritableBlock() {
+CriteoParser::Block* CriteoParser::WritableBlock() {
   if (blocks_.empty() || blocks_.back().rows == blocks_.back().capacity) {
     Block block;
     block.capacity = blocks_.empty() ? kFirstBlockRows : std::min(2 * blocks_.back().capacity, kMaxBlockRows);
-    block.labels.resize(block.capacity);
-    block.numeric.resize(block.capacity * format_.num_numeric);
-    block.ids.resize(block.capacity * format_.num_categorical);
+    block.labels = MappedArray<float>(block.capacity);
+    block.numeric = MappedArray<float>(block.capacity * format_.num_numeric);
+    block.ids = MappedArray<int64_t>(block.capacity * format_.num_categorical);
+    if (!block.labels.ok() || !block.numeric.ok() || !block.ids.ok()) return nullptr;
     blocks_.push_back(std::move(block));
   }
-  return blocks_.back();
+  return &blocks_.back();
 }
 
 CtrData CriteoParser::Finish() {

@@ -3,9 +3,10 @@
 // example, so an empty line is a bad line. A bad line is an error naming file:line and the field,
 // quoting a bounded excerpt, unless skip_bad_lines, which counts it instead.
 //
-// Memory: examples are parsed into blocks of rows and moved into CtrData's exact-size columns at
-// Finish(), so memory holds about one copy of the examples (264 bytes each with Criteo's fields),
-// never a vector's doubling slack, plus one partial line of at most max_line_bytes.
+// Memory: examples are parsed into blocks of rows (each its own mapping, returned to the system
+// when freed) and moved into CtrData's exact-size columns at Finish(), block by block, so memory
+// holds about one copy of the examples (264 bytes each with Criteo's fields) plus one block, never
+// a vector's doubling slack, plus one partial line of at most max_line_bytes.
 // Thread-safety: one parser per thread; ParseCriteoBuffer is a pure function (the fuzzing entry).
 #ifndef PSTRAIN_WORKER_DATA_CRITEO_PARSER_H_
 #define PSTRAIN_WORKER_DATA_CRITEO_PARSER_H_
@@ -19,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "worker/data/criteo_line.h"
 #include "worker/data/ctr_data.h"
+#include "worker/data/mapped_array.h"
 
 namespace pstrain {
 
@@ -38,7 +40,8 @@ class CriteoParser {
   // Starts the next file: its lines are numbered from 1 and errors name it `name`.
   void BeginFile(std::string name);
   // The next bytes of the current file. InvalidArgument (file:line, field, excerpt) on the first
-  // bad line unless skip_bad_lines; the parser must not be fed after an error.
+  // bad line unless skip_bad_lines; ResourceExhausted when memory runs out. The parser must not
+  // be fed after an error.
   absl::Status Feed(absl::string_view bytes);
   // Ends the current file, parsing a last line that has no '\n'. Errors as Feed.
   absl::Status EndFile();
@@ -46,18 +49,19 @@ class CriteoParser {
   CtrData Finish();
 
  private:
-  struct Block {
+  struct Block {  // columns of `capacity` rows, left uninitialised (only written rows are read)
     int64_t rows = 0;
     int64_t capacity = 0;
-    std::vector<float> labels, numeric;
-    std::vector<int64_t> ids;
+    MappedArray<float> labels, numeric;
+    MappedArray<int64_t> ids;
   };
 
   bool Owned() const { return options_.num_parts == 1 || line_index_ % options_.num_parts == options_.part; }
   void AppendPartial(absl::string_view piece);
   absl::Status EndLine(absl::string_view line);
   absl::Status BadLine(absl::string_view line, absl::string_view why);
-  Block& WritableBlock();
+  // The block the next row goes into; null when there is no memory for a new one.
+  Block* WritableBlock();
 
   const CriteoFormat format_;
   const Options options_;

@@ -9,10 +9,13 @@
 // vocabulary min(vocabulary, Criteo's cardinality of that field), written as 8 hex digits of
 // Scramble_f(r), a bijection of 32-bit integers, so hot ids are scattered, not 0, 1, 2...
 // The click logit is
-//   z = bias + sum_f a_f e_f(r_f) + sum_j b_j (t_j - mu_j) / sigma_j + sum_(f,g) c <u_f(r_f), u_g(r_g)>
+//   z = bias + sum_f a_f d(r_f) e_f(r_f) + sum_j b_j (t_j - mu_j) / sigma_j
+//            + sum_(f,g) c d(r_f) d(r_g) <u_f(r_f), u_g(r_g)>
 // with e_f(r) ~ N(0, 1) and u_f(r) ~ N(0, I/k) drawn from (seed, field, rank) (a missing field has
-// its own rank), a few fixed pairs (f, g), and `bias` solved so that about 25% of examples are
-// clicks (Criteo's rate); the label is 1 with probability sigmoid(z).
+// its own rank and d = 1), d(r) = 1 / sqrt(1 + r / 10) so rare ids matter less than hot ones, four
+// fixed pairs (f, g) with k = 4, and `bias` solved so that about 25% of examples are clicks
+// (Criteo's rate); the label is 1 with probability sigmoid(z). The scales put the default set's
+// Bayes AUC near 0.84, and a one-epoch DNN (the PyTorch peer) about 0.013 below it.
 // Example i of a split depends only on (seed, split, i), so it is the same however many are drawn.
 // Thread-safety: immutable after construction; Draw and AppendLine may run on many threads.
 #ifndef PSTRAIN_WORKER_DATA_CTR_PLANTED_MODEL_H_
