@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "ps/checkpoint_reader.h"
 
 namespace pstrain {
 
@@ -89,19 +90,8 @@ absl::Status CheckpointManager::Prune() {
 }
 
 absl::Status CheckpointManager::Verify(Env* env, const std::string& dir, const CheckpointIndex& index) {
-  std::map<std::string, std::set<std::string>> slots;  // variable -> slots ("" = values)
-  for (const SavedShard& shard : index.shards) {
-    slots[shard.variable_name()].insert("");
-    for (const std::string& slot : shard.slot_names()) slots[shard.variable_name()].insert(slot);
-  }
-  if (slots.empty()) return absl::DataLossError(absl::StrCat(dir, "/index.json lists no shards"));
-  for (const auto& [variable, names] : slots) {
-    for (const std::string& slot : names) {
-      absl::StatusOr<Tensor> rows = ReadCheckpointRows(env, dir, index, variable, 0, -1, slot);
-      if (!rows.ok()) return rows.status();
-    }
-  }
-  return absl::OkStatus();
+  CheckpointReader reader(env, dir, &index);
+  return reader.VerifyAll();
 }
 
 absl::StatusOr<std::optional<FoundCheckpoint>> CheckpointManager::FindLatest(std::vector<std::string>* warnings,

@@ -41,8 +41,9 @@ class CheckpointManager {
   absl::StatusOr<std::optional<FoundCheckpoint>> FindLatest(std::vector<std::string>* warnings,
                                                             bool remove_incomplete = true);
 
-  // Reads every variable and slot through ReadCheckpointRows (checksums verified). DataLoss or
-  // NotFound naming the file when something is missing or corrupt.
+  // Verifies every file's size and checksum (read in pieces, never whole) and that the slices of
+  // each variable hold each row once (CheckpointReader::VerifyAll). DataLoss naming the file or
+  // variable when something is missing or corrupt.
   static absl::Status Verify(Env* env, const std::string& dir, const CheckpointIndex& index);
 
   // Step of a directory name "ckpt-<step>", or -1 for any other name (including ".tmp-" ones).

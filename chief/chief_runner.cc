@@ -18,6 +18,7 @@
 #include "common/exit_codes.h"
 #include "common/json_util.h"
 #include "ps/grpc_ps_client.h"
+#include "ps/ps_stats_format.h"
 #include "worker/data/ctr_dataset.h"
 #include "worker/grpc_worker_client.h"
 
@@ -68,6 +69,25 @@ void BlockStopSignals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+// Each ps's counters after the run, logged per ps and returned for summary.json ("ps_stats"):
+// what each ps served, and for tables the rows pulled and pushed. A ps that does not answer is
+// logged and left out; the job already succeeded.
+nlohmann::json CollectPsStats(const std::vector<PsClient*>& ps, const std::vector<int>& indices) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const std::string task = absl::StrCat("ps:", indices[i]);
+    PsStatsResponse stats;
+    absl::Status s = ps[i]->GetStats(PsStatsRequest(), &stats);
+    if (!s.ok()) {
+      LogLine("chief", absl::StrCat("no stats from ", task, ": ", s.message()));
+      continue;
+    }
+    LogLine("chief", absl::StrCat(task, ": ", ShardStatsText(stats.total())));
+    out.push_back(PsStatsToJson(task, stats));
+  }
+  return out;
 }
 
 }  // namespace
@@ -146,7 +166,9 @@ int RunChief(const ChiefConfig& config) {
                               data->test.bayes_logloss);
     }
   }
-  const std::string json = DumpJson(summary->ToJson(), 2);
+  nlohmann::json doc = summary->ToJson();
+  doc["ps_stats"] = CollectPsStats(ps, ps_indices);
+  const std::string json = DumpJson(doc, 2);
   if (!config.model_dir.empty()) {
     Env::Default()->WriteFileAtomic(config.model_dir + "/summary.json", json + "\n").IgnoreError();
   }

@@ -38,37 +38,7 @@ nlohmann::json JobSummary::ToJson() const {
   j["checkpoint"] = checkpoint;
   j["metrics_file"] = metrics_file;
   j["lost_workers"] = lost_workers;
-  j["ps"] = ps_stats;
   return j;
-}
-
-namespace {
-
-nlohmann::json ShardStatsJson(const ShardStats& s) {
-  return {{"name", s.name()},
-          {"version", s.version()},
-          {"pulls", s.pulls()},
-          {"pushes", s.pushes()},
-          {"bytes_in", s.bytes_in()},
-          {"bytes_out", s.bytes_out()},
-          {"rows_pulled", s.rows_pulled()},
-          {"rows_pushed", s.rows_pushed()},
-          {"rejected_pushes", s.rejected_pushes()},
-          {"update_seconds_total", s.update_seconds_total()}};
-}
-
-}  // namespace
-
-nlohmann::json Coordinator::PsStatsJson() const {
-  nlohmann::json out = nlohmann::json::array();
-  for (size_t i = 0; i < ps_.size(); ++i) {
-    PsStatsResponse stats;
-    if (!ps_[i]->GetStats(PsStatsRequest(), &stats).ok()) continue;  // a lost ps: nothing to say
-    nlohmann::json shards = nlohmann::json::array();
-    for (const ShardStats& s : stats.shards()) shards.push_back(ShardStatsJson(s));
-    out.push_back({{"task", absl::StrCat("ps:", i)}, {"total", ShardStatsJson(stats.total())}, {"shards", shards}});
-  }
-  return out;
 }
 
 Coordinator::Coordinator(Env* env, JobSpec spec, std::vector<PsClient*> ps, std::vector<WorkerClient*> workers,
@@ -135,7 +105,6 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   summary.train_seconds = train_seconds_;
   summary.examples_per_second = train_seconds_ > 0 ? summary.examples / train_seconds_ : 0.0;
   summary.final_train_auc = tracker_->last_auc();
-  summary.ps_stats = PsStatsJson();
   summary.metrics_file = metrics_ != nullptr ? metrics_->path() : "";
   absl::MutexLock lock(&mu_);
   summary.checkpoint = last_checkpoint_;

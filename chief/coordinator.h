@@ -63,9 +63,6 @@ struct JobSummary {
   std::string checkpoint;                // newest checkpoint written ("" when none)
   std::string metrics_file;
   std::vector<std::string> lost_workers;
-  // Per ps task, its traffic at the end: [{"task", "total": {...}, "shards": [{...}]}], each
-  // entry ShardStats' fields (pulls, pushes, bytes_in, bytes_out, rows_pulled, rows_pushed, ...).
-  nlohmann::json ps_stats = nlohmann::json::array();
   nlohmann::json ToJson() const;
 };
 

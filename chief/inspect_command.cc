@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
-#include <set>
+#include <map>
 
 #include "absl/strings/str_format.h"
 #include "common/command_line.h"
@@ -10,6 +10,7 @@
 #include "common/json_util.h"
 #include "common/status_macros.h"
 #include "ps/checkpoint_index.h"
+#include "ps/checkpoint_reader.h"
 
 namespace pstrain {
 namespace {
@@ -22,40 +23,58 @@ const std::vector<FlagDef>& InspectFlags() {
   return *flags;
 }
 
-absl::StatusOr<nlohmann::json> Inspect(const std::string& dir) {
-  Env* env = Env::Default();
-  ASSIGN_OR_RETURN(CheckpointIndex index, ReadCheckpointIndex(env, dir));
-  nlohmann::json out;
-  out["checkpoint"] = dir;
-  out["step"] = index.global_step;
-  out["variables"] = nlohmann::json::array();
-  std::set<std::string> names;  // sorted, so any two checkpoints list variables alike
-  for (const SavedShard& shard : index.shards) names.insert(shard.variable_name());
-  for (const std::string& name : names) {
-    ASSIGN_OR_RETURN(Tensor t, ReadCheckpointRows(env, dir, index, name, 0, -1));
-    double sum = 0.0;
-    float lo = 0.0f, hi = 0.0f;
-    absl::Span<const float> v = t.flat();
-    if (!v.empty()) lo = hi = v[0];
-    for (float x : v) {
+// Digest, sum, min and max of one variable, read in blocks of rows in global row order: a table
+// larger than memory is inspected in bounded memory, and a div and a mod checkpoint of the same
+// values give the same digest.
+absl::StatusOr<nlohmann::json> InspectVariable(CheckpointReader* reader, const SavedShard& any) {
+  std::vector<int64_t> shape(any.full_shape().begin(), any.full_shape().end());
+  const int64_t rows = shape.empty() ? 1 : shape[0];
+  const int64_t row_elements = shape.empty() ? 1 : NumElements(absl::MakeConstSpan(shape).subspan(1));
+  const int64_t block = std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(row_elements * 4, 1));
+  uint64_t digest = kFnv1a64Start;
+  double sum = 0.0;
+  float lo = 0.0f, hi = 0.0f;
+  bool first = true;
+  for (int64_t r = 0; r < rows; r += block) {
+    const int64_t n = std::min(block, rows - r);
+    ASSIGN_OR_RETURN(Tensor t, reader->ReadRows(any.variable_name(), r, n, ""));
+    digest = Fnv1a64({t.raw(), t.num_bytes()}, digest);
+    for (float x : t.flat()) {
+      if (first) lo = hi = x;
+      first = false;
       sum += x;
       lo = std::min(lo, x);
       hi = std::max(hi, x);
     }
-    out["variables"].push_back({{"name", name},
-                                {"shape", t.shape()},
-                                {"digest", absl::StrFormat("%016x", Fnv1a64({t.raw(), t.num_bytes()}))},
-                                {"sum", sum},
-                                {"min", lo},
-                                {"max", hi}});
+  }
+  return nlohmann::json{{"name", any.variable_name()},
+                        {"shape", shape},
+                        {"digest", absl::StrFormat("%016x", digest)},
+                        {"sum", sum},
+                        {"min", lo},
+                        {"max", hi}};
+}
+
+absl::StatusOr<nlohmann::json> Inspect(const std::string& dir) {
+  Env* env = Env::Default();
+  ASSIGN_OR_RETURN(CheckpointIndex index, ReadCheckpointIndex(env, dir));
+  CheckpointReader reader(env, dir, &index);
+  nlohmann::json out;
+  out["checkpoint"] = dir;
+  out["step"] = index.global_step;
+  out["variables"] = nlohmann::json::array();
+  std::map<std::string, const SavedShard*> variables;  // sorted, so any two checkpoints list variables alike
+  for (const SavedShard& shard : index.shards) variables.emplace(shard.variable_name(), &shard);
+  for (const auto& [name, shard] : variables) {
+    ASSIGN_OR_RETURN(nlohmann::json v, InspectVariable(&reader, *shard));
+    out["variables"].push_back(std::move(v));
   }
   return out;
 }
 
 }  // namespace
 
-uint64_t Fnv1a64(absl::Span<const uint8_t> bytes) {
-  uint64_t h = 1469598103934665603ull;
+uint64_t Fnv1a64(absl::Span<const uint8_t> bytes, uint64_t h) {
   for (uint8_t b : bytes) {
     h ^= b;
     h *= 1099511628211ull;

@@ -1,6 +1,7 @@
 #include "chief/plan_command.h"
 
 #include <iostream>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
@@ -12,6 +13,7 @@
 #include "common/plan_format.h"
 #include "common/status_macros.h"
 #include "common/variable_planner.h"
+#include "ps/optimizer.h"
 
 namespace pstrain {
 namespace {
@@ -28,9 +30,12 @@ const std::vector<FlagDef>& PlanFlags() {
       {"max_shard_bytes", "", "max_size: maximum bytes per shard"},
       {"max_shards", "", "min_size (default 1) / max_size (default 0 = unlimited): most shards"},
       {"bytes_per_string", "16", "estimated bytes per string element"},
+      {"strategy", "", "div or mod: how embedding tables' rows map to their shards (overrides the job's)"},
+      {"optimizer", "", "count this optimizer's slots in each ps's bytes (default: the job's)"},
       {"shape", "", "single variable: comma-separated shape, e.g. 10,30"},
       {"dtype", "float32", "single variable: element type"},
       {"name", "v", "single variable: its name"},
+      {"sparse", "false", "single variable: an embedding table (true or false)"},
   };
   return *flags;
 }
@@ -54,6 +59,7 @@ absl::StatusOr<PartitionerSpec> PartitionerFromFlags(const CommandLine& cl, Part
   if (cl.Given("bytes_per_string")) {
     ASSIGN_OR_RETURN(spec.bytes_per_string, cl.GetInt("bytes_per_string"));
   }
+  if (cl.Given("strategy")) spec.strategy = cl.Get("strategy");
   if (spec.kind == PartitionerSpec::Kind::kFixedShards && spec.num_shards == 0) {
     return absl::InvalidArgumentError("--partitioner=fixed_shards needs --num_shards=N");
   }
@@ -91,7 +97,27 @@ absl::StatusOr<std::vector<VariableSpec>> SingleVariable(const CommandLine& cl) 
   var.name = cl.Get("name");
   var.shape = shape;
   ASSIGN_OR_RETURN(var.dtype, ParseDType(cl.Get("dtype")));
+  const std::string sparse = cl.Get("sparse");
+  if (sparse != "true" && sparse != "false") {
+    return absl::InvalidArgumentError(absl::StrCat("--sparse=", sparse, " is not true or false"));
+  }
+  var.sparse = sparse == "true";
   return std::vector<VariableSpec>{var};
+}
+
+// The optimizer slots a ps keeps per value: --optimizer (a type with Keras defaults) over the
+// job's optimizer; none known: values only.
+absl::StatusOr<SlotInfo> SlotsFromFlags(const CommandLine& cl, const JobSpec* job) {
+  OptimizerSpec spec;
+  if (job != nullptr) spec = job->optimizer;
+  if (cl.Given("optimizer")) {
+    spec = OptimizerSpec();
+    spec.type = cl.Get("optimizer");
+  } else if (job == nullptr) {
+    return SlotInfo();
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, Optimizer::Create(OptimizerProtoFromSpec(spec)));
+  return SlotInfo{spec.type, static_cast<int>(optimizer->SlotNames().size())};
 }
 
 absl::Status RunPlan(const CommandLine& cl) {
@@ -106,19 +132,21 @@ absl::Status RunPlan(const CommandLine& cl) {
   ASSIGN_OR_RETURN(int num_ps, NumPs(cl));
   std::vector<VariableSpec> variables;
   PartitionerSpec partitioner;
+  std::optional<JobSpec> job;
   if (has_job) {
-    ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(cl.Get("job")));
-    ASSIGN_OR_RETURN(variables, ModelVariables(job.model));
-    partitioner = job.partitioner;
+    ASSIGN_OR_RETURN(job, LoadJobSpec(cl.Get("job")));
+    ASSIGN_OR_RETURN(variables, ModelVariables(job->model));
+    partitioner = job->partitioner;
   } else {
     ASSIGN_OR_RETURN(variables, SingleVariable(cl));
   }
   ASSIGN_OR_RETURN(partitioner, PartitionerFromFlags(cl, partitioner));
+  ASSIGN_OR_RETURN(SlotInfo slots, SlotsFromFlags(cl, job ? &*job : nullptr));
   ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, partitioner, num_ps));
   if (format == "json") {
-    std::cout << DumpJson(PlanToJson(plan), 2) << "\n";
+    std::cout << DumpJson(PlanToJson(plan, partitioner.strategy, slots), 2) << "\n";
   } else {
-    std::cout << PlanToTable(plan, partitioner.KindName());
+    std::cout << PlanToTable(plan, absl::StrCat(partitioner.KindName(), ", tables ", partitioner.strategy), slots);
   }
   return absl::OkStatus();
 }
@@ -130,6 +158,8 @@ int PlanMain(int argc, char** argv) {
       "Shows how variables are split into shards and placed on ps tasks (TensorFlow's partitioner arithmetic,\n"
       "round-robin placement). Examples:\n"
       "  pstrain plan --job=cnn --num_ps=2\n"
+      "  pstrain plan --shape=50000000,16 --sparse=true --strategy=mod --optimizer=adagrad \\\n"
+      "      --partitioner=max_size --max_shard_bytes=800000000 --num_ps=4\n"
       "  pstrain plan --partitioner=max_size --max_shard_bytes=1000 --shape=10,30 --dtype=float64 --num_ps=3";
   auto cl = CommandLine::Parse("pstrain plan", argc, argv, 2, PlanFlags());
   if (!cl.ok()) {

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace pstrain {
 
@@ -29,6 +30,15 @@ class Env {
   virtual absl::Status WriteFileAtomic(const std::string& path, absl::string_view data) = 0;
   // NotFound when missing; Internal on read errors.
   virtual absl::StatusOr<std::string> ReadFile(const std::string& path) = 0;
+  // WriteFileAtomic of the concatenation of `parts`, written one after another without joining
+  // them in memory (a large table shard is not copied to be saved). The default joins them.
+  virtual absl::Status WriteFileAtomicParts(const std::string& path, absl::Span<const absl::string_view> parts);
+  // Reads the `n` bytes at `offset` of `path` into `dst`: files far larger than memory are read a
+  // piece at a time. NotFound when missing; DataLoss when the file ends before offset + n;
+  // Internal on read errors. The default reads the whole file with ReadFile.
+  virtual absl::Status ReadFileRange(const std::string& path, uint64_t offset, size_t n, char* dst);
+  // The size of `path` in bytes. NotFound when missing. The default reads it with ReadFile.
+  virtual absl::StatusOr<uint64_t> FileSize(const std::string& path);
   virtual bool FileExists(const std::string& path) = 0;
   // Creates `path` and missing parents; OK when it exists.
   virtual absl::Status CreateDirs(const std::string& path) = 0;

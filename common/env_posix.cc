@@ -48,20 +48,26 @@ class PosixEnv : public Env {
   void SleepForMicros(int64_t micros) override { std::this_thread::sleep_for(std::chrono::microseconds(micros)); }
 
   absl::Status WriteFileAtomic(const std::string& path, absl::string_view data) override {
+    return WriteFileAtomicParts(path, {data});
+  }
+
+  absl::Status WriteFileAtomicParts(const std::string& path, absl::Span<const absl::string_view> parts) override {
     const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return ErrnoError("cannot create", tmp);
-    size_t done = 0;
-    while (done < data.size()) {
-      ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        absl::Status s = ErrnoError("write failed on", tmp);
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        return s;
+    for (absl::string_view data : parts) {
+      size_t done = 0;
+      while (done < data.size()) {
+        ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          absl::Status s = ErrnoError("write failed on", tmp);
+          ::close(fd);
+          ::unlink(tmp.c_str());
+          return s;
+        }
+        done += static_cast<size_t>(n);
       }
-      done += static_cast<size_t>(n);
     }
     if (::fsync(fd) != 0) {
       absl::Status s = ErrnoError("fsync failed on", tmp);
@@ -80,6 +86,32 @@ class PosixEnv : public Env {
     ss << in.rdbuf();
     if (in.bad()) return absl::InternalError(absl::StrCat("read error on ", path));
     return ss.str();
+  }
+
+  absl::Status ReadFileRange(const std::string& path, uint64_t offset, size_t n, char* dst) override {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t r = ::pread(fd, dst + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        absl::Status s = r < 0 ? ErrnoError("read error on", path)
+                               : absl::DataLossError(absl::StrCat(path, " ends at byte ", offset + done, "; bytes [",
+                                                                  offset, ", ", offset + n, ") were asked for"));
+        ::close(fd);
+        return s;
+      }
+      done += static_cast<size_t>(r);
+    }
+    ::close(fd);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<uint64_t> FileSize(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return absl::NotFoundError(absl::StrCat("cannot stat ", path));
+    return static_cast<uint64_t>(st.st_size);
   }
 
   bool FileExists(const std::string& path) override {

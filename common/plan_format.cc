@@ -8,41 +8,85 @@
 
 namespace pstrain {
 
-nlohmann::json PlanToJson(const VariablePlan& plan) {
+namespace {
+
+// Bytes of optimizer slots per ps: each slot is a float32 element per value element.
+std::vector<int64_t> SlotBytes(const VariablePlan& plan, const SlotInfo& slots) {
+  std::vector<int64_t> out(plan.ps_bytes.size(), 0);
+  for (const PlannedVariable& pv : plan.variables) {
+    for (const PlannedShard& s : pv.shards) {
+      const int64_t elements = s.bytes / std::max<int64_t>(DTypeSize(pv.variable.dtype), 1);
+      out[static_cast<size_t>(s.ps)] += elements * 4 * slots.slots_per_value;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json PlanToJson(const VariablePlan& plan, const std::string& strategy, const SlotInfo& slots) {
   nlohmann::json vars = nlohmann::json::array();
   for (const PlannedVariable& pv : plan.variables) {
     nlohmann::json shards = nlohmann::json::array();
     for (const PlannedShard& s : pv.shards) {
-      shards.push_back({{"name", s.name}, {"offset", s.row_offset}, {"rows", s.rows}, {"bytes", s.bytes}, {"ps", s.ps}});
+      shards.push_back({{"name", s.name},
+                        {"offset", s.row_offset},
+                        {"stride", s.row_stride},
+                        {"rows", s.rows},
+                        {"bytes", s.bytes},
+                        {"ps", s.ps}});
     }
     vars.push_back({{"name", pv.variable.name},
                     {"shape", pv.variable.shape},
                     {"dtype", DTypeName(pv.variable.dtype)},
+                    {"sparse", pv.variable.sparse},
                     {"shards", shards}});
   }
-  return {{"variables", vars}, {"ps_bytes", plan.ps_bytes}};
+  const std::vector<int64_t> slot_bytes = SlotBytes(plan, slots);
+  std::vector<int64_t> total = plan.ps_bytes;
+  for (size_t i = 0; i < total.size(); ++i) total[i] += slot_bytes[i];
+  return {{"variables", vars},
+          {"strategy", strategy},
+          {"ps_bytes", plan.ps_bytes},
+          {"optimizer", slots.optimizer},
+          {"slots_per_value", slots.slots_per_value},
+          {"ps_slot_bytes", slot_bytes},
+          {"ps_total_bytes", total}};
 }
 
-std::string PlanToTable(const VariablePlan& plan, const std::string& partitioner_description) {
+std::string PlanToTable(const VariablePlan& plan, const std::string& partitioner_description, const SlotInfo& slots) {
   size_t width = 8;
   for (const PlannedVariable& pv : plan.variables) {
     for (const PlannedShard& s : pv.shards) width = std::max(width, s.name.size());
   }
   std::string out = absl::StrCat("partitioner: ", partitioner_description, "; ps tasks: ", plan.num_ps, "\n");
-  absl::StrAppend(&out, absl::StrFormat("%-*s  %-14s  %-8s  %8s  %6s  %12s  %3s\n", width, "shard", "variable shape",
-                                        "dtype", "offset", "rows", "bytes", "ps"));
+  absl::StrAppend(&out, absl::StrFormat("%-*s  %-14s  %-8s  %-5s  %8s  %6s  %6s  %12s  %3s\n", width, "shard",
+                                        "variable shape", "dtype", "kind", "offset", "stride", "rows", "bytes", "ps"));
   for (const PlannedVariable& pv : plan.variables) {
     for (const PlannedShard& s : pv.shards) {
-      absl::StrAppend(&out, absl::StrFormat("%-*s  %-14s  %-8s  %8d  %6d  %12d  %3d\n", width, s.name,
+      absl::StrAppend(&out, absl::StrFormat("%-*s  %-14s  %-8s  %-5s  %8d  %6d  %6d  %12d  %3d\n", width, s.name,
                                             ShapeString(pv.variable.shape), DTypeName(pv.variable.dtype),
-                                            s.row_offset, s.rows, s.bytes, s.ps));
+                                            pv.variable.sparse ? "table" : "dense", s.row_offset, s.row_stride, s.rows,
+                                            s.bytes, s.ps));
     }
   }
+  const std::vector<int64_t> slot_bytes = SlotBytes(plan, slots);
   int64_t total = 0;
-  for (int64_t b : plan.ps_bytes) total += b;
+  for (size_t i = 0; i < plan.ps_bytes.size(); ++i) total += plan.ps_bytes[i] + slot_bytes[i];
   for (size_t i = 0; i < plan.ps_bytes.size(); ++i) {
-    const double pct = total > 0 ? 100.0 * static_cast<double>(plan.ps_bytes[i]) / static_cast<double>(total) : 0.0;
-    absl::StrAppend(&out, absl::StrFormat("ps %d holds %d bytes (%.1f%%)\n", i, plan.ps_bytes[i], pct));
+    const int64_t held = plan.ps_bytes[i] + slot_bytes[i];
+    const double pct = total > 0 ? 100.0 * static_cast<double>(held) / static_cast<double>(total) : 0.0;
+    if (slots.optimizer.empty()) {
+      absl::StrAppend(&out, absl::StrFormat("ps %d holds %d bytes of values (%.1f%%)\n", i, plan.ps_bytes[i], pct));
+    } else {
+      absl::StrAppend(&out, absl::StrFormat("ps %d holds %d bytes: %d of values + %d of %s slots (%.1f%%)\n", i, held,
+                                            plan.ps_bytes[i], slot_bytes[i], slots.optimizer, pct));
+    }
+  }
+  if (!slots.optimizer.empty()) {
+    absl::StrAppend(&out, absl::StrFormat("(values + optimizer slots: %s keeps %d float32 per value; a ps's own "
+                                          "buffers and process overhead come on top)\n",
+                                          slots.optimizer, slots.slots_per_value));
   }
   return out;
 }

@@ -21,6 +21,7 @@ json SavedShardToJson(const SavedShard& s) {
               {"full_shape", std::vector<int64_t>(s.full_shape().begin(), s.full_shape().end())},
               {"row_offset", s.row_offset()},
               {"rows", s.rows()},
+              {"row_stride", std::max<int64_t>(s.row_stride(), 1)},
               {"dtype", DTypeName(FromProtoDType(s.dtype()))},
               {"file", s.file()},
               {"checksum", absl::StrFormat("%016x", s.checksum())},  // hex: exact in every JSON reader
@@ -87,8 +88,12 @@ absl::StatusOr<SavedShard> SavedShardFromJson(const json& j, const std::string& 
       s.add_slot_names(name.get<std::string>());
     }
   }
+  // Absent in checkpoints written before strided (mod) shards: contiguous rows.
+  if (j.contains("row_stride")) RETURN_IF_ERROR(num("row_stride", &n));
+  s.set_row_stride(j.contains("row_stride") ? n : 1);
   const int64_t total = s.full_shape_size() == 0 ? 1 : s.full_shape(0);
-  if (s.row_offset() < 0 || s.rows() < 0 || s.row_offset() + s.rows() > total) {
+  if (s.row_offset() < 0 || s.rows() < 0 || s.row_stride() < 1 ||
+      (s.rows() > 0 && (s.row_offset() >= total || (s.rows() - 1) > (total - 1 - s.row_offset()) / s.row_stride()))) {
     return Corrupt(dir, where + " has rows outside the variable");
   }
   return s;

@@ -3,7 +3,9 @@
 //
 // A checkpoint is a directory "<model_dir>/ckpt-<global_step>" holding one data file per saved
 // shard (values and optimizer slots, with a checksum) and "index.json": the global step, the job
-// spec and every saved shard (variable, full shape, row offset, rows, file, checksum, slots). The
+// spec and every saved shard (variable, full shape, row offset, rows, row stride, file, checksum,
+// slots). A shard holds GLOBAL rows row_offset + j * row_stride (row_stride 1 for div shards, the
+// shard count for a table's mod shards; absent in older indexes, meaning 1). The
 // chief writes it into "ckpt-<step>.tmp-<pid>", fsyncs, then renames it, so a directory named
 // "ckpt-<step>" with an index that parses and whose checksums verify is complete.
 // Thread-safety: pure functions over files.

@@ -1,5 +1,6 @@
 #include "ps/checksum.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace pstrain {
@@ -36,31 +37,9 @@ inline uint64_t MergeRound(uint64_t acc, uint64_t val) {
   return acc * kP1 + kP4;
 }
 
-}  // namespace
-
-uint64_t Checksum64(absl::string_view data) {
-  const char* p = data.data();
-  const char* const end = p + data.size();
-  uint64_t h;
-  if (data.size() >= 32) {
-    uint64_t v1 = kP1 + kP2, v2 = kP2, v3 = 0, v4 = 0 - kP1;
-    const char* const limit = end - 32;
-    do {
-      v1 = Round(v1, Load64(p));
-      v2 = Round(v2, Load64(p + 8));
-      v3 = Round(v3, Load64(p + 16));
-      v4 = Round(v4, Load64(p + 24));
-      p += 32;
-    } while (p <= limit);
-    h = Rotl(v1, 1) + Rotl(v2, 7) + Rotl(v3, 12) + Rotl(v4, 18);
-    h = MergeRound(h, v1);
-    h = MergeRound(h, v2);
-    h = MergeRound(h, v3);
-    h = MergeRound(h, v4);
-  } else {
-    h = kP5;
-  }
-  h += static_cast<uint64_t>(data.size());
+// The end of XXH64: `h` (the merged lanes, or kP5 for inputs under 32 bytes, plus the length)
+// with the last < 32 bytes folded in, then the avalanche.
+uint64_t Finish(uint64_t h, const char* p, const char* end) {
   for (; p + 8 <= end; p += 8) h = Rotl(h ^ Round(0, Load64(p)), 27) * kP1 + kP4;
   if (p + 4 <= end) {
     h = Rotl(h ^ (static_cast<uint64_t>(Load32(p)) * kP1), 23) * kP2 + kP3;
@@ -73,6 +52,62 @@ uint64_t Checksum64(absl::string_view data) {
   h *= kP3;
   h ^= h >> 32;
   return h;
+}
+
+uint64_t MergeLanes(const uint64_t v[4]) {
+  uint64_t h = Rotl(v[0], 1) + Rotl(v[1], 7) + Rotl(v[2], 12) + Rotl(v[3], 18);
+  for (int i = 0; i < 4; ++i) h = MergeRound(h, v[i]);
+  return h;
+}
+
+}  // namespace
+
+void Checksum64Stream::Stripe(const char* p) {
+  for (int i = 0; i < 4; ++i) lanes_[i] = Round(lanes_[i], Load64(p + 8 * i));
+}
+
+void Checksum64Stream::Update(absl::string_view data) {
+  if (!initialized_) {
+    lanes_[0] = kP1 + kP2;
+    lanes_[1] = kP2;
+    lanes_[2] = 0;
+    lanes_[3] = 0 - kP1;
+    initialized_ = true;
+  }
+  total_ += data.size();
+  const char* p = data.data();
+  const char* const end = p + data.size();
+  if (buffered_ > 0) {
+    const size_t take = std::min<size_t>(32 - buffered_, data.size());
+    std::memcpy(buffer_ + buffered_, p, take);
+    buffered_ += take;
+    p += take;
+    if (buffered_ < 32) return;
+    Stripe(buffer_);
+    buffered_ = 0;
+  }
+  for (; p + 32 <= end; p += 32) Stripe(p);
+  std::memcpy(buffer_, p, static_cast<size_t>(end - p));
+  buffered_ = static_cast<size_t>(end - p);
+}
+
+uint64_t Checksum64Stream::Digest() const {
+  if (total_ < 32) return Checksum64(absl::string_view(buffer_, buffered_));
+  return Finish(MergeLanes(lanes_) + total_, buffer_, buffer_ + buffered_);
+}
+
+uint64_t Checksum64(absl::string_view data) {
+  const char* p = data.data();
+  const char* const end = p + data.size();
+  uint64_t h = kP5;
+  if (data.size() >= 32) {
+    uint64_t v[4] = {kP1 + kP2, kP2, 0, 0 - kP1};
+    for (; p + 32 <= end; p += 32) {
+      for (int i = 0; i < 4; ++i) v[i] = Round(v[i], Load64(p + 8 * i));
+    }
+    h = MergeLanes(v);
+  }
+  return Finish(h + static_cast<uint64_t>(data.size()), p, end);
 }
 
 }  // namespace pstrain

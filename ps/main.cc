@@ -14,6 +14,7 @@
 #include "common/stop_signals.h"
 #include "ps/ps_grpc_server.h"
 #include "ps/ps_server.h"
+#include "ps/ps_stats_format.h"
 
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
 ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
@@ -62,6 +63,15 @@ int main(int argc, char** argv) {
   const pstrain::StopReason stop = pstrain::WaitForStop();
   std::cerr << "pstrain-ps: " << config->task << " stopping: " << stop.description << std::endl;
   (*server)->Shutdown(absl::Milliseconds(500));
+  pstrain::PsStatsResponse stats;
+  if (ps.GetStats(pstrain::PsStatsRequest(), &stats).ok() && stats.shards_size() > 0) {
+    // What this ps served, per shard: for tables, the rows pulled and pushed.
+    for (const pstrain::ShardStats& s : stats.shards()) {
+      std::cerr << "pstrain-ps: " << config->task << " shard " << s.name() << ": " << pstrain::ShardStatsText(s)
+                << "\n";
+    }
+    std::cerr << "pstrain-ps: " << config->task << " total: " << pstrain::ShardStatsText(stats.total()) << "\n";
+  }
   std::cerr << "pstrain-ps: " << config->task << " stopped" << std::endl;
   // Every call has finished and the ps keeps nothing to flush (checkpoints are written by Save).
   // Skip the destructors: gRPC 1.51's library teardown can sit ~10 s in an idle poller's wait.

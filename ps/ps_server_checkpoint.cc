@@ -19,11 +19,21 @@ absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) 
     shards = shards_;
   }
   for (const auto& [name, shard] : shards) {
-    ShardSnapshot snap = shard->Snapshot();
-    ASSIGN_OR_RETURN(SavedShard saved,
-                     WriteShardFile(env_, request.checkpoint_dir(), shard->spec(), snap.values,
-                                    shard->options().optimizer->SlotNames(), snap.slots, snap.version));
-    *response->add_shards() = std::move(saved);
+    absl::StatusOr<SavedShard> saved;
+    auto write = [&](const Tensor& values, const std::vector<Tensor>& slots, int64_t version) {
+      saved = WriteShardFile(env_, request.checkpoint_dir(), shard->spec(), values,
+                             shard->options().optimizer->SlotNames(), slots, version);
+    };
+    if (shard->spec().sparse()) {
+      // A table shard is written from its own memory while its updates wait: a copy could double
+      // the ps's memory. Pulls go on meanwhile.
+      shard->WithState(write);
+    } else {
+      ShardSnapshot snap = shard->Snapshot();
+      write(snap.values, snap.slots, snap.version);
+    }
+    if (!saved.ok()) return saved.status();
+    *response->add_shards() = std::move(*saved);
   }
   return absl::OkStatus();
 }

@@ -265,6 +265,12 @@ ShardSnapshot Shard::Snapshot() const {
   return snap;
 }
 
+void Shard::WithState(
+    const std::function<void(const Tensor& values, const std::vector<Tensor>& slots, int64_t version)>& fn) const {
+  absl::ReaderMutexLock l(&mu_);
+  fn(*values_, slots_, version_);
+}
+
 std::shared_ptr<const Tensor> Shard::SnapshotValues(int64_t* version) const {
   std::shared_ptr<const Tensor> buffer;
   {

@@ -98,6 +98,10 @@ class Shard {
   // Copies the value and version into `out` (name, version, value).
   void Read(ShardValue* out) const;
   ShardSnapshot Snapshot() const;
+  // Calls `fn(values, slots, version)` with a consistent state and no copy: updates wait until it
+  // returns, pulls do not. `fn` must not call back into the shard.
+  void WithState(
+      const std::function<void(const Tensor& values, const std::vector<Tensor>& slots, int64_t version)>& fn) const;
   // The values and their version, without a copy: the returned buffer never changes, because an
   // update that finds it still referenced applies to a copy instead (copy on write); counts a pull.
   std::shared_ptr<const Tensor> SnapshotValues(int64_t* version) const;

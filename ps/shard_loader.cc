@@ -39,23 +39,22 @@ absl::StatusOr<std::vector<std::shared_ptr<Shard>>> LoadShardsFromCheckpoint(Env
   for (const ShardSpecProto& spec : specs) {
     ASSIGN_OR_RETURN(std::vector<int64_t> shape, ShardShape(spec));
     RETURN_IF_ERROR(CheckSameVariable(index, spec, dir));
-    ASSIGN_OR_RETURN(Tensor values, reader.ReadRows(spec.variable_name(), spec.row_offset(), spec.rows(), ""));
-    values.Reshape(shape);
+    // Each tensor is read straight into its final buffer: a shard costs its own size, no more.
+    const RowSelection rows{spec.row_offset(), spec.rows(), RowStride(spec)};
+    Tensor values(DType::kFloat32, shape);
+    RETURN_IF_ERROR(reader.ReadRowsInto(spec.variable_name(), rows, "", &values));
     std::vector<Tensor> slots;
     for (size_t i = 0; i < slot_names.size(); ++i) {
+      Tensor slot(DType::kFloat32, shape);
       if (reader.HasSlot(spec.variable_name(), slot_names[i])) {
-        ASSIGN_OR_RETURN(Tensor slot,
-                         reader.ReadRows(spec.variable_name(), spec.row_offset(), spec.rows(), slot_names[i]));
-        slot.Reshape(shape);
-        slots.push_back(std::move(slot));
+        RETURN_IF_ERROR(reader.ReadRowsInto(spec.variable_name(), rows, slot_names[i], &slot));
       } else {
-        Tensor slot(DType::kFloat32, shape);
         const float init = options.optimizer->SlotInitialValue(static_cast<int>(i));
         if (init != 0) std::fill(slot.flat().begin(), slot.flat().end(), init);
-        slots.push_back(std::move(slot));
       }
+      slots.push_back(std::move(slot));
     }
-    const int64_t version = reader.VersionOf(spec.variable_name(), spec.row_offset(), spec.rows());
+    const int64_t version = reader.VersionOf(spec.variable_name(), rows);
     shards.push_back(std::make_shared<Shard>(spec, options, std::move(values), std::move(slots), version));
   }
   return shards;

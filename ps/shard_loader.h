@@ -1,5 +1,5 @@
-// Builds shards from a checkpoint for the rows each now-owned shard covers, whatever partitioning
-// or ps count saved it (values, optimizer slots, version).
+// Builds shards from a checkpoint for the rows each now-owned shard covers, whatever partitioning,
+// strategy (div/mod) or ps count saved it (values, optimizer slots, version).
 // Thread-safety: pure function over files.
 #ifndef PSTRAIN_PS_SHARD_LOADER_H_
 #define PSTRAIN_PS_SHARD_LOADER_H_

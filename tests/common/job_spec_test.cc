@@ -85,6 +85,41 @@ TEST(JobSpecTest, ErrorsNameTheField) {
   EXPECT_THAT(ErrorOf(doc), HasSubstr("mode"));
 }
 
+TEST(JobSpecTest, StrategyAndFtrlFieldsParseRoundTripAndAreChecked) {
+  auto doc = Cnn();
+  doc["partitioner"] = {{"type", "fixed_shards"}, {"num_shards", 2}, {"strategy", "mod"}};
+  doc["optimizer"] = {{"type", "ftrl"},
+                      {"learning_rate", 0.05},
+                      {"learning_rate_power", -0.25},
+                      {"l1_regularization_strength", 0.01},
+                      {"l2_regularization_strength", 0.02},
+                      {"l2_shrinkage_regularization_strength", 0.03},
+                      {"beta", 0.5}};
+  auto spec = JobSpecFromJson(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->partitioner.strategy, "mod");
+  EXPECT_EQ(spec->optimizer.type, "ftrl");
+  EXPECT_EQ(spec->optimizer.learning_rate_power, -0.25);
+  EXPECT_EQ(spec->optimizer.l1, 0.01);
+  EXPECT_EQ(spec->optimizer.l2, 0.02);
+  EXPECT_EQ(spec->optimizer.l2_shrinkage, 0.03);
+  EXPECT_EQ(spec->optimizer.beta, 0.5);
+  auto again = JobSpecFromJson(JobSpecToJson(*spec));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(JobSpecToJson(*again), JobSpecToJson(*spec));
+  EXPECT_EQ(JobSpecFromJson(Cnn())->partitioner.strategy, "div");  // the default
+
+  doc["partitioner"]["strategy"] = "hash";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("partitioner.strategy"));
+  doc = Cnn();
+  doc["optimizer"] = {{"type", "ftrl"}, {"learning_rate_power", 0.5}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("optimizer.learning_rate_power must be <= 0"));
+  doc["optimizer"] = {{"type", "ftrl"}, {"l1_regularization_strength", -1}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("optimizer.l1_regularization_strength must be >= 0"));
+  doc["optimizer"] = {{"type", "lazy_adam"}};
+  EXPECT_TRUE(JobSpecFromJson(doc).ok());
+}
+
 TEST(JobSpecTest, ShapeErrorsNameTheLayer) {
   auto doc = Cnn();
   doc["model"]["layers"].erase(4);  // drop flatten: dense gets an image

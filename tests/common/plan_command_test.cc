@@ -64,6 +64,30 @@ TEST(PlanCommandTest, SingleVariableFromFlags) {
   EXPECT_EQ(Rows(strings), (std::vector<int64_t>{14286, 14286, 14286, 14286, 14286, 14285, 14285}));
 }
 
+TEST(PlanCommandTest, TablesWithModStrategyAndOptimizerSlots) {
+  auto plan = PlanJson(
+      "--shape=50000000,16 --sparse=true --strategy=mod --optimizer=adagrad --partitioner=max_size "
+      "--max_shard_bytes=800000000 --num_ps=4");
+  EXPECT_EQ(plan["strategy"], "mod");
+  EXPECT_EQ(plan["variables"][0]["sparse"], true);
+  EXPECT_EQ(Rows(plan), (std::vector<int64_t>{12500000, 12500000, 12500000, 12500000}));
+  EXPECT_EQ(plan["variables"][0]["shards"][3]["offset"], 3);
+  EXPECT_EQ(plan["variables"][0]["shards"][3]["stride"], 4);
+  EXPECT_EQ(plan["ps_bytes"], nlohmann::json({800000000, 800000000, 800000000, 800000000}));
+  EXPECT_EQ(plan["slots_per_value"], 1);
+  EXPECT_EQ(plan["ps_total_bytes"], nlohmann::json({1600000000, 1600000000, 1600000000, 1600000000}));
+  auto adam = PlanJson("--shape=10,4 --num_ps=1 --optimizer=adam");
+  EXPECT_EQ(adam["ps_slot_bytes"], nlohmann::json({320}));
+  Result table = RunCommand("env -u TF_CONFIG " + Bin("pstrain") +
+                            " plan --job=cnn --num_ps=2 --optimizer=adagrad --strategy=mod");
+  EXPECT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_THAT(table.output, HasSubstr("of values + "));
+  EXPECT_THAT(table.output, HasSubstr("of adagrad slots"));
+  Result bad = RunCommand("env -u TF_CONFIG " + Bin("pstrain") + " plan --shape=10 --num_ps=1 --strategy=hash");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("strategy \"hash\" is unknown"));
+}
+
 TEST(PlanCommandTest, JobPresetAsTableAndFromTfConfig) {
   Result r = RunCommand("env -u TF_CONFIG " + Bin("pstrain") + " plan --job=cnn --num_ps=2");
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -1,5 +1,6 @@
 #include "common/variable_planner.h"
 
+#include <algorithm>
 #include <random>
 
 #include "common/job_spec.h"
@@ -32,6 +33,49 @@ TEST(VariablePlannerTest, FixedShardsRoundRobinOverTwoPs) {
   EXPECT_EQ(shards[2].row_offset, 6);
   EXPECT_EQ(PsOf(plan->variables[0]), (std::vector<int>{0, 1, 0, 1}));
   EXPECT_EQ(plan->ps_bytes, (std::vector<int64_t>{20, 20}));
+}
+
+// TensorFlow 1's "mod" partition_strategy for tables: shard i of n holds rows i, i+n, ...; the
+// shard sizes are the div split's; dense variables stay div; one shard is plain.
+TEST(VariablePlannerTest, ModStrategyForTablesOnly) {
+  PartitionerSpec spec;
+  spec.kind = PartitionerSpec::Kind::kFixedShards;
+  spec.num_shards = 3;
+  spec.strategy = "mod";
+  VariableSpec table = Var("emb", {11, 4});
+  table.sparse = true;
+  VariableSpec one = Var("tiny", {2, 4});
+  one.sparse = true;
+  spec.num_shards = 3;
+  auto plan = PlanVariables({table, Var("w", {11, 4}), one}, spec, 2);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  spec.strategy = "div";
+  auto div = PlanVariables({table, Var("w", {11, 4}), one}, spec, 2);
+  ASSERT_TRUE(div.ok());
+  const auto& mod_shards = plan->variables[0].shards;
+  ASSERT_EQ(mod_shards.size(), 3u);
+  std::vector<bool> seen(11);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(mod_shards[i].row_offset, static_cast<int64_t>(i));
+    EXPECT_EQ(mod_shards[i].row_stride, 3);
+    EXPECT_EQ(mod_shards[i].rows, div->variables[0].shards[i].rows);  // 4, 4, 3 both ways
+    EXPECT_EQ(mod_shards[i].ps, div->variables[0].shards[i].ps);
+    for (int64_t j = 0; j < mod_shards[i].rows; ++j) {
+      const int64_t row = mod_shards[i].row_offset + j * mod_shards[i].row_stride;
+      ASSERT_LT(row, 11);
+      EXPECT_FALSE(seen[row]);
+      seen[row] = true;
+    }
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), true), 11);
+  for (const auto& s : plan->variables[1].shards) EXPECT_EQ(s.row_stride, 1);  // dense: div
+  EXPECT_EQ(plan->variables[1].shards[1].row_offset, 4);
+  EXPECT_EQ(plan->ps_bytes, div->ps_bytes);
+  const VariablePlanProto proto = VariablePlanToProto(*plan, 1);
+  EXPECT_TRUE(proto.variables(0).sparse());
+  EXPECT_TRUE(proto.variables(0).shards(2).sparse());
+  EXPECT_EQ(proto.variables(0).shards(2).row_stride(), 3);
+  EXPECT_FALSE(proto.variables(1).sparse());
 }
 
 TEST(VariablePlannerTest, OneCounterAcrossVariables) {

@@ -58,7 +58,7 @@ for strategy in mod div; do
 import json, sys
 d = json.load(open(sys.argv[1]))
 row_bytes = 8 * 4
-tables = [s for p in d["ps"] for s in p["shards"] if "/embeddings/" in s["name"]]
+tables = [s for p in d["ps_stats"] for s in p["shards"] if "/embeddings/" in s["name"]]
 assert len(tables) == 52, "expected 26 tables x 2 shards, got %d" % len(tables)
 for s in tables:
     assert s["rows_pulled"] > 0 and s["rows_pushed"] > 0, s

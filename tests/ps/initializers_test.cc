@@ -203,5 +203,19 @@ TEST(Checksum, MatchesXxh64Reference) {
   EXPECT_EQ(Checksum64("abc"), 0x44BC2CF5AD770999ULL);
 }
 
+TEST(Checksum, StreamedInAnyPiecesEqualsOneShot) {
+  std::string data;
+  for (int i = 0; i < 1000; ++i) data.push_back(static_cast<char>((i * 131) % 251));
+  for (size_t size : {size_t{0}, size_t{5}, size_t{31}, size_t{32}, size_t{33}, size_t{100}, size_t{1000}}) {
+    const std::string text = data.substr(0, size);
+    for (size_t piece : {size_t{1}, size_t{7}, size_t{32}, size_t{64}, size_t{999}}) {
+      Checksum64Stream stream;
+      for (size_t off = 0; off < text.size(); off += piece) stream.Update(absl::string_view(text).substr(off, piece));
+      EXPECT_EQ(stream.Digest(), Checksum64(text)) << size << " in pieces of " << piece;
+    }
+  }
+  EXPECT_EQ(Checksum64Stream().Digest(), 0xEF46DB3751D8E999ULL);
+}
+
 }  // namespace
 }  // namespace pstrain

@@ -14,6 +14,7 @@
 #include "ps/initializers.h"
 #include "ps/local_ps_client.h"
 #include "ps/ps_server.h"
+#include "ps/ps_stats_format.h"
 #include "tests/ps/ps_test_util.h"
 
 namespace pstrain {
@@ -329,6 +330,14 @@ TEST_F(SparsePsTest, StatsCountRowsAndTheirBytesNeverTheWholeShard) {
   EXPECT_EQ(s.bytes_in(), 3 * 8 + 3 * kDim * 4);
   EXPECT_EQ(stats.total().rows_pulled(), 3);
   EXPECT_EQ(stats.total().rows_pushed(), 3);
+  // As the ps logs them when it stops and the chief writes them into summary.json.
+  EXPECT_EQ(ShardStatsText(s), "1 pulls (3 rows, 48 B out), 1 pushes (3 rows, 72 B in), version 1");
+  const nlohmann::json json = PsStatsToJson("ps:0", stats);
+  EXPECT_EQ(json["task"], "ps:0");
+  EXPECT_EQ(json["rows_pulled"], 3);
+  EXPECT_EQ(json["shards"][0]["name"], "emb/part_0");
+  EXPECT_EQ(json["shards"][0]["rows_pushed"], 3);
+  EXPECT_EQ(json["shards"][2]["bytes_out"], 0);  // "w" was not pulled
 }
 
 }  // namespace

@@ -1,0 +1,54 @@
+#include "ps/ps_stats_format.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace pstrain {
+namespace {
+
+std::string Bytes(int64_t b) {
+  if (b >= 1000000000) return absl::StrFormat("%.2f GB", static_cast<double>(b) * 1e-9);
+  if (b >= 1000000) return absl::StrFormat("%.1f MB", static_cast<double>(b) * 1e-6);
+  if (b >= 1000) return absl::StrFormat("%.1f kB", static_cast<double>(b) * 1e-3);
+  return absl::StrCat(b, " B");
+}
+
+nlohmann::json Counters(const ShardStats& s) {
+  return {{"name", s.name()},
+          {"pulls", s.pulls()},
+          {"pushes", s.pushes()},
+          {"bytes_in", s.bytes_in()},
+          {"bytes_out", s.bytes_out()},
+          {"rows_pulled", s.rows_pulled()},
+          {"rows_pushed", s.rows_pushed()},
+          {"rejected_pushes", s.rejected_pushes()},
+          {"skipped_non_finite", s.skipped_non_finite()},
+          {"update_seconds", s.update_seconds_total()},
+          {"version", s.version()}};
+}
+
+}  // namespace
+
+std::string ShardStatsText(const ShardStats& s) {
+  const bool rows = s.rows_pulled() > 0 || s.rows_pushed() > 0;
+  std::string out =
+      rows ? absl::StrCat(s.pulls(), " pulls (", s.rows_pulled(), " rows, ", Bytes(s.bytes_out()), " out), ",
+                          s.pushes(), " pushes (", s.rows_pushed(), " rows, ", Bytes(s.bytes_in()), " in)")
+           : absl::StrCat(s.pulls(), " pulls (", Bytes(s.bytes_out()), " out), ", s.pushes(), " pushes (",
+                          Bytes(s.bytes_in()), " in)");
+  absl::StrAppend(&out, ", version ", s.version());
+  if (s.rejected_pushes() > 0) absl::StrAppend(&out, ", ", s.rejected_pushes(), " rejected");
+  if (s.skipped_non_finite() > 0) absl::StrAppend(&out, ", ", s.skipped_non_finite(), " skipped non-finite");
+  return out;
+}
+
+nlohmann::json PsStatsToJson(const std::string& task, const PsStatsResponse& stats) {
+  nlohmann::json out = Counters(stats.total());
+  out.erase("name");
+  out["task"] = task;
+  out["shards"] = nlohmann::json::array();
+  for (const ShardStats& s : stats.shards()) out["shards"].push_back(Counters(s));
+  return out;
+}
+
+}  // namespace pstrain
