@@ -18,6 +18,7 @@
 #include "common/exit_codes.h"
 #include "common/json_util.h"
 #include "ps/grpc_ps_client.h"
+#include "ps/metered_ps_client.h"
 #include "ps/ps_stats_format.h"
 #include "worker/data/ctr_dataset.h"
 #include "worker/grpc_worker_client.h"
@@ -110,7 +111,11 @@ int RunChief(const ChiefConfig& config) {
   std::vector<std::string> ps_addresses = cluster.Addresses(kPs);
   std::vector<int> ps_indices = cluster.TaskIndices(kPs);
   for (size_t i = 0; i < ps_addresses.size(); ++i) {
-    ps_owned.push_back(NewGrpcPsClient(ps_addresses[i], absl::StrCat("ps:", ps_indices[i])));
+    const std::string name = absl::StrCat("ps:", ps_indices[i]);
+    ps_owned.push_back(NewGrpcPsClient(ps_addresses[i], name));
+    if (config.metrics != nullptr) {
+      ps_owned.back() = std::make_unique<MeteredPsClient>(std::move(ps_owned.back()), config.metrics, name);
+    }
     ps.push_back(ps_owned.back().get());
   }
   std::vector<std::string> worker_addresses = cluster.Addresses(kWorker);
@@ -131,6 +136,7 @@ int RunChief(const ChiefConfig& config) {
   options.restore = config.restore;
   options.init_only = config.init_only;
   options.log = [](const std::string& line) { LogLine("chief", line); };
+  options.metrics = config.metrics;
   Coordinator coordinator(Env::Default(), config.job, ps, workers, ps_addresses, options);
 
   const std::string task = config.tf_config.task->ToString();
@@ -138,7 +144,7 @@ int RunChief(const ChiefConfig& config) {
   absl::StatusOr<std::string> address = cluster.Address(kChief, config.tf_config.task->index);
   std::unique_ptr<grpc::Server> server;
   if (address.ok()) {
-    absl::StatusOr<std::unique_ptr<grpc::Server>> started = StartChiefServer(*address, &service);
+    absl::StatusOr<std::unique_ptr<grpc::Server>> started = StartChiefServer(*address, &service, nullptr, config.metrics);
     if (!started.ok()) {
       LogLine("chief", std::string(started.status().message()));
       return kExitRuntimeFailure;

@@ -9,6 +9,7 @@
 
 #include "common/cluster_spec.h"
 #include "common/job_spec.h"
+#include "common/metrics_registry.h"
 
 namespace pstrain {
 
@@ -23,6 +24,7 @@ struct ChiefConfig {
   int64_t all_workers_lost_timeout_secs = 600;
   bool restore = true;
   bool init_only = false;             // create or restore, checkpoint, stop (see CoordinatorOptions)
+  MetricsRegistry* metrics = nullptr; // the process's Prometheus metrics (not owned; may be null)
 };
 
 // Exit code of a signal-terminated chief (128 + SIGTERM): orchestrators treat it as retryable.

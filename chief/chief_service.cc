@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/protocol_version.h"
+#include "common/grpc_server_metrics.h"
 #include "grpcpp/health_check_service_interface.h"
 
 namespace pstrain {
@@ -26,7 +27,8 @@ grpc::ServerUnaryReactor* ChiefServiceImpl::GetStatus(grpc::CallbackServerContex
 }
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& address,
-                                                               ChiefServiceImpl* service, int* bound_port) {
+                                                               ChiefServiceImpl* service, int* bound_port,
+                                                               MetricsRegistry* metrics) {
   const size_t colon = address.rfind(':');
   const std::string listen = absl::StrCat("0.0.0.0:", address.substr(colon + 1));
   grpc::EnableDefaultHealthCheckService(true);
@@ -34,6 +36,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(service);
+  AddGrpcServerMetrics(&builder, metrics);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot serve the chief status service on ", listen,

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
+#include "common/metrics_registry.h"
 #include "proto/chief.grpc.pb.h"
 
 namespace pstrain {
@@ -34,8 +35,10 @@ class ChiefServiceImpl : public ChiefService::CallbackService {
 // service (reporting SERVING). `service` is not owned and must outlive the server; the port bound
 // goes to `bound_port` when not null (port 0 picks a free one). Unavailable naming the address
 // when the port cannot be bound.
+// `metrics` (not owned; may be null) gets the server's gRPC metrics by method.
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& address,
-                                                               ChiefServiceImpl* service, int* bound_port = nullptr);
+                                                               ChiefServiceImpl* service, int* bound_port = nullptr,
+                                                               MetricsRegistry* metrics = nullptr);
 
 }  // namespace pstrain
 

@@ -50,7 +50,14 @@ Coordinator::Coordinator(Env* env, JobSpec spec, std::vector<PsClient*> ps, std:
       workers_(std::move(workers)),
       ps_addresses_(std::move(ps_addresses)),
       options_(std::move(options)),
-      num_workers_(static_cast<int>(workers_.size())) {}
+      num_workers_(static_cast<int>(workers_.size())) {
+  MetricsRegistry* registry = options_.metrics;
+  if (registry == nullptr) {
+    own_registry_ = std::make_unique<MetricsRegistry>();
+    registry = own_registry_.get();
+  }
+  gauges_ = std::make_unique<ChiefMetrics>(registry);
+}
 
 Coordinator::~Coordinator() {
   queue_.Shutdown();
@@ -148,6 +155,12 @@ absl::Status Coordinator::Prepare() {
   Log(absl::StrCat("waiting for ", ps_.size(), " ps and ", wait_workers.size(), " workers"));
   RETURN_IF_ERROR(WaitForCluster(env_, ps_, wait_workers, options_.wait, options_.log));
   RETURN_IF_ERROR(CreateOrRestore());
+  gauges_->SetPlan(budget_.total_steps, start_step_);
+  tracker_start_micros_ = env_->NowMicros();
+  if (!options_.model_dir.empty()) {
+    const double start_unix = UnixSeconds() - (env_->NowMicros() - tracker_start_micros_) * 1e-6;
+    events_ = std::make_unique<RunEvents>(options_.model_dir, start_unix);
+  }
   tracker_ = std::make_unique<ProgressTracker>(env_, num_workers_, spec_.batch_size, budget_.total_steps,
                                                budget_.steps_per_epoch, start_step_, MetricsKindOf(spec_.model));
   if (!options_.init_only) RETURN_IF_ERROR(ConfigureAll());
@@ -230,6 +243,8 @@ absl::Status Coordinator::ConfigureAll() {
 
 void Coordinator::OnTrainResult(int worker, const Closure& closure, const RunStepsResponse& response) {
   tracker_->OnTrainResult(worker, closure.num_steps, response);
+  gauges_->OnTrainResult(workers_[worker]->peer(), closure.num_steps, response.examples(), response.max_staleness(),
+                         tracker_->global_step());
 }
 
 void Coordinator::OnEvalResult(int worker, const Closure& closure, const EvaluateResponse& response) {
@@ -240,6 +255,7 @@ void Coordinator::OnEvalResult(int worker, const Closure& closure, const Evaluat
 absl::Status Coordinator::OnWorkerLost(int worker, const absl::Status& cause) {
   RETURN_IF_ERROR(CheckPsAlive());
   const std::string peer = workers_[worker]->peer();
+  gauges_->OnWorkerLost(peer);
   if (spec_.mode == "sync") {
     return absl::UnavailableError(absl::StrCat(
         "lost ", peer, " (", cause.message(), "): sync mode needs every worker for every step; restart it "
@@ -252,6 +268,7 @@ absl::Status Coordinator::OnWorkerLost(int worker, const absl::Status& cause) {
 }
 
 void Coordinator::OnWorkerBack(int worker) {
+  gauges_->OnWorkerBack(workers_[worker]->peer());
   Log(absl::StrCat(workers_[worker]->peer(), " is back and re-configured at step ", tracker_->global_step()));
 }
 

@@ -20,15 +20,18 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "chief/checkpoint_manager.h"
+#include "chief/chief_metrics.h"
 #include "chief/closure_queue.h"
 #include "chief/cluster_waiter.h"
 #include "chief/evaluation.h"
 #include "chief/metrics_writer.h"
 #include "chief/progress_tracker.h"
+#include "chief/run_events.h"
 #include "chief/training_budget.h"
 #include "chief/worker_pool.h"
 #include "common/env.h"
 #include "common/job_spec.h"
+#include "common/metrics_registry.h"
 #include "nlohmann/json.hpp"
 #include "proto/chief.pb.h"
 
@@ -46,6 +49,9 @@ struct CoordinatorOptions {
   // For inspecting initial weights and for re-partitioning a checkpoint.
   bool init_only = false;
   std::function<void(const std::string&)> log;  // progress and events, one line each (may be empty)
+  // Where the chief's Prometheus metrics go (not owned; nullptr: a registry of the coordinator's
+  // own that nobody serves).
+  MetricsRegistry* metrics = nullptr;
 };
 
 struct JobSummary {
@@ -113,6 +119,8 @@ class Coordinator : public WorkerPoolSink {
   absl::Status SaveCheckpoint();
   absl::Status CheckPsAlive();
   void MaybeReport(bool force);
+  // One record of the run: a line of metrics.jsonl and an event of the TensorBoard files.
+  void Record(const nlohmann::json& record);
   void Log(const std::string& line) const;
   void SetState(const std::string& state);
   bool TimedCheckpointDue() const;
@@ -145,6 +153,11 @@ class Coordinator : public WorkerPoolSink {
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::unique_ptr<MetricsWriter> metrics_;
+  std::unique_ptr<RunEvents> events_;
+  std::unique_ptr<MetricsRegistry> own_registry_;  // when options_.metrics is null
+  std::unique_ptr<ChiefMetrics> gauges_;
+  int64_t tracker_start_micros_ = 0;  // wall_time 0 of the records
+  bool events_failed_ = false;
 
   mutable absl::Mutex mu_;
   std::string state_ ABSL_GUARDED_BY(mu_) = "waiting";

@@ -114,6 +114,7 @@ absl::Status Coordinator::CheckWorkersAlive() {
 }
 
 absl::StatusOr<EvalResult> Coordinator::Evaluate() {
+  const int64_t eval_start_micros = env_->NowMicros();
   const int shards = std::max(1, num_workers_ * std::max(1, options_.eval_shards_per_worker));
   EvalAccumulator acc(shards);
   {
@@ -130,13 +131,12 @@ absl::StatusOr<EvalResult> Coordinator::Evaluate() {
   RETURN_IF_ERROR(s);
   ASSIGN_OR_RETURN(EvalResult r, acc.Combine(tracker_->global_step(), MetricsKindOf(spec_.model)));
   Log(absl::StrCat("evaluation at step ", r.step, ": ", FormatEval(r)));
-  if (metrics_ != nullptr) {
-    nlohmann::json j = EvalJson(r);
-    j["kind"] = "eval";
-    j["step"] = r.step;
-    j["wall_time"] = (env_->NowMicros() - start_micros_) * 1e-6;
-    metrics_->Write(j).IgnoreError();
-  }
+  gauges_->OnEval(r, (env_->NowMicros() - eval_start_micros) * 1e-6);
+  nlohmann::json j = EvalJson(r);
+  j["kind"] = "eval";
+  j["step"] = r.step;
+  j["wall_time"] = (env_->NowMicros() - tracker_start_micros_) * 1e-6;
+  Record(j);
   absl::MutexLock lock(&mu_);
   last_eval_ = r;
   return r;
@@ -144,6 +144,7 @@ absl::StatusOr<EvalResult> Coordinator::Evaluate() {
 
 absl::Status Coordinator::SaveCheckpoint() {
   const int64_t step = tracker_->global_step();
+  const int64_t save_start_micros = env_->NowMicros();
   absl::StatusOr<std::string> dir = checkpoints_->Save(step, spec_json_);
   if (!dir.ok()) {
     RETURN_IF_ERROR(CheckPsAlive());
@@ -151,6 +152,7 @@ absl::Status Coordinator::SaveCheckpoint() {
   }
   last_checkpoint_step_ = step;
   last_checkpoint_micros_ = env_->NowMicros();
+  gauges_->OnCheckpoint(step, (last_checkpoint_micros_ - save_start_micros) * 1e-6, DirectoryBytes(*dir));
   Log(absl::StrCat("saved checkpoint ", *dir));
   absl::MutexLock lock(&mu_);
   last_checkpoint_ = *dir;
@@ -163,10 +165,21 @@ void Coordinator::MaybeReport(bool force) {
   last_report_micros_ = now;
   ProgressWindow w = tracker_->TakeWindow();
   Log(ProgressTracker::FormatLine(w));
-  if (metrics_ != nullptr) {
-    nlohmann::json j = ProgressTracker::ToJson(w);
-    j["kind"] = "train";
-    metrics_->Write(j).IgnoreError();
+  gauges_->OnWindow(w);
+  gauges_->SetWorkersAlive(pool_->NumAlive());
+  nlohmann::json j = ProgressTracker::ToJson(w);
+  j["kind"] = "train";
+  Record(j);
+}
+
+void Coordinator::Record(const nlohmann::json& record) {
+  if (metrics_ != nullptr) metrics_->Write(record).IgnoreError();
+  if (events_ != nullptr) {
+    absl::Status s = events_->Record(record);
+    if (!s.ok() && !events_failed_) {
+      events_failed_ = true;  // say it once: the job goes on without event files
+      Log(absl::StrCat("cannot write TensorBoard events: ", s.message()));
+    }
   }
 }
 

@@ -8,8 +8,10 @@
 #include "absl/strings/str_format.h"
 #include "chief/checkpoint_evaluator.h"
 #include "chief/checkpoint_manager.h"
+#include "chief/chief_metrics.h"
 #include "chief/chief_runner.h"
 #include "chief/metrics_writer.h"
+#include "chief/run_events.h"
 #include "chief/training_budget.h"
 #include "common/exit_codes.h"
 
@@ -65,6 +67,9 @@ int RunEvaluator(const EvaluatorConfig& config) {
   }
   LogLine("evaluator", absl::StrCat("watching ", config.model_dir, " for checkpoints",
                                     final_step > 0 ? absl::StrCat(" until step ", final_step) : ""));
+  MetricsRegistry own_registry;
+  EvalMetrics gauges(config.metrics != nullptr ? config.metrics : &own_registry);
+  RunEvents events(config.model_dir, UnixSeconds());
   CheckpointEvalOptions options;
   options.data_dir = config.job.data.dir;
   options.threads = config.threads;
@@ -73,14 +78,18 @@ int RunEvaluator(const EvaluatorConfig& config) {
     const int64_t step = NewestStepAfter(env, config.model_dir, last);
     if (step >= 0) {
       const std::string dir = absl::StrCat(config.model_dir, "/ckpt-", step);
+      const int64_t eval_start_micros = env->NowMicros();
       absl::StatusOr<EvalResult> r = EvaluateCheckpoint(env, dir, options);
       if (r.ok()) {
         LogLine("evaluator", absl::StrCat(dir, ": ", FormatEval(*r)));
-        nlohmann::json j = EvalJson(*r);
-        j["kind"] = "eval";
-        j["step"] = r->step;
-        j["checkpoint"] = dir;
-        (*metrics)->Write(j).IgnoreError();
+        gauges.OnEval(*r, (env->NowMicros() - eval_start_micros) * 1e-6);
+        nlohmann::json record = EvalJson(*r);
+        record["kind"] = "eval";
+        record["step"] = r->step;
+        record["checkpoint"] = dir;
+        (*metrics)->Write(record).IgnoreError();
+        absl::Status written = events.Record(record);
+        if (!written.ok()) LogLine("evaluator", std::string(written.message()));
         last = step;
         if (final_step > 0 && step >= final_step) return kExitOk;
       } else if (r.status().code() == absl::StatusCode::kNotFound && !env->FileExists(dir)) {

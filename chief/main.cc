@@ -1,6 +1,7 @@
 // pstrain-chief: the coordinator of a training cluster (TF_CONFIG task type "chief"), or, with task
 // type "evaluator", the sidecar that evaluates each new checkpoint of the model dir. Flags are
 // parsed here only and passed down as a config struct.
+#include <cstdlib>
 #include <iostream>
 
 #include "absl/flags/flag.h"
@@ -10,8 +11,11 @@
 #include "chief/chief_runner.h"
 #include "chief/evaluator_runner.h"
 #include "common/cluster_spec.h"
+#include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "common/job_spec.h"
+#include "common/metrics_endpoint.h"
+#include "common/process_metrics.h"
 #include "common/status_macros.h"
 
 ABSL_FLAG(std::string, job, "cnn", "job spec: a preset (linear, mlp, cnn, ctr) or a JSON file");
@@ -39,6 +43,9 @@ ABSL_FLAG(std::string, train_files, "",
           "criteo jobs: comma-separated training files or globs (overrides data.train_files)");
 ABSL_FLAG(std::string, test_files, "", "criteo jobs: comma-separated test files or globs (overrides data.test_files)");
 ABSL_FLAG(int64_t, eval_poll_secs, 2, "evaluator: how often to look for a new checkpoint");
+ABSL_FLAG(int, metrics_port, 0,
+          "serve Prometheus metrics at http://0.0.0.0:PORT/metrics (0 = off; the chief's gRPC server listens on "
+          "0.0.0.0 too)");
 
 namespace pstrain {
 namespace {
@@ -74,6 +81,7 @@ int Main() {
     std::cerr << "pstrain-chief: bad TF_CONFIG: " << config.status().message() << "\n";
     return kExitBadConfiguration;
   }
+  for (const std::string& note : config->notes) std::cerr << "pstrain-chief: " << note << "\n";
   const bool evaluator = config->task.has_value() && config->task->type == kEvaluator;
   absl::Status valid = ValidateTaskForRole(*config, evaluator ? kEvaluator : kChief);
   if (!valid.ok()) {
@@ -86,8 +94,24 @@ int Main() {
               << "\n";
     return kExitBadConfiguration;
   }
+  absl::StatusOr<CpuLevel> level = ConfigureCpuLevel(std::getenv(kCpuLevelEnv));
+  if (!level.ok()) {
+    std::cerr << "pstrain-chief: bad configuration: " << level.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
+  LogLine(evaluator ? "evaluator" : "chief", "cpu kernels: " + DescribeCpuLevel());
+  MetricsRegistry metrics;
+  AddProcessMetrics(&metrics, config->task->ToString(), evaluator ? kEvaluator : kChief);
+  absl::StatusOr<std::unique_ptr<HttpMetricsServer>> metrics_server =
+      ServeMetrics(&metrics, "0.0.0.0", absl::GetFlag(FLAGS_metrics_port), "pstrain-chief");
+  if (!metrics_server.ok()) {
+    std::cerr << "pstrain-chief: " << metrics_server.status().message() << "\n";
+    return metrics_server.status().code() == absl::StatusCode::kInvalidArgument ? kExitBadConfiguration
+                                                                                : kExitRuntimeFailure;
+  }
   if (evaluator) {
     EvaluatorConfig e;
+    e.metrics = &metrics;
     e.model_dir = absl::GetFlag(FLAGS_model_dir);
     e.job = *job;
     e.poll_interval_secs = absl::GetFlag(FLAGS_eval_poll_secs);
@@ -114,6 +138,7 @@ int Main() {
   c.all_workers_lost_timeout_secs = absl::GetFlag(FLAGS_all_workers_lost_timeout_secs);
   c.restore = absl::GetFlag(FLAGS_restore);
   c.init_only = absl::GetFlag(FLAGS_init_only);
+  c.metrics = &metrics;
   return RunChief(c);
 }
 

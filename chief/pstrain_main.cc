@@ -1,11 +1,15 @@
 // `pstrain`: the user's tool. Each subcommand has its own entry point and flag set.
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
 #include "chief/datagen_command.h"
 #include "chief/evaluate_command.h"
+#include "chief/health_command.h"
 #include "chief/inspect_command.h"
 #include "chief/plan_command.h"
+#include "chief/plot_command.h"
+#include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "worker/train_command.h"
 
@@ -23,6 +27,8 @@ const Subcommand kSubcommands[] = {
     {"evaluate", pstrain::EvaluateMain, "evaluate a checkpoint on the test set in one process, with no cluster"},
     {"inspect", pstrain::InspectMain, "list a checkpoint's variables with digests, whatever its partitioning"},
     {"datagen", pstrain::DatagenMain, "write a synthetic CTR data set (Criteo layout) with its Bayes-optimal AUC"},
+    {"health", pstrain::HealthMain, "ask a chief, worker or ps for its gRPC health (exit 0 when SERVING)"},
+    {"plot", pstrain::PlotMain, "draw the training and test curves of runs side by side (SVG or PNG)"},
 };
 
 void PrintUsage(std::ostream& out) {
@@ -36,6 +42,12 @@ int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
     PrintUsage(argc < 2 ? std::cerr : std::cout);
     return argc < 2 ? pstrain::kExitBadConfiguration : pstrain::kExitOk;
+  }
+  // Every command that computes runs the CPU kernels at this level (`pstrain train` shows it).
+  auto level = pstrain::ConfigureCpuLevel(std::getenv(pstrain::kCpuLevelEnv));
+  if (!level.ok()) {
+    std::cerr << "pstrain: " << level.status().message() << "\n";
+    return pstrain::kExitBadConfiguration;
   }
   for (const Subcommand& c : kSubcommands) {
     if (std::strcmp(argv[1], c.name) == 0) return c.main(argc, argv);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/json_util.h"
+#include "common/kubeflow_tf_config.h"
 #include "common/status_macros.h"
 
 namespace pstrain {
@@ -230,6 +231,7 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text) {
     return absl::InvalidArgumentError("TF_CONFIG must be a JSON object with \"cluster\" and \"task\"");
   }
   TfConfig config;
+  RETURN_IF_ERROR(NormalizeKubeflowTfConfig(&doc, &config.notes, &config.sparse));
   auto cluster_it = doc.find("cluster");
   if (cluster_it == doc.end()) {
     return absl::InvalidArgumentError(
@@ -239,6 +241,12 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text) {
   auto task_it = doc.find("task");
   if (task_it != doc.end() && !task_it->is_null()) {
     ASSIGN_OR_RETURN(TaskId task, ParseTask(*task_it));
+    if (config.sparse && task.type == kChief) {
+      return absl::InvalidArgumentError(
+          "TF_CONFIG has a sparseCluster (Kubeflow's enableDynamicWorker), which gives the chief no ps or worker "
+          "addresses, but the chief must reach every task: give it the whole cluster with --tf_config=FILE (a "
+          "TF_CONFIG whose \"cluster\" lists every ps and worker, and the chief's own address)");
+    }
     RETURN_IF_ERROR(ValidateTaskInCluster(config.cluster, task));
     config.task = task;
   }
@@ -283,6 +291,8 @@ absl::Status ValidateTaskForRole(const TfConfig& config, absl::string_view expec
                                                    expected_type, " binary; run pstrain-", config.task->type,
                                                    " for that task or set task.type to \"", expected_type, "\""));
   }
+  // A sparse ps knows its own address only (checked when parsed); the evaluator needs none.
+  if (config.sparse && (expected_type == kPs || expected_type == kEvaluator)) return absl::OkStatus();
   if (config.cluster.NumTasks(kPs) == 0) {
     return absl::InvalidArgumentError("cluster has no ps tasks; a training cluster needs cluster.ps with at least one address");
   }

@@ -54,9 +54,14 @@ struct TfConfig {
   ClusterSpec cluster;
   std::optional<TaskId> task;
   std::string rpc_layer = "grpc";
+  // Kubeflow's shapes (common/kubeflow_tf_config.h): a sparseCluster names only what this task
+  // needs; `notes` says what was read differently from TensorFlow's shape, one line each.
+  bool sparse = false;
+  std::vector<std::string> notes;
 };
 
-// Parses a whole TF_CONFIG document (rules in the file comment). `task` is optional here.
+// Parses a whole TF_CONFIG document (rules in the file comment), also in Kubeflow's "master" and
+// "sparseCluster" shapes. `task` is optional here.
 absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text);
 
 // Reads TF_CONFIG from the file `path` when non-empty, otherwise from the TF_CONFIG environment
@@ -64,7 +69,9 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text);
 absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path);
 
 // Checks that `config` describes a task of `expected_type` inside a cluster able to train (at least
-// one ps and one worker). InvalidArgument naming what is missing.
+// one ps and one worker). With a sparseCluster, a ps needs only its own address and a worker its
+// own and the ps's; the chief, which must reach every task, is refused with a way out.
+// InvalidArgument naming what is missing.
 absl::Status ValidateTaskForRole(const TfConfig& config, absl::string_view expected_type);
 
 // Splits "host:port" (also "[v6]:port"). InvalidArgument naming `field` when malformed or the port

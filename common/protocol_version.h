@@ -9,7 +9,7 @@
 
 namespace pstrain {
 
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;  // 2: embedding-table rows (SparseRows) in pulls and pushes
 
 // Returns OK when `theirs` equals kProtocolVersion; otherwise FailedPrecondition naming both
 // versions and `peer` (e.g. "ps:1 at localhost:2222").

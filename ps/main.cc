@@ -10,14 +10,19 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
+#include "common/cpu_level.h"
 #include "common/exit_codes.h"
+#include "common/metrics_endpoint.h"
+#include "common/process_metrics.h"
 #include "common/stop_signals.h"
 #include "ps/ps_grpc_server.h"
+#include "ps/ps_metrics.h"
 #include "ps/ps_server.h"
 #include "ps/ps_stats_format.h"
 
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
 ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
+ABSL_FLAG(int, metrics_port, 0, "serve Prometheus metrics at http://<host of --listen>:PORT/metrics (0 = off)");
 
 namespace {
 
@@ -29,10 +34,13 @@ struct PsConfig {
 absl::StatusOr<PsConfig> LoadConfig() {
   absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
   if (!config.ok()) return config.status();
+  for (const std::string& note : config->notes) std::cerr << "pstrain-ps: " << note << "\n";
   absl::Status s = pstrain::ValidateTaskForRole(*config, pstrain::kPs);
   if (!s.ok()) return s;
   absl::StatusOr<std::string> address = config->cluster.Address(pstrain::kPs, config->task->index);
   if (!address.ok()) return address.status();
+  absl::StatusOr<pstrain::CpuLevel> level = pstrain::ConfigureCpuLevel(std::getenv(pstrain::kCpuLevelEnv));
+  if (!level.ok()) return level.status();
   PsConfig out;
   out.task = config->task->ToString();
   out.listen = absl::GetFlag(FLAGS_listen);
@@ -51,15 +59,27 @@ int main(int argc, char** argv) {
   }
   pstrain::BlockStopSignals();  // before gRPC starts its threads, so only WaitForStop receives them
 
+  pstrain::MetricsRegistry metrics;
+  pstrain::AddProcessMetrics(&metrics, config->task, pstrain::kPs);
   pstrain::PsServer::Options options;
   options.task = config->task;
+  options.update_latency = pstrain::PsUpdateLatency(&metrics);
   pstrain::PsServer ps(options);
-  absl::StatusOr<std::unique_ptr<pstrain::PsGrpcServer>> server = pstrain::PsGrpcServer::Start(&ps, config->listen, pstrain::RequestRemoteShutdown);
+  pstrain::AddPsMetrics(&metrics, &ps);
+  absl::StatusOr<std::unique_ptr<pstrain::HttpMetricsServer>> metrics_server = pstrain::ServeMetrics(
+      &metrics, pstrain::ListenHost(config->listen), absl::GetFlag(FLAGS_metrics_port), "pstrain-ps: " + config->task);
+  if (!metrics_server.ok()) {
+    std::cerr << "pstrain-ps: " << config->task << ": " << metrics_server.status().message() << "\n";
+    return pstrain::ExitCodeFor(metrics_server.status());
+  }
+  absl::StatusOr<std::unique_ptr<pstrain::PsGrpcServer>> server =
+      pstrain::PsGrpcServer::Start(&ps, config->listen, pstrain::RequestRemoteShutdown, &metrics);
   if (!server.ok()) {
     std::cerr << "pstrain-ps: " << config->task << ": " << server.status().message() << "\n";
     return pstrain::kExitRuntimeFailure;
   }
-  std::cerr << "pstrain-ps: " << config->task << " serving on " << config->listen << std::endl;
+  std::cerr << "pstrain-ps: " << config->task << " serving on " << config->listen << " (cpu kernels "
+            << pstrain::DescribeCpuLevel() << ")" << std::endl;
   const pstrain::StopReason stop = pstrain::WaitForStop();
   std::cerr << "pstrain-ps: " << config->task << " stopping: " << stop.description << std::endl;
   (*server)->Shutdown(absl::Milliseconds(500));

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "ps/ftrl_optimizer.h"
+#include "ps/optimizer_kernels.h"
 
 namespace pstrain {
 namespace {
@@ -18,22 +19,11 @@ class Sgd : public Optimizer {
   }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
-    // Raw restrict pointers: Span's checked operator[] keeps the loops from vectorising.
-    const float* __restrict gp = g.data();
-    float* __restrict wp = w.data();
     const float lr = static_cast<float>(LearningRate(step));
-    const size_t n = w.size();
-    if (config().momentum() == 0) {
-      for (size_t i = 0; i < n; ++i) wp[i] -= lr * gp[i];
-      return;
-    }
-    const float mu = static_cast<float>(config().momentum());
-    float* __restrict m = slots[0].data();
-    const bool nesterov = config().nesterov();
-    for (size_t i = 0; i < n; ++i) {
-      m[i] = mu * m[i] - lr * gp[i];
-      wp[i] += nesterov ? mu * m[i] - lr * gp[i] : m[i];
-    }
+    const int64_t n = static_cast<int64_t>(w.size());
+    if (config().momentum() == 0) return ActiveOptimizerKernels().sgd(w.data(), g.data(), lr, n);
+    ActiveOptimizerKernels().sgd_momentum(w.data(), slots[0].data(), g.data(), lr,
+                                          static_cast<float>(config().momentum()), config().nesterov(), n);
   }
 };
 
@@ -44,16 +34,8 @@ class Adagrad : public Optimizer {
   float SlotInitialValue(int) const override { return static_cast<float>(config().initial_accumulator_value()); }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
-    // Raw restrict pointers: Span's checked operator[] keeps the loops from vectorising.
-    const float* __restrict gp = g.data();
-    float* __restrict wp = w.data();
-    const float lr = static_cast<float>(LearningRate(step));
-    const float eps = static_cast<float>(config().epsilon());
-    float* __restrict a = slots[0].data();
-    for (size_t i = 0, n = w.size(); i < n; ++i) {
-      a[i] += gp[i] * gp[i];
-      wp[i] -= lr * gp[i] / std::sqrt(a[i] + eps);
-    }
+    ActiveOptimizerKernels().adagrad(w.data(), slots[0].data(), g.data(), static_cast<float>(LearningRate(step)),
+                                     static_cast<float>(config().epsilon()), static_cast<int64_t>(w.size()));
   }
 };
 
@@ -63,22 +45,13 @@ class Adam : public Optimizer {
   std::vector<std::string> SlotNames() const override { return {"m", "v"}; }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
-    // Raw restrict pointers: Span's checked operator[] keeps the loops from vectorising.
-    const float* __restrict gp = g.data();
-    float* __restrict wp = w.data();
     const double t = static_cast<double>(step + 1);
     const double b1 = config().beta_1(), b2 = config().beta_2();
     const float alpha =
         static_cast<float>(LearningRate(step) * std::sqrt(1.0 - std::pow(b2, t)) / (1.0 - std::pow(b1, t)));
     const float one_minus_b1 = static_cast<float>(1.0 - b1), one_minus_b2 = static_cast<float>(1.0 - b2);
-    const float eps = static_cast<float>(config().epsilon());
-    float* __restrict m = slots[0].data();
-    float* __restrict v = slots[1].data();
-    for (size_t i = 0, n = w.size(); i < n; ++i) {
-      m[i] += (gp[i] - m[i]) * one_minus_b1;
-      v[i] += (gp[i] * gp[i] - v[i]) * one_minus_b2;
-      wp[i] -= alpha * m[i] / (std::sqrt(v[i]) + eps);
-    }
+    ActiveOptimizerKernels().adam(w.data(), slots[0].data(), slots[1].data(), g.data(), alpha, one_minus_b1,
+                                  one_minus_b2, static_cast<float>(config().epsilon()), static_cast<int64_t>(w.size()));
   }
 };
 
@@ -93,30 +66,12 @@ class RmsProp : public Optimizer {
   }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
-    // Raw restrict pointers: Span's checked operator[] keeps the loops from vectorising.
-    const float* __restrict gp = g.data();
-    float* __restrict wp = w.data();
-    const float lr = static_cast<float>(LearningRate(step));
-    const float rho = static_cast<float>(config().rho()), eps = static_cast<float>(config().epsilon());
     const float mu = static_cast<float>(config().momentum());
-    float* __restrict vel = slots[0].data();
-    float* __restrict mom = mu > 0 ? slots[1].data() : nullptr;
-    float* __restrict avg = config().centered() ? slots[mu > 0 ? 2 : 1].data() : nullptr;
-    for (size_t i = 0, n = w.size(); i < n; ++i) {
-      vel[i] = rho * vel[i] + (1 - rho) * gp[i] * gp[i];
-      float den = vel[i] + eps;
-      if (avg != nullptr) {
-        avg[i] = rho * avg[i] + (1 - rho) * gp[i];
-        den = vel[i] - avg[i] * avg[i] + eps;
-      }
-      const float inc = lr * gp[i] / std::sqrt(den);
-      if (mom != nullptr) {
-        mom[i] = mu * mom[i] + inc;
-        wp[i] -= mom[i];
-      } else {
-        wp[i] -= inc;
-      }
-    }
+    float* mom = mu > 0 ? slots[1].data() : nullptr;
+    float* avg = config().centered() ? slots[mu > 0 ? 2 : 1].data() : nullptr;
+    ActiveOptimizerKernels().rmsprop(w.data(), slots[0].data(), mom, avg, g.data(),
+                                     static_cast<float>(LearningRate(step)), static_cast<float>(config().rho()),
+                                     static_cast<float>(config().epsilon()), mu, static_cast<int64_t>(w.size()));
   }
 };
 

@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_server_metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "ps/grpc_tuning.h"
@@ -13,7 +14,8 @@
 namespace pstrain {
 
 absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, const std::string& listen_address,
-                                                                   RemoteShutdownHandler on_shutdown) {
+                                                                   RemoteShutdownHandler on_shutdown,
+                                                                   MetricsRegistry* metrics) {
   grpc::EnableDefaultHealthCheckService(true);
   std::unique_ptr<PsGrpcServer> s(new PsGrpcServer);
   s->ps_ = ps;
@@ -29,6 +31,7 @@ absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, 
       grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, grpc::InsecureServerCredentials());
   builder.RegisterService(s->service_.get());
   ConfigurePsServerBuilder(&builder);
+  AddGrpcServerMetrics(&builder, metrics);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr) {
     return absl::InternalError(absl::StrCat("cannot start the gRPC server for ", listen_address));

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/metrics_registry.h"
 #include "common/stop_signals.h"
 #include "ps/ps_server.h"
 
@@ -32,8 +33,10 @@ class PsGrpcServer {
   // Listens on `listen_address` ("0.0.0.0:2222"; port 0 picks a free one). Unavailable naming the
   // address when it cannot bind (port in use, bad host).
   // `on_shutdown` answers the chief's Shutdown calls (empty: Unimplemented).
+  // `metrics` (not owned; may be null) gets the gRPC metrics by method.
   static absl::StatusOr<std::unique_ptr<PsGrpcServer>> Start(PsServer* ps, const std::string& listen_address,
-                                                             RemoteShutdownHandler on_shutdown = nullptr);
+                                                             RemoteShutdownHandler on_shutdown = nullptr,
+                                                             MetricsRegistry* metrics = nullptr);
   // Runs Shutdown(absl::Seconds(1)).
   ~PsGrpcServer();
 

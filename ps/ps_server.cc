@@ -75,6 +75,7 @@ absl::StatusOr<ShardOptions> PsServer::MakeOptions(const OptimizerProto& optimiz
   if (sync_timeout_ms < 0) return absl::InvalidArgumentError("sync_timeout_ms must be >= 0");
   o.sync_timeout = sync_timeout_ms == 0 ? options_.default_timeout : absl::Milliseconds(sync_timeout_ms);
   o.non_finite = non_finite;
+  o.update_latency = options_.update_latency;
   return o;
 }
 

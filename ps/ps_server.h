@@ -97,6 +97,7 @@ class PsServer {
     std::string task = "ps:0";                           // names this ps in messages
     Env* env = nullptr;                                  // not owned; nullptr = Env::Default()
     absl::Duration default_timeout = absl::Seconds(60);  // when a request gives sync_timeout_ms 0
+    Histogram* update_latency = nullptr;  // each shard update's seconds (not owned; may be null)
   };
 
   explicit PsServer(Options options);

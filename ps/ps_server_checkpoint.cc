@@ -18,7 +18,8 @@ absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) 
     absl::ReaderMutexLock l(&mu_);
     shards = shards_;
   }
-  for (const auto& [name, shard] : shards) {
+  for (const auto& entry : shards) {
+    const std::shared_ptr<Shard>& shard = entry.second;
     absl::StatusOr<SavedShard> saved;
     auto write = [&](const Tensor& values, const std::vector<Tensor>& slots, int64_t version) {
       saved = WriteShardFile(env_, request.checkpoint_dir(), shard->spec(), values,

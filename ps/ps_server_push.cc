@@ -135,7 +135,7 @@ absl::Status PsServer::PrepareRows(int worker, const SparseRowsView& r, PushPlan
   part->num_ids = r.num_ids;
   part->bytes = static_cast<int64_t>(r.ids.size() + r.values.size());
   if (part->skipped) return absl::OkStatus();
-  RowAccumulator sum(shard.row_elements());
+  RowAccumulator sum(shard.row_elements(), rows.size());
   for (size_t i = 0; i < rows.size(); ++i) sum.Add(rows[i], r.values.data() + i * row_bytes);
   part->rows = sum.Take();
   return absl::OkStatus();

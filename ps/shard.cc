@@ -95,8 +95,9 @@ void Shard::PrepareWriteLocked() {
 
 void Shard::FinishUpdateLocked(Clock::time_point start, std::vector<std::function<void()>>* run_after) {
   ++version_;
-  update_nanos_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count(),
-                          std::memory_order_relaxed);
+  const int64_t nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  update_nanos_.fetch_add(nanos, std::memory_order_relaxed);
+  if (options_.update_latency != nullptr) options_.update_latency->Observe(nanos * 1e-9);
   while (!version_waiters_.empty() && version_waiters_.begin()->first <= version_) {
     ReadyCallback cb = std::move(version_waiters_.begin()->second);
     version_waiters_.erase(version_waiters_.begin());
@@ -187,7 +188,9 @@ void Shard::AwaitSyncStepLocked(AppliedCallback applied, std::vector<std::functi
 void Shard::CompleteSyncStepLocked(std::vector<std::function<void()>>* run_after) {
   if (!pending_rows_.empty()) {
     // A table: the rows of all workers summed per row, in worker-index order, applied once.
-    RowAccumulator sum(row_elements_);
+    size_t expected = 0;
+    for (const auto& [worker, rows] : pending_rows_) expected += rows.rows.size();
+    RowAccumulator sum(row_elements_, expected);
     for (const auto& [worker, rows] : pending_rows_) sum.Add(rows);
     pending_rows_.clear();
     pending_.clear();  // a table takes rows only (PsServer checks), so this is empty

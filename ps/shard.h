@@ -34,6 +34,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/metrics_registry.h"
 #include "common/tensor.h"
 #include "proto/ps.pb.h"
 #include "ps/optimizer.h"
@@ -49,6 +50,7 @@ struct ShardOptions {
   int num_workers = 1;  // sync mode: gradients per step
   absl::Duration sync_timeout = absl::Seconds(60);
   NonFinitePolicy non_finite = NON_FINITE_REJECT;
+  Histogram* update_latency = nullptr;  // observes each update's seconds (not owned; may be null)
 };
 
 // A consistent copy of a shard's state, for checkpoints.

@@ -26,16 +26,17 @@ absl::Status Shard::LocalRows(absl::string_view ids, int64_t num_ids, std::vecto
   for (int64_t i = 0; i < num_ids; ++i) {
     int64_t id;
     std::memcpy(&id, ids.data() + i * sizeof(int64_t), sizeof(id));
-    // Global row id = offset + local * stride, with 0 <= local < rows_.
-    const int64_t d = id - offset;
-    if (id < offset || d % stride != 0 || d / stride >= rows_) {
+    // Global row id = offset + local * stride, with 0 <= local < rows_ (no division for div shards).
+    const int64_t d = id < offset ? -1 : id - offset;  // no overflow for ids far below the offset
+    const int64_t local = stride == 1 ? d : d / stride;
+    if (d < 0 || (stride != 1 && d % stride != 0) || local >= rows_) {
       const std::string held =
           stride == 1 ? absl::StrCat("rows [", offset, ", ", offset + rows_, ")")
                       : absl::StrCat("the ", rows_, " rows r with r % ", stride, " == ", offset, " (mod strategy)");
       return absl::InvalidArgumentError(absl::StrCat("shard ", name(), " of table ", spec_.variable_name(),
                                                      " does not hold row id ", id, "; it holds ", held));
     }
-    (*rows)[static_cast<size_t>(i)] = d / stride;
+    (*rows)[static_cast<size_t>(i)] = local;
   }
   return absl::OkStatus();
 }

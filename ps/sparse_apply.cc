@@ -27,10 +27,68 @@ void ApplyRun(const Optimizer& optimizer, const float* grad, int64_t first, int6
                   absl::MakeConstSpan(slot_rows, slots.size()), step);
 }
 
+// Asks for the cache lines of `row` in the values and every slot (the first and last line of the
+// row; longer rows stream in on their own once started): random rows of a big table miss the
+// cache, and asking a few rows ahead keeps several misses in flight.
+void PrefetchRow(int64_t row, int64_t row_elements, absl::Span<float> values,
+                 absl::Span<const absl::Span<float>> slots) {
+  const int64_t first = row * row_elements, last = first + row_elements - 1;
+  __builtin_prefetch(values.data() + first, 1);
+  __builtin_prefetch(values.data() + last, 1);
+  for (const absl::Span<float>& s : slots) {
+    __builtin_prefetch(s.data() + first, 1);
+    __builtin_prefetch(s.data() + last, 1);
+  }
+}
+
+// Gathers the touched rows of the values and of every slot into one contiguous block each, runs
+// the optimizer's dense formula ONCE over the blocks, and scatters them back. The formula is the
+// dense one by construction, runs vectorised in one call, and the random row accesses become a
+// read (gather, with prefetching keeping several misses in flight) and a write of lines that are
+// still in the cache.
+// Copies one row: fixed-size pieces the compiler inlines (rows are short; a libc call per row
+// would cost more than the copy).
+inline void CopyRow(float* dst, const float* src, size_t n) {
+  for (; n >= 16; n -= 16, dst += 16, src += 16) std::memcpy(dst, src, 16 * sizeof(float));
+  for (; n > 0; --n) *dst++ = *src++;
+}
+
+// Rows `first`..`first + n` of `update`, gathered, applied, scattered (see ApplyTouchedRows).
+void ApplyRowBlock(const Optimizer& optimizer, const RowGradients& update, size_t first, size_t n, int64_t row_elements,
+                   absl::Span<float> values, absl::Span<const absl::Span<float>> slots, int64_t step) {
+  const size_t e = static_cast<size_t>(row_elements), block = n * e;
+  thread_local std::vector<float> scratch;  // reused: no fresh pages per update
+  if (scratch.size() < block * (1 + slots.size())) scratch.resize(block * (1 + slots.size()));
+  std::vector<absl::Span<float>> tables = {values}, blocks = {absl::MakeSpan(scratch.data(), block)};
+  for (size_t s = 0; s < slots.size(); ++s) {
+    tables.push_back(slots[s]);
+    blocks.push_back(absl::MakeSpan(scratch.data() + (s + 1) * block, block));
+  }
+  const int64_t* rows = update.rows.data() + first;
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) PrefetchRow(rows[i], row_elements, values, slots);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) PrefetchRow(rows[i + kAhead], row_elements, values, slots);
+    for (size_t t = 0; t < tables.size(); ++t) CopyRow(blocks[t].data() + i * e, tables[t].data() + rows[i] * e, e);
+  }
+  optimizer.Apply(absl::MakeConstSpan(update.grads.data() + first * e, block), blocks[0],
+                  absl::MakeConstSpan(blocks).subspan(1), step);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t t = 0; t < tables.size(); ++t) CopyRow(tables[t].data() + rows[i] * e, blocks[t].data() + i * e, e);
+  }
+}
+
+// Gathers the touched rows of the values and of every slot into one contiguous block each, runs
+// the optimizer's dense formula once over the blocks, and scatters them back. The formula is the
+// dense one by construction, runs vectorised in one call, and the random row accesses become a
+// read (gather, with prefetching keeping several misses in flight) and a write of lines that are
+// still in the cache. Blocks of at most 4096 rows bound the scratch memory each thread keeps.
 void ApplyTouchedRows(const Optimizer& optimizer, const RowGradients& update, int64_t row_elements,
                       absl::Span<float> values, absl::Span<const absl::Span<float>> slots, int64_t step) {
-  for (size_t i = 0; i < update.rows.size(); ++i) {
-    ApplyRun(optimizer, update.grads.data() + i * row_elements, update.rows[i], 1, row_elements, values, slots, step);
+  constexpr size_t kBlockRows = 4096;
+  for (size_t first = 0; first < update.rows.size(); first += kBlockRows) {
+    ApplyRowBlock(optimizer, update, first, std::min(kBlockRows, update.rows.size() - first), row_elements, values,
+                  slots, step);
   }
 }
 
@@ -58,6 +116,12 @@ void ApplyEveryRow(const Optimizer& optimizer, const RowGradients& update, int64
 }
 
 }  // namespace
+
+RowAccumulator::RowAccumulator(int64_t row_elements, size_t expected_rows) : row_elements_(row_elements) {
+  index_.reserve(expected_rows);
+  out_.rows.reserve(expected_rows);
+  out_.grads.reserve(expected_rows * static_cast<size_t>(row_elements));
+}
 
 void RowAccumulator::Add(int64_t row, const char* grad) {
   const size_t bytes = static_cast<size_t>(row_elements_) * sizeof(float);

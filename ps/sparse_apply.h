@@ -36,7 +36,8 @@ struct RowGradients {
 // Builds a RowGradients from rows that may repeat, summing repeats in the order they are added.
 class RowAccumulator {
  public:
-  explicit RowAccumulator(int64_t row_elements) : row_elements_(row_elements) {}
+  // `expected_rows`: how many rows will be added (memory is reserved for them up front).
+  explicit RowAccumulator(int64_t row_elements, size_t expected_rows = 0);
 
   // Adds gradient row `grad` (row_elements floats at any alignment) for local row `row`.
   void Add(int64_t row, const char* grad);

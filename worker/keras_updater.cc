@@ -39,7 +39,7 @@ class KerasUpdater : public ParameterUpdater {
                            Tensor* table) override {
     RETURN_IF_ERROR(CheckSparse(variable, ids, grad_rows, *table));
     const int64_t dim = variables_[variable].shape[1];
-    RowAccumulator sum(dim);
+    RowAccumulator sum(dim, ids.size());
     const char* rows = reinterpret_cast<const char*>(grad_rows.raw());
     for (size_t i = 0; i < ids.size(); ++i) sum.Add(ids[i], rows + i * dim * sizeof(float));
     // The ps's implementation: the table is one shard holding every row (local row = global id).

@@ -13,9 +13,13 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
+#include "common/cpu_level.h"
 #include "common/exit_codes.h"
+#include "common/metrics_endpoint.h"
+#include "common/process_metrics.h"
 #include "common/stop_signals.h"
 #include "ps/grpc_ps_client.h"
+#include "ps/metered_ps_client.h"
 #include "worker/device.h"
 #include "worker/worker.h"
 #include "worker/worker_grpc_server.h"
@@ -26,6 +30,7 @@ ABSL_FLAG(std::string, device, "cpu", "where gradients are computed: cpu, cuda o
 ABSL_FLAG(int, threads, 0, "compute threads (default: all cores)");
 ABSL_FLAG(int, replicas, 1, "local replicas: each batch is split over them and their gradients summed");
 ABSL_FLAG(std::string, data_dir, "", "directory of the dataset files (overrides the job's data.dir)");
+ABSL_FLAG(int, metrics_port, 0, "serve Prometheus metrics at http://<host of --listen>:PORT/metrics (0 = off)");
 
 namespace {
 
@@ -38,10 +43,13 @@ struct WorkerConfig {
 absl::StatusOr<WorkerConfig> LoadConfig() {
   absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
   if (!config.ok()) return config.status();
+  for (const std::string& note : config->notes) std::cerr << "pstrain-worker: " << note << "\n";
   absl::Status s = pstrain::ValidateTaskForRole(*config, pstrain::kWorker);
   if (!s.ok()) return s;
   absl::StatusOr<std::string> address = config->cluster.Address(pstrain::kWorker, config->task->index);
   if (!address.ok()) return address.status();
+  absl::StatusOr<pstrain::CpuLevel> level = pstrain::ConfigureCpuLevel(std::getenv(pstrain::kCpuLevelEnv));
+  if (!level.ok()) return level.status();
   WorkerConfig out;
   out.options.task = config->task->ToString();
   const int threads = absl::GetFlag(FLAGS_threads);
@@ -60,8 +68,12 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<pstrain::PsClient>> ConnectPs(const std::string& address, int index) {
-  return pstrain::NewGrpcPsClient(address, absl::StrCat("ps:", index));
+// Clients of the ps whose calls are timed into `metrics`.
+pstrain::PsClientFactory MeteredPsClients(pstrain::MetricsRegistry* metrics) {
+  return [metrics](const std::string& address, int index) -> absl::StatusOr<std::unique_ptr<pstrain::PsClient>> {
+    const std::string ps = absl::StrCat("ps:", index);
+    return std::make_unique<pstrain::MeteredPsClient>(pstrain::NewGrpcPsClient(address, ps), metrics, ps);
+  };
 }
 
 }  // namespace
@@ -76,8 +88,16 @@ int main(int argc, char** argv) {
   pstrain::BlockStopSignals();  // before any thread starts, so only WaitForStop receives them
 
   const std::string task = config->options.task;
-  pstrain::Worker worker(config->options, ConnectPs, config->compute);
-  auto server = pstrain::WorkerGrpcServer::Start(&worker, config->listen, pstrain::RequestRemoteShutdown);
+  pstrain::MetricsRegistry metrics;
+  pstrain::AddProcessMetrics(&metrics, task, pstrain::kWorker);
+  auto metrics_server = pstrain::ServeMetrics(&metrics, pstrain::ListenHost(config->listen),
+                                              absl::GetFlag(FLAGS_metrics_port), "pstrain-worker: " + task);
+  if (!metrics_server.ok()) {
+    std::cerr << "pstrain-worker: " << task << ": " << metrics_server.status().message() << "\n";
+    return pstrain::ExitCodeFor(metrics_server.status());
+  }
+  pstrain::Worker worker(config->options, MeteredPsClients(&metrics), config->compute);
+  auto server = pstrain::WorkerGrpcServer::Start(&worker, config->listen, pstrain::RequestRemoteShutdown, &metrics);
   if (!server.ok()) {
     std::cerr << "pstrain-worker: " << task << ": " << server.status().message() << "\n";
     return pstrain::kExitRuntimeFailure;
@@ -87,7 +107,7 @@ int main(int argc, char** argv) {
             << config->options.replicas << " replicas; tensors to the ps over "
             << (pstrain::BulkTransportFromEnv() == pstrain::BulkTransport::kGrpcStream ? "gRPC streams"
                                                                                       : "the tensor channel")
-            << ")" << std::endl;
+            << "; cpu kernels " << pstrain::DescribeCpuLevel() << ")" << std::endl;
   const pstrain::StopReason stop = pstrain::WaitForStop();
   std::cerr << "pstrain-worker: " << task << " stopping: " << stop.description << std::endl;
   const int exit_code = stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitOk;

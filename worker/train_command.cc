@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/command_line.h"
+#include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "common/json_util.h"
 #include "common/status_macros.h"
@@ -100,9 +101,11 @@ absl::Status RunTrain(const CommandLine& cl) {
   ASSIGN_OR_RETURN(auto trainer, LocalTrainer::Create(job, options, InitializeVariable, NewKerasUpdater, compute));
   const int64_t total = trainer->total_steps(), per_epoch = trainer->steps_per_epoch();
   const int64_t epochs = (total + per_epoch - 1) / per_epoch;
-  std::fprintf(stderr, "pstrain train: job %s, %lld steps (%lld per epoch) of batch %lld, %d threads, %d replicas\n",
+  std::fprintf(stderr,
+               "pstrain train: job %s, %lld steps (%lld per epoch) of batch %lld, %d threads, %d replicas; cpu "
+               "kernels %s\n",
                job.name.c_str(), static_cast<long long>(total), static_cast<long long>(per_epoch),
-               static_cast<long long>(job.batch_size), options.threads, options.replicas);
+               static_cast<long long>(job.batch_size), options.threads, options.replicas, DescribeCpuLevel().c_str());
   const bool classification = job.model.loss == "sparse_categorical_crossentropy";
   const bool binary = job.model.loss == "binary_crossentropy";
   for (const std::string& warning : trainer->data_warnings()) std::fprintf(stderr, "pstrain train: %s\n", warning.c_str());
@@ -122,6 +125,7 @@ absl::Status RunTrain(const CommandLine& cl) {
                             {"batch_size", job.batch_size},
                             {"threads", options.threads},
                             {"replicas", options.replicas},
+                            {"cpu_level", CpuLevelName(ActiveCpuLevel())},
                             {"seed", job.seed},
                             {"train_seconds", train_seconds},
                             {"examples_per_second", train_seconds > 0 ? examples / train_seconds : 0},

@@ -21,8 +21,8 @@ absl::StatusOr<std::unique_ptr<VariableExchange>> VariableExchange::Create(const
                                                                            std::vector<PsClient*> ps) {
   if (ps.empty()) return absl::InvalidArgumentError("no ps addresses were given");
   if (plan.variables_size() != static_cast<int>(variables.size())) {
-    return PlanMismatch(absl::StrCat("the model has ", variables.size(), " variables, the plan ",
-                                     plan.variables_size()));
+    return PlanMismatch(
+        absl::StrCat("the model has ", variables.size(), " variables, the plan ", plan.variables_size()));
   }
   std::unique_ptr<VariableExchange> ex(new VariableExchange(std::move(ps)));
   ex->variables_ = variables;
@@ -115,8 +115,7 @@ absl::Status VariableExchange::GroupIds(const SparseLookup* lookup) {
   return absl::OkStatus();
 }
 
-absl::Status VariableExchange::PullAll(int64_t min_version, std::vector<Tensor>* params,
-                                       const SparseLookup* lookup) {
+absl::Status VariableExchange::PullAll(int64_t min_version, std::vector<Tensor>* params, const SparseLookup* lookup) {
   RETURN_IF_ERROR(GroupIds(lookup));
   if (params->size() != variables_.size()) {
     params->clear();

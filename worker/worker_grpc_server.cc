@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_server_metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "worker/worker_service.h"
@@ -11,7 +12,8 @@ namespace pstrain {
 
 absl::StatusOr<std::unique_ptr<WorkerGrpcServer>> WorkerGrpcServer::Start(Worker* worker,
                                                                            const std::string& listen_address,
-                                                                           RemoteShutdownHandler on_shutdown) {
+                                                                           RemoteShutdownHandler on_shutdown,
+                                                                           MetricsRegistry* metrics) {
   grpc::EnableDefaultHealthCheckService(true);
   std::unique_ptr<WorkerGrpcServer> s(new WorkerGrpcServer);
   s->service_ = std::make_unique<WorkerServiceImpl>(worker, std::move(on_shutdown));
@@ -20,6 +22,7 @@ absl::StatusOr<std::unique_ptr<WorkerGrpcServer>> WorkerGrpcServer::Start(Worker
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);
+  AddGrpcServerMetrics(&builder, metrics);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen_address,

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/metrics_registry.h"
 #include "common/stop_signals.h"
 #include "worker/worker.h"
 
@@ -26,8 +27,10 @@ class WorkerGrpcServer {
   // Listens on `listen_address` ("0.0.0.0:2223"; port 0 picks a free one). Unavailable naming
   // the address when it cannot bind.
   // `on_shutdown` answers the chief's Shutdown calls (empty: Unimplemented).
+  // `metrics` (not owned; may be null) gets the gRPC metrics by method.
   static absl::StatusOr<std::unique_ptr<WorkerGrpcServer>> Start(Worker* worker, const std::string& listen_address,
-                                                                 RemoteShutdownHandler on_shutdown = nullptr);
+                                                                 RemoteShutdownHandler on_shutdown = nullptr,
+                                                                 MetricsRegistry* metrics = nullptr);
   // Runs Shutdown(absl::Seconds(1)).
   ~WorkerGrpcServer();
 

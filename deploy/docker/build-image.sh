@@ -2,9 +2,10 @@
 # Builds the docker image pstrain:latest (override with --tag): the three role binaries and the
 # pstrain tool on a Debian bookworm base that holds only their runtime libraries.
 #
-#   deploy/docker/build-image.sh [--bin-dir DIR] [--tag TAG]
+#   deploy/docker/build-image.sh [--bin-dir DIR] [--tag TAG]    (or --bin-dir=DIR --tag=TAG)
 #
-# 1. Binaries: by default a portable build (-DPSTRAIN_NATIVE=OFF, no CUDA, no tests) in
+# 1. Binaries: by default a portable build (-DPSTRAIN_NATIVE=OFF, no CUDA, no tests; its kernels still
+#    pick AVX-512 or AVX2 at run time when the host has them) in
 #    build-docker/cmake; --bin-dir uses binaries built elsewhere (they must run on bookworm).
 # 2. Runtime packages: the Debian packages that own the binaries' shared-library closure (ldd).
 # 3. Base image pstrain-base:bookworm: debootstrap --variant=minbase, those packages installed with
@@ -23,6 +24,10 @@ BINARIES=(pstrain-chief pstrain-worker pstrain-ps pstrain)
 BIN_DIR=""
 TAG=pstrain:latest
 
+# shellcheck source=deploy/args.sh
+source deploy/args.sh
+args_normalize "help" "$@"
+set -- "${ARGS[@]}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin-dir) BIN_DIR=$(realpath "$2"); shift 2 ;;

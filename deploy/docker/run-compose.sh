@@ -3,6 +3,7 @@
 # chief finishes, then prints the final test accuracy and removes the containers and the volume.
 #
 #   deploy/docker/run-compose.sh [--steps N] [--job cnn|linear|FILE] [--bin-dir DIR] [--keep]
+#   (every flag also as --flag=value)
 #
 #   --steps N     training steps (default 200: a short job; the chief's --steps)
 #   --job J       job spec preset or a JSON file inside the image (default cnn)
@@ -25,6 +26,10 @@ TIMEOUT=1800
 KEEP=0
 IMAGE_ARGS=()
 
+# shellcheck source=deploy/args.sh
+source deploy/args.sh
+args_normalize "keep help" "$@"
+set -- "${ARGS[@]}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
@@ -32,7 +37,7 @@ while [ $# -gt 0 ]; do
     --bin-dir) IMAGE_ARGS+=(--bin-dir "$2"); shift 2 ;;
     --keep) KEEP=1; shift ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-compose: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

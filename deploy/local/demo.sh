@@ -8,13 +8,20 @@
 #   deploy/local/demo.sh [--workers 2] [--ps 2] [--job cnn|ctr|...] [--epochs 1] [--steps N]
 #                        [--mode async|sync] [--train_files F --test_files F] [--run_dir DIR]
 #                        [--no-build] [-- extra chief flags]
+# (--flag=value works too.) Every task serves Prometheus metrics on a port of its own (listed at
+# the start and in RUN_DIR/prometheus-targets.json); the chief writes TensorBoard event files to
+# RUN_DIR/model/{train,eval}; at the end the curves are drawn to RUN_DIR/curves.svg.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 
 WORKERS=2 PS=2 JOB=cnn EPOCHS=1 STEPS="" MODE="" BUILD=1 RUN_DIR="" WORKER_THREADS=1 TRAIN_FILES="" TEST_FILES=""
 EXTRA=()
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+# shellcheck source=deploy/args.sh
+source deploy/args.sh
+args_normalize "no-build help" "$@"
+set -- "${ARGS[@]}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --workers) WORKERS=$2; shift 2 ;;
@@ -37,9 +44,30 @@ for n in "$WORKERS" "$PS" "$EPOCHS"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "demo: --workers, --ps and --epochs need positive integers" >&2; exit 2; }
 done
 
+# Reads the build's output: keeps it in a log and says every 5 s how many of ninja's steps are done.
+show_build_progress() {
+  local log=$1 line step="" last=$SECONDS
+  while IFS= read -r line; do
+    printf '%s\n' "$line" >>"$log"
+    [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]] && step="${BASH_REMATCH[1]} of ${BASH_REMATCH[2]}"
+    if [ -n "$step" ] && ((SECONDS - last >= 5)); then
+      echo "demo: building: $step steps done" >&2
+      last=$SECONDS
+    fi
+  done
+  [ -z "$step" ] || echo "demo: building: $step steps done" >&2
+}
+
 if [ "$BUILD" = 1 ]; then
-  echo "demo: building (deploy/build.sh) ..." >&2
-  bash deploy/build.sh >/dev/null
+  mkdir -p build
+  BUILD_LOG=$ROOT/build/demo-build.log
+  : >"$BUILD_LOG"
+  echo "demo: building (deploy/build.sh; the first time installs Debian packages and compiles for a few minutes; log: $BUILD_LOG)" >&2
+  if ! bash deploy/build.sh 2>&1 | show_build_progress "$BUILD_LOG"; then
+    tail -n 30 "$BUILD_LOG" >&2
+    echo "demo: the build failed; the whole log is $BUILD_LOG" >&2
+    exit 1
+  fi
 fi
 BIN="$ROOT/build/bin"
 RUN_DIR=${RUN_DIR:-"$ROOT/runs/$(date +%Y%m%d-%H%M%S)-$JOB"}
@@ -66,7 +94,7 @@ stop_all() {
 trap 'stop_all' EXIT
 trap 'echo; echo "demo: interrupted; stopping every process it started" >&2; stop_all; exit 130' INT TERM
 
-read -r -a PORTS <<<"$(python3 - $((PS + WORKERS + 1)) <<'PY'
+read -r -a PORTS <<<"$(python3 - $((2 * (PS + WORKERS + 1))) <<'PY'
 import socket, sys
 socks = []
 for _ in range(int(sys.argv[1])):
@@ -77,6 +105,24 @@ PY
 list() { local out="" p; for p in "$@"; do out+="${out:+,}\"127.0.0.1:$p\""; done; echo "$out"; }
 CLUSTER="{\"chief\":[\"127.0.0.1:${PORTS[0]}\"],\"ps\":[$(list "${PORTS[@]:1:PS}")],\"worker\":[$(list "${PORTS[@]:$((1 + PS)):WORKERS}")]}"
 echo "$CLUSTER" >"$RUN_DIR/cluster.json"
+# Metrics ports: the chief's, then the ps', then the workers' (the second half of PORTS).
+METRICS_PORTS=("${PORTS[@]:$((PS + WORKERS + 1))}")
+metrics_port() {  # metrics_port TYPE INDEX
+  case $1 in
+    chief) echo "${METRICS_PORTS[0]}" ;;
+    ps) echo "${METRICS_PORTS[$((1 + $2))]}" ;;
+    worker) echo "${METRICS_PORTS[$((1 + PS + $2))]}" ;;
+  esac
+}
+{  # Prometheus's file_sd format: point a file_sd_configs entry at this file to scrape the run.
+  printf '['
+  sep=""
+  for task in chief:0 $(seq -f 'ps:%g' 0 $((PS - 1))) $(seq -f 'worker:%g' 0 $((WORKERS - 1))); do
+    printf '%s{"targets": ["127.0.0.1:%s"], "labels": {"task": "%s"}}' "$sep" "$(metrics_port "${task%:*}" "${task#*:}")" "$task"
+    sep=", "
+  done
+  printf ']\n'
+} >"$RUN_DIR/prometheus-targets.json"
 
 start_task() {  # start_task TYPE INDEX BINARY ARGS...
   local type=$1 index=$2 binary=$3
@@ -84,14 +130,15 @@ start_task() {  # start_task TYPE INDEX BINARY ARGS...
   # A session of its own: Ctrl-C reaches only this script and the chief, which checkpoints while
   # the ps are still up; this script then stops the ps and workers.
   TF_CONFIG="{\"cluster\":$CLUSTER,\"task\":{\"type\":\"$type\",\"index\":$index}}" \
-    setsid "$BIN/$binary" "$@" >"$RUN_DIR/logs/$type-$index.log" 2>&1 &
+    setsid "$BIN/$binary" --metrics_port="$(metrics_port "$type" "$index")" "$@" >"$RUN_DIR/logs/$type-$index.log" 2>&1 &
   PIDS+=("$!")
 }
 for ((i = 0; i < PS; i++)); do start_task ps "$i" pstrain-ps; done
 for ((i = 0; i < WORKERS; i++)); do start_task worker "$i" pstrain-worker --threads="$WORKER_THREADS"; done
 echo "demo: started $PS ps and $WORKERS workers; logs in $RUN_DIR/logs/ (one file per task)" >&2
+echo "demo: Prometheus metrics at http://127.0.0.1:PORT/metrics, chief ${METRICS_PORTS[0]}, ps ${METRICS_PORTS[*]:1:PS}, workers ${METRICS_PORTS[*]:$((1 + PS))} (targets: $RUN_DIR/prometheus-targets.json)" >&2
 
-CHIEF_ARGS=(--job="$JOB" --model_dir="$MODEL_DIR" --progress_secs=5)
+CHIEF_ARGS=(--job="$JOB" --model_dir="$MODEL_DIR" --progress_secs=5 --metrics_port="$(metrics_port chief 0)")
 if [ -n "$STEPS" ]; then CHIEF_ARGS+=(--steps="$STEPS"); else CHIEF_ARGS+=(--epochs="$EPOCHS"); fi
 [ -n "$MODE" ] && CHIEF_ARGS+=(--mode="$MODE")
 [ -n "$TRAIN_FILES" ] && CHIEF_ARGS+=(--train_files="$TRAIN_FILES")
@@ -130,4 +177,9 @@ print("checkpoint:   %s" % d["checkpoint"])
 print("metrics:      %s" % d["metrics_file"])
 print("summary:      %s" % sys.argv[1])
 print("logs:         %s/logs/" % sys.argv[2])
+print("tensorboard:  tensorboard --logdir %s/model   (event files in model/train and model/eval)" % sys.argv[2])
 PY
+if "$BIN/pstrain" plot "$RUN_DIR" --out="$RUN_DIR/curves.svg" 2>/dev/null; then
+  echo "curves:       $RUN_DIR/curves.svg"
+fi
+echo "compare runs: $BIN/pstrain plot $RUN_DIR [OTHER_RUN_DIR...] --out=curves.png"

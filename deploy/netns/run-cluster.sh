@@ -6,7 +6,7 @@
 #   deploy/netns/run-cluster.sh [--bin-dir DIR] [--steps N] [--job J] [--logs DIR]
 #                               [--cut worker1 --cut-when REGEX --cut-seconds S] [--timeout S]
 #                               [--worker-threads N]
-#                               [-- EXTRA CHIEF FLAGS...]
+#                               [-- EXTRA CHIEF FLAGS...]      (every flag also as --flag=value)
 #
 #   --bin-dir DIR    where pstrain-chief/-worker/-ps are (default build/bin)
 #   --steps N        training steps (default 100); --job J: preset or JSON file (default cnn)
@@ -34,6 +34,10 @@ TIMEOUT=600
 WORKER_THREADS=1
 PORT=2222
 CHIEF_FLAGS=()
+# shellcheck source=deploy/args.sh
+source deploy/args.sh
+args_normalize "help" "$@"
+set -- "${ARGS[@]}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin-dir) BIN_DIR=$2; shift 2 ;;

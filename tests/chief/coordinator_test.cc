@@ -203,7 +203,8 @@ TEST_F(CoordinatorTest, CheckpointsKeepTheLastOnesAndARestartResumes) {
   for (const auto& e : std::filesystem::directory_iterator(options_.model_dir)) {
     names.insert(e.path().filename().string());
   }
-  EXPECT_EQ(names, (std::set<std::string>{"ckpt-30", "ckpt-40", "metrics.jsonl"}));
+  // The newest checkpoints, the metrics and the TensorBoard runs (train/, eval/).
+  EXPECT_EQ(names, (std::set<std::string>{"ckpt-30", "ckpt-40", "eval", "metrics.jsonl", "train"}));
   for (auto& p : ps_) {
     absl::MutexLock lock(&p->mu);
     std::vector<int64_t> steps;

@@ -48,7 +48,7 @@ TEST(ClusterSpecTest, IndexOutOfRangeNamesTheJob) {
 }
 
 TEST(ClusterSpecTest, UnknownJobAndTaskType) {
-  EXPECT_THAT(ErrorOf(R"({"cluster": {"master": ["a:1"]}})"), HasSubstr("cluster.\"master\" is not a job"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"boss": ["a:1"]}})"), HasSubstr("cluster.\"boss\" is not a job"));
   EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "boss", "index": 0}})"),
               HasSubstr("task.type \"boss\" is not a task type"));
   EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "ps", "index": 0}})"),
@@ -111,6 +111,72 @@ TEST(ClusterSpecTest, MissingTfConfig) {
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("TF_CONFIG is not set"));
   EXPECT_EQ(LoadTfConfig("/nonexistent/tf_config.json").status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(ErrorOf(R"({"task": {"type": "ps"}})"), HasSubstr("TF_CONFIG has no \"cluster\""));
+}
+
+}  // namespace
+}  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+// The TF_CONFIGs Kubeflow's TFJob operator writes (its pkg/controller.v1/tensorflow: genClusterSpec
+// and, with enableDynamicWorker, convertClusterSpecToSparseClusterSpec; the addresses of its own
+// test, test-tfjob-<type>-<i>.default.svc:2222).
+TEST(KubeflowTfConfigTest, MasterIsTheChiefWithANote) {
+  const std::string cluster =
+      R"("cluster": {"master": ["test-tfjob-master-0.default.svc:2222"],
+                     "ps": ["test-tfjob-ps-0.default.svc:2222"],
+                     "worker": ["test-tfjob-worker-0.default.svc:2222", "test-tfjob-worker-1.default.svc:2222"]})";
+  auto master = ParseTfConfig("{" + cluster + R"(, "task": {"type": "master", "index": 0}, "environment": "cloud"})");
+  ASSERT_TRUE(master.ok()) << master.status();
+  EXPECT_EQ(master->task->ToString(), "chief:0");
+  EXPECT_EQ(*master->cluster.Address("chief", 0), "test-tfjob-master-0.default.svc:2222");
+  EXPECT_TRUE(ValidateTaskForRole(*master, "chief").ok());
+  ASSERT_EQ(master->notes.size(), 2u);
+  EXPECT_THAT(master->notes[0], HasSubstr("names the chief \"master\""));
+  EXPECT_THAT(master->notes[1], HasSubstr("task.type \"master\""));
+  // A worker of the same job sees the master as the chief too.
+  auto worker = ParseTfConfig("{" + cluster + R"(, "task": {"type": "worker", "index": 1}})");
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_EQ(worker->cluster.NumTasks("chief"), 1);
+  EXPECT_TRUE(ValidateTaskForRole(*worker, "worker").ok());
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"chief": ["c:1"], "master": ["m:1"], "ps": ["p:1"], "worker": ["w:1"]}})"),
+              HasSubstr("both \"chief\" and \"master\""));
+}
+
+TEST(KubeflowTfConfigTest, SparseClusterOfAWorker) {
+  auto c = ParseTfConfig(R"({"sparseCluster": {"worker": {"0": "test-tfjob-worker-0.default.svc:2222"},
+      "ps": ["test-tfjob-ps-0.default.svc:2222", "test-tfjob-ps-1.default.svc:2222"]},
+      "task": {"type": "worker", "index": 0}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->sparse);
+  EXPECT_EQ(*c->cluster.Address("worker", 0), "test-tfjob-worker-0.default.svc:2222");
+  EXPECT_EQ(c->cluster.NumTasks("ps"), 2);
+  EXPECT_TRUE(ValidateTaskForRole(*c, "worker").ok());
+  EXPECT_THAT(c->notes.at(0), HasSubstr("sparseCluster"));
+}
+
+TEST(KubeflowTfConfigTest, SparseClusterOfAPsHoldsOnlyItsOwnAddress) {
+  auto ps0 = ParseTfConfig(R"({"sparseCluster": {"worker": {}, "ps": ["test-tfjob-ps-0.default.svc:2222"]},
+                               "task": {"type": "ps", "index": 0}})");
+  ASSERT_TRUE(ps0.ok()) << ps0.status();
+  EXPECT_EQ(*ps0->cluster.Address("ps", 0), "test-tfjob-ps-0.default.svc:2222");
+  EXPECT_TRUE(ValidateTaskForRole(*ps0, "ps").ok());
+  // ps 1 gets its own address as the list's one entry.
+  auto ps1 = ParseTfConfig(R"({"sparseCluster": {"worker": {}, "ps": ["test-tfjob-ps-1.default.svc:2222"]},
+                               "task": {"type": "ps", "index": 1}})");
+  ASSERT_TRUE(ps1.ok()) << ps1.status();
+  EXPECT_EQ(*ps1->cluster.Address("ps", 1), "test-tfjob-ps-1.default.svc:2222");
+  EXPECT_TRUE(ValidateTaskForRole(*ps1, "ps").ok());
+}
+
+TEST(KubeflowTfConfigTest, SparseClusterOfTheChiefIsRefusedWithAWayOut) {
+  EXPECT_THAT(ErrorOf(R"({"sparseCluster": {"worker": {}, "ps": []}, "task": {"type": "chief", "index": 0}})"),
+              HasSubstr("--tf_config=FILE"));
+  EXPECT_THAT(ErrorOf(R"({"sparseCluster": {"worker": {}, "ps": []}, "task": {"type": "master", "index": 0}})"),
+              HasSubstr("sparseCluster"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": ["p:1"]}, "sparseCluster": {"ps": ["p:1"]}})"),
+              HasSubstr("both \"cluster\" and \"sparseCluster\""));
 }
 
 }  // namespace

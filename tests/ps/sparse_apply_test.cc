@@ -199,5 +199,33 @@ TEST(SparseApply, LazyAdamMovesOnlyTheTouchedRowsMoments) { Check(Make("lazy_ada
 
 TEST(SparseApply, DenseAdamOnATableUpdatesEveryRow) { Check(Make("adam", 0.01), AdamRule(0.01), /*every_row=*/true); }
 
+// Updates of more rows than one gathered block (4096) give what the dense formula (already
+// checked above against Keras's) gives row by row.
+TEST(SparseApply, LargeUpdatesSpanSeveralBlocks) {
+  OptimizerProto p = Make("sgd", 0.1);
+  p.set_momentum(0.9);
+  auto opt = Optimizer::Create(p);
+  ASSERT_TRUE(opt.ok());
+  constexpr int64_t kBig = 20000, kWidth = 5;
+  std::vector<float> values(kBig * kWidth), momentum(kBig * kWidth);
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = static_cast<float>(i % 17) * 0.01f;
+    momentum[i] = static_cast<float>(i % 5) * 0.001f;
+  }
+  RowGradients update;
+  for (int64_t r = kBig - 1; r >= 0; r -= 2) update.rows.push_back(r);  // 10000 rows, descending
+  for (size_t i = 0; i < update.rows.size() * kWidth; ++i) update.grads.push_back(static_cast<float>(i % 7) - 3.0f);
+  std::vector<float> want = values, want_m = momentum;
+  for (size_t i = 0; i < update.rows.size(); ++i) {
+    const size_t at = static_cast<size_t>(update.rows[i] * kWidth);
+    const absl::Span<float> m[] = {absl::MakeSpan(&want_m[at], kWidth)};
+    (*opt)->Apply(absl::MakeConstSpan(&update.grads[i * kWidth], kWidth), absl::MakeSpan(&want[at], kWidth), m, 2);
+  }
+  const std::vector<absl::Span<float>> slots = {absl::MakeSpan(momentum)};
+  ApplyRowGradients(**opt, update, kWidth, absl::MakeSpan(values), slots, 2);
+  EXPECT_EQ(values, want);
+  EXPECT_EQ(momentum, want_m);
+}
+
 }  // namespace
 }  // namespace pstrain

@@ -69,6 +69,17 @@ struct Cluster {
     }
     return out;
   }
+  // Creates the shards, initialised, with Adagrad, then pushes the first two steps every test uses.
+  void CreateAndTrain() {
+    for (int p = 0; p < layout.ps; ++p) {
+      CreateShardsRequest r = testing_util::CreateRequest(On(p), UPDATE_ASYNC, 1);
+      *r.mutable_optimizer() = Adagrad();
+      CreateShardsResponse created;
+      EXPECT_TRUE(clients[p]->CreateShards(r, &created).ok());
+    }
+    Push({3, 7, 22, 0});
+    Push({7, 11});
+  }
   // Pushes the rows `ids` (gradient = 0.1 * (id + 1) on every element) to their owning shards.
   void Push(const std::vector<int64_t>& ids) {
     for (int p = 0; p < layout.ps; ++p) {
@@ -126,14 +137,7 @@ class TableCheckpointTest : public ::testing::Test {
   // Creates `layout`, trains two pushes, saves into `dir` with the index; returns the table.
   std::vector<float> TrainAndSave(const Layout& layout, const std::string& dir) {
     Cluster c(layout);
-    for (int p = 0; p < layout.ps; ++p) {
-      CreateShardsRequest r = testing_util::CreateRequest(c.On(p), UPDATE_ASYNC, 1);
-      *r.mutable_optimizer() = Adagrad();
-      CreateShardsResponse created;
-      EXPECT_TRUE(c.clients[p]->CreateShards(r, &created).ok());
-    }
-    c.Push({3, 7, 22, 0});
-    c.Push({7, 11});
+    c.CreateAndTrain();
     CheckpointIndex index;
     index.global_step = 2;
     for (int p = 0; p < layout.ps; ++p) {
@@ -173,14 +177,7 @@ TEST_F(TableCheckpointTest, RestoresIntoAnyStrategyShardAndPsCountWithItsSlots) 
     const std::vector<float> table = TrainAndSave(from, dir);
     // The same two pushes on the original layout, then one more, give the reference.
     Cluster reference(from);
-    for (int p = 0; p < from.ps; ++p) {
-      CreateShardsRequest r = testing_util::CreateRequest(reference.On(p), UPDATE_ASYNC, 1);
-      *r.mutable_optimizer() = Adagrad();
-      CreateShardsResponse created;
-      ASSERT_TRUE(reference.clients[p]->CreateShards(r, &created).ok());
-    }
-    reference.Push({3, 7, 22, 0});
-    reference.Push({7, 11});
+    reference.CreateAndTrain();
     reference.Push({7, 8});
     const std::vector<float> next = reference.Table();
     for (const Layout& to : restored_as) {

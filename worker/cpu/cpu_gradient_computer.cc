@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/cpu/cpu_kernels.h"
 #include "worker/cpu/cpu_model.h"
 #include "worker/cpu/ctr_gradient_computer.h"
 #include "worker/cpu/thread_pool.h"
@@ -118,11 +119,10 @@ absl::Status CpuGradientComputer::Compute(absl::Span<const Tensor> params, const
                           cls ? nullptr : batch.targets.data() + begin * out_size, count, loss_scale,
                           grad_ptrs_[t].data(), &replica_metrics_[t]);
   });
+  const CpuKernels& kernels = ActiveCpuKernels();
   for (int t = 1; t < chunks; ++t) {
     for (size_t i = 0; i < nv; ++i) {
-      float* dst = (*grads)[i].data<float>();
-      const float* src = replica_grads_[t][i].data<float>();
-      for (int64_t j = 0; j < params[i].num_elements(); ++j) dst[j] += src[j];
+      kernels.add((*grads)[i].data<float>(), replica_grads_[t][i].data<float>(), params[i].num_elements());
     }
   }
   for (int t = 0; t < chunks; ++t) AddBatchMetrics(replica_metrics_[t], metrics);

@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "common/tensor.h"
 #include "worker/cpu/conv2d.h"
+#include "worker/cpu/cpu_kernels.h"
 #include "worker/cpu/dense.h"
 #include "worker/cpu/loss.h"
 #include "worker/cpu/pool.h"
@@ -29,6 +30,7 @@ class CpuLayer {
 
 namespace {
 
+// A conv2d, with the max_pool2d that follows it fused in when there is one.
 class ConvLayer : public CpuLayer {
  public:
   explicit ConvLayer(const Conv2DGeometry& g) : conv_(g) {}
@@ -38,7 +40,7 @@ class ConvLayer : public CpuLayer {
   }
   void Backward(const float* in, const float* out, float* dout, int64_t batch, const float* const* p, float* din,
                 float* const* g) override {
-    conv_.Backward(out, dout, batch, p[0], din, g[0], conv_.geometry().bias ? g[1] : nullptr);
+    conv_.Backward(in, out, dout, batch, p[0], din, g[0], conv_.geometry().bias ? g[1] : nullptr);
   }
 
  private:
@@ -78,37 +80,39 @@ class PoolLayer : public CpuLayer {
 
 class ReluLayer : public CpuLayer {
  public:
-  explicit ReluLayer(int64_t size) : size_(size) {}
+  explicit ReluLayer(int64_t size) : size_(size), kernels_(&ActiveCpuKernels()) {}
   void Forward(const float* in, int64_t batch, const float* const*, float* out) override {
-    for (int64_t i = 0; i < batch * size_; ++i) out[i] = in[i] > 0.f ? in[i] : 0.f;
+    kernels_->relu(in, out, batch * size_);
   }
   void Backward(const float*, const float* out, float* dout, int64_t batch, const float* const*, float* din,
                 float* const*) override {
-    if (din == nullptr) return;
-    for (int64_t i = 0; i < batch * size_; ++i) din[i] = out[i] > 0.f ? dout[i] : 0.f;
+    if (din != nullptr) kernels_->relu_backward(out, dout, din, batch * size_);
   }
 
  private:
   int64_t size_;
+  const CpuKernels* kernels_;
 };
 
-class FlattenLayer : public CpuLayer {
+// Output = input: a flatten (NHWC is already flat), or a max_pool2d fused into the conv before it.
+class AliasLayer : public CpuLayer {
  public:
   bool alias() const override { return true; }
   void Forward(const float*, int64_t, const float* const*, float*) override {}
   void Backward(const float*, const float*, float*, int64_t, const float* const*, float*, float* const*) override {}
 };
 
-std::unique_ptr<CpuLayer> MakeLayer(const LayerSpec& l, const std::vector<int64_t>& in) {
+// `fused_pool`: the window of a max_pool2d that follows a conv2d and is computed inside it (0: none).
+std::unique_ptr<CpuLayer> MakeLayer(const LayerSpec& l, const std::vector<int64_t>& in, int64_t fused_pool) {
   const bool relu = l.activation == "relu";
   if (l.type == "conv2d") {
-    Conv2DGeometry g{in[0], in[1], in[2], l.filters, l.kernel_size, l.padding == "same", relu, l.use_bias};
+    Conv2DGeometry g{in[0], in[1], in[2], l.filters, l.kernel_size, l.padding == "same", relu, l.use_bias, fused_pool};
     return std::make_unique<ConvLayer>(g);
   }
   if (l.type == "dense") return std::make_unique<DenseLayer>(DenseGeometry{in[0], l.units, relu, l.use_bias});
   if (l.type == "max_pool2d") return std::make_unique<PoolLayer>(PoolGeometry{in[0], in[1], in[2], l.pool_size});
   if (l.type == "relu") return std::make_unique<ReluLayer>(NumElements(in));
-  return std::make_unique<FlattenLayer>();
+  return std::make_unique<AliasLayer>();
 }
 
 }  // namespace
@@ -122,11 +126,21 @@ absl::StatusOr<std::unique_ptr<CpuModel>> CpuModel::Create(const ModelSpec& spec
   std::vector<int64_t> in = spec.input_shape;
   int param = 0;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
-    model->layers_.push_back(MakeLayer(spec.layers[i], in));
+    const bool fuse_pool =
+        spec.layers[i].type == "conv2d" && i + 1 < spec.layers.size() && spec.layers[i + 1].type == "max_pool2d";
+    // A fused conv2d writes the pooled output; the max_pool2d after it becomes an alias of it.
+    const size_t result = fuse_pool ? i + 1 : i;
+    model->layers_.push_back(MakeLayer(spec.layers[i], in, fuse_pool ? spec.layers[i + 1].pool_size : 0));
     model->first_param_.push_back(param);
-    model->out_sizes_.push_back(NumElements(shapes[i]));
+    model->out_sizes_.push_back(NumElements(shapes[result]));
     param += model->layers_.back()->num_params();
-    in = shapes[i];
+    if (fuse_pool) {
+      model->layers_.push_back(std::make_unique<AliasLayer>());
+      model->first_param_.push_back(param);
+      model->out_sizes_.push_back(NumElements(shapes[result]));
+    }
+    in = shapes[result];
+    i = result;
   }
   model->activations_.resize(spec.layers.size());
   model->outputs_.resize(spec.layers.size());
@@ -134,8 +148,10 @@ absl::StatusOr<std::unique_ptr<CpuModel>> CpuModel::Create(const ModelSpec& spec
   model->output_size_ = NumElements(in);
   model->classification_ = spec.loss == "sparse_categorical_crossentropy";
   if (model->classification_ && in.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("job spec: sparse_categorical_crossentropy needs flat logits as the "
-                                                   "model output, got shape ", ShapeString(in)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("job spec: sparse_categorical_crossentropy needs flat logits as the "
+                     "model output, got shape ",
+                     ShapeString(in)));
   }
   return model;
 }
@@ -158,8 +174,8 @@ const float* CpuModel::Forward(const float* const* params, const float* inputs, 
   return in;
 }
 
-double CpuModel::Loss(const float* logits, const int32_t* labels, const float* targets, int64_t batch,
-                      float loss_scale, bool want_grad, int64_t* correct) {
+double CpuModel::Loss(const float* logits, const int32_t* labels, const float* targets, int64_t batch, float loss_scale,
+                      bool want_grad, int64_t* correct) {
   const size_t need = static_cast<size_t>(batch * output_size_);
   if (grad_a_.size() < need) grad_a_.resize(need);
   float* d = want_grad ? grad_a_.data() : nullptr;

@@ -1,7 +1,8 @@
 // CpuModel: a Keras-Sequential-like model (dense, conv2d, max_pool2d, flatten, relu; softmax
 // cross-entropy from logits or MSE) running forward and backward on ONE thread over a slice of a
 // batch, with every activation and scratch buffer kept and reused across steps. The parameters
-// are passed per call (full variables in ModelVariables() order); the model holds none.
+// are passed per call (full variables in ModelVariables() order); the model holds none. A
+// max_pool2d right after a conv2d runs fused inside the convolution (conv2d.h).
 // CpuGradientComputer (cpu_gradient_computer.h) runs one CpuModel per thread.
 // Thread-safety: one call at a time per object.
 #ifndef PSTRAIN_WORKER_CPU_CPU_MODEL_H_

@@ -1,10 +1,15 @@
 // Dense (fully connected) kernel on the CPU: out[B, units] = act(in[B, inputs] * kernel + bias),
-// Keras [inputs, units] kernel, optional fused bias and ReLU, one Eigen GEMM each way.
-// Thread-safety: stateless apart from the geometry; Forward/Backward are const and reentrant.
+// Keras [inputs, units] kernel, optional fused bias and ReLU. Forward and the input gradient are
+// one GEMM each (bias and ReLU applied as the results leave the registers), the kernel gradient a
+// transposed GEMM, all run by the CPU level active when the object was built (cpu_kernels.h).
+// Thread-safety: one call at a time per object (it keeps packing scratch); use one per thread.
 #ifndef PSTRAIN_WORKER_CPU_DENSE_H_
 #define PSTRAIN_WORKER_CPU_DENSE_H_
 
 #include <cstdint>
+#include <vector>
+
+#include "worker/cpu/cpu_kernels.h"
 
 namespace pstrain {
 
@@ -16,7 +21,7 @@ struct DenseGeometry {
 
 class Dense {
  public:
-  explicit Dense(const DenseGeometry& g) : g_(g) {}
+  explicit Dense(const DenseGeometry& g) : g_(g), kernels_(&ActiveCpuKernels()) {}
   const DenseGeometry& geometry() const { return g_; }
 
   // `bias` may be null when !g.bias.
@@ -29,6 +34,9 @@ class Dense {
 
  private:
   DenseGeometry g_;
+  const CpuKernels* kernels_;
+  mutable std::vector<float> packed_;  // the kernel (or its transpose) in the GEMM's layout
+  mutable std::vector<float> padded_;  // dout with rows padded for the transposed GEMM
 };
 
 }  // namespace pstrain

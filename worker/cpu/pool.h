@@ -1,12 +1,15 @@
 // MaxPool2D kernel on the CPU (NHWC, square window, stride = window, `valid`: trailing rows and
-// columns that do not fill a window are dropped, as in Keras). Forward records the winning input
-// index of every output so Backward is a scatter.
+// columns that do not fill a window are dropped, as in Keras). Forward records which window
+// position won for every output so Backward is a scatter. Runs the CPU level active when the
+// object was built (cpu_kernels.h). A max-pool right after a conv2d is fused into Conv2D instead.
 // Thread-safety: one call at a time per object (it keeps the argmax buffer).
 #ifndef PSTRAIN_WORKER_CPU_POOL_H_
 #define PSTRAIN_WORKER_CPU_POOL_H_
 
 #include <cstdint>
 #include <vector>
+
+#include "worker/cpu/cpu_kernels.h"
 
 namespace pstrain {
 
@@ -21,7 +24,7 @@ struct PoolGeometry {
 
 class MaxPool2D {
  public:
-  explicit MaxPool2D(const PoolGeometry& g) : g_(g) {}
+  explicit MaxPool2D(const PoolGeometry& g) : g_(g), kernels_(&ActiveCpuKernels()) {}
   const PoolGeometry& geometry() const { return g_; }
 
   void Forward(const float* in, int64_t batch, float* out);
@@ -30,7 +33,8 @@ class MaxPool2D {
 
  private:
   PoolGeometry g_;
-  std::vector<int32_t> argmax_;  // per output: offset of the max inside its example's input
+  const CpuKernels* kernels_;
+  std::vector<int32_t> argmax_;  // per output: the window position of the max (dy * pool + dx)
 };
 
 }  // namespace pstrain

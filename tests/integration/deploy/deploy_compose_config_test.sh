@@ -33,4 +33,27 @@ if out=$(check_tf_config_dir "$tmp/bad" "$pstrain"); then
   exit 1
 fi
 grep -q "task worker:0 is also the task of" <<<"$out" || { echo "FAIL: unexpected message: $out"; exit 1; }
-echo "PASS: compose file valid; a duplicated task is reported: $(head -n1 <<<"$out")"
+
+# Health checks, restarts and metrics; then the healthcheck's own command against a real ps.
+"$(deploy_python)" "$DEPLOY_TEST_DIR/tf_config_check.py" compose-ops "$tmp/rendered.yml"
+bin_dir=$(dirname "$pstrain")
+read -r port metrics_port <<<"$(python3 -c 'import socket
+a, b = socket.socket(), socket.socket(); a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
+print(a.getsockname()[1], b.getsockname()[1])')"
+TF_CONFIG="{\"cluster\": {\"worker\": [\"localhost:1\"], \"ps\": [\"localhost:$port\"]}, \"task\": {\"type\": \"ps\", \"index\": 0}}" \
+  "$bin_dir/pstrain-ps" --listen="127.0.0.1:$port" --metrics_port="$metrics_port" >"$tmp/ps.log" 2>&1 &
+ps_pid=$!
+trap 'kill "$ps_pid" 2>/dev/null || true; wait "$ps_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+mapfile -t check < <("$(deploy_python)" -c 'import sys, yaml
+print("\n".join(yaml.safe_load(open(sys.argv[1]))["services"]["ps0"]["healthcheck"]["test"][2:]))' "$tmp/rendered.yml")
+check[1]="localhost:$port"  # the compose file's localhost:2222, here on the test's port
+healthy=""
+for _ in $(seq 1 50); do
+  if "$pstrain" "${check[@]}" >/dev/null 2>&1; then healthy=1; break; fi
+  sleep 0.2
+done
+[ -n "$healthy" ] || { echo "FAIL: the compose healthcheck ($pstrain ${check[*]}) never passed against a real ps"; cat "$tmp/ps.log"; exit 1; }
+kill "$ps_pid"; wait "$ps_pid" 2>/dev/null || true
+if "$pstrain" "${check[@]}" >/dev/null 2>&1; then echo "FAIL: the healthcheck passes with the ps stopped"; exit 1; fi
+echo "PASS: compose file valid; a duplicated task is reported: $(head -n1 <<<"$out"); every service has a"
+echo "  pstrain health check (it passes on a real ps, fails once it stops), restarts and metrics labels"

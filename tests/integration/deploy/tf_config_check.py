@@ -3,6 +3,7 @@
 
     tf_config_check.py consistent DIR       DIR/<host>.json, one TF_CONFIG per process
     tf_config_check.py compose RENDERED OUT  writes OUT/<service>.json from `docker-compose config`
+    tf_config_check.py compose-ops RENDERED  checks health checks, restarts, metrics ports and labels
 
 `consistent` requires: every document has the same "cluster"; every task of the cluster is the
 "task" of exactly one document; the address of a document's own task has the document's name as
@@ -72,7 +73,40 @@ def write_compose_tf_configs(rendered, out_dir):
     return 0
 
 
+def check_compose_ops(rendered):
+    """Every service: a `pstrain health localhost:<port>` healthcheck, --metrics_port equal to its
+    prometheus.io/port label with prometheus.io/scrape "true"; ps and workers restart on failure;
+    the chief waits for every other service to be healthy. Prints one line per problem."""
+    import yaml
+
+    with open(rendered) as f:
+        services = yaml.safe_load(f)["services"]
+    problems = []
+    for name, s in services.items():
+        test = (s.get("healthcheck") or {}).get("test") or []
+        if test[:3] != ["CMD", "pstrain", "health"] or not test[3].startswith("localhost:"):
+            problems.append(f"{name}: healthcheck is not `pstrain health localhost:PORT`: {test}")
+        labels = s.get("labels") or {}
+        port = str(labels.get("prometheus.io/port", ""))
+        if labels.get("prometheus.io/scrape") != "true" or labels.get("prometheus.io/path") != "/metrics":
+            problems.append(f"{name}: missing prometheus.io/scrape or /path labels: {labels}")
+        if f"--metrics_port={port}" not in (s.get("command") or []):
+            problems.append(f"{name}: its command has no --metrics_port={port} (the label's port)")
+        if name != "chief" and s.get("restart") != "on-failure":
+            problems.append(f"{name}: restart is {s.get('restart')}, expected on-failure")
+    depends = (services.get("chief") or {}).get("depends_on") or {}
+    for name in services:
+        if name != "chief" and (depends.get(name) or {}).get("condition") != "service_healthy":
+            problems.append(f"chief: does not wait for {name} to be healthy")
+    return problems
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "compose-ops":
+        problems = check_compose_ops(argv[2])
+        for p in problems:
+            print(p)
+        return 1 if problems else 0
     if len(argv) == 3 and argv[1] == "consistent":
         problems = check_consistent(load_dir(argv[2]))
         for p in problems:
