@@ -281,6 +281,23 @@ TEST(JobSpecTest, CtrErrorsNameTheField) {
   EXPECT_THAT(ErrorOf(doc), HasSubstr("are for criteo data"));
 }
 
+TEST(JobSpecTest, CtrDataFilesFromTheCommandLine) {
+  auto job = LoadJobSpec("ctr");
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(OverrideCtrDataFiles("", "", "--", &*job).ok());  // nothing given: the default set
+  EXPECT_TRUE(job->data.train_files.empty());
+  ASSERT_TRUE(OverrideCtrDataFiles("/d/day_0.gz, /d/day_1*.gz", "/d/day_23.gz", "--", &*job).ok());
+  EXPECT_EQ(job->data.train_files, (std::vector<std::string>{"/d/day_0.gz", "/d/day_1*.gz"}));
+  EXPECT_EQ(job->data.test_files, (std::vector<std::string>{"/d/day_23.gz"}));
+  auto only_train = LoadJobSpec("ctr");
+  auto s = OverrideCtrDataFiles("/d/train.txt", "", "--", &*only_train);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("--train_files needs --test_files too"));
+  auto cnn = LoadJobSpec("cnn");
+  EXPECT_THAT(std::string(OverrideCtrDataFiles("a", "b", "--", &*cnn).message()),
+              HasSubstr("--train_files is for criteo jobs"));
+}
+
 TEST(JobSpecTest, LoadErrors) {
   EXPECT_EQ(LoadJobSpec("resnet").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(LoadJobSpec("/nonexistent/job.json").status().code(), absl::StatusCode::kNotFound);
