@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # CTR jobs on a real cluster (2 ps, 2 workers, sync): with full-batch steps the model after a few
 # steps equals `pstrain train` with the global batch, for the mod and the div table strategy
-# (compared through the test log loss and AUC, which depend on every parameter); and the ps
-# stats show that a step moves a table's touched rows, never the table: per shard, bytes = rows x
-# row size (plus the ids on a push), and rows per pull / push bounded by one worker's batch.
+# (compared through the log loss and AUC over the training AND test examples, so every row a step
+# updated counts); and the ps stats show that a step moves a table's touched rows, never the
+# table: per table shard, the rows pushed are exactly the unique ids of each worker's batch that
+# the shard owns (div or mod), the rows pulled are those plus the evaluation's, and the bytes are
+# rows x row size (plus the ids on a push).
 source "$(dirname "$0")/lib.sh" "$1"
 
 "$BIN/pstrain" datagen ctr --out "$WORK/data" --train 512 --test 300 --vocabulary 100000 --seed 3 \
@@ -15,7 +17,7 @@ job() {  # job STRATEGY: a small CTR job whose one global batch is the whole tra
            "fields": [{"vocabulary_size": 50000, "embedding_dim": 8, "count": 26}],
            "layers": [{"type": "dense", "units": 32, "activation": "relu"}, {"type": "dense", "units": 1}]},
  "optimizer": {"type": "adagrad", "learning_rate": 0.05, "initial_accumulator_value": 1e-6},
- "data": {"dataset": "criteo", "train_files": ["$WORK/data/train.txt"], "test_files": ["$WORK/data/test.txt"]},
+ "data": {"dataset": "criteo", "train_files": ["$WORK/data/train.txt"], "test_files": ["$WORK/data/train.txt", "$WORK/data/test.txt"]},
  "batch_size": 512, "schedule": {"steps": 6, "steps_per_closure": 2},
  "partitioner": {"type": "fixed_shards", "num_shards": 2, "strategy": "$1"},
  "mode": "sync", "seed": 5}
@@ -52,24 +54,44 @@ for strategy in mod div; do
   auc=$(json_get "$MODEL/summary.json" "d['final_test_auc']")
   close "$loss" "$single_loss" || fail "$strategy: sync cluster test log loss $loss differs from pstrain train's $single_loss"
   close "$auc" "$single_auc" || fail "$strategy: sync cluster test AUC $auc differs from pstrain train's $single_auc"
-  # Table shards: what moved is rows, counted and sized exactly, and never more rows per pull or
-  # push than a worker's 256 examples touch (a shard holds 25,000 rows).
-  python3 - "$MODEL/summary.json" <<'PY' || fail "$strategy: ps stats show more than the touched rows moving"
+  # Table shards: what moved is rows, counted and sized exactly. Worker w reads the training lines
+  # i with i % 2 == w (its part), which are its batch at every one of the 6 steps; each step pulls
+  # and pushes the unique ids of each field of that batch that a shard owns (ids hashed as the
+  # reader does: int(hex, 16) % 50000; mod: row r on shard r % 2; div: rows 0..24999 on shard 0).
+  # The evaluation pulls, per range of evaluation examples, the unique ids in the range: at least
+  # every distinct evaluation id of the shard once, at most one row per evaluation example.
+  python3 - "$MODEL/summary.json" "$strategy" "$WORK/data/train.txt" "$WORK/data/test.txt" <<'PY' ||
 import json, sys
-d = json.load(open(sys.argv[1]))
-row_bytes = 8 * 4
-tables = [s for p in d["ps_stats"] for s in p["shards"] if "/embeddings/" in s["name"]]
-assert len(tables) == 52, "expected 26 tables x 2 shards, got %d" % len(tables)
-for s in tables:
-    assert s["rows_pulled"] > 0 and s["rows_pushed"] > 0, s
-    assert s["bytes_out"] == s["rows_pulled"] * row_bytes, s
-    assert s["bytes_in"] == s["rows_pushed"] * (row_bytes + 8), s  # a push carries each row's int64 id
-    assert s["rows_pulled"] <= 256 * s["pulls"] and s["rows_pushed"] <= 256 * s["pushes"], s
-    assert s["bytes_out"] / s["pulls"] < 25000 * row_bytes / 50, s
-print("table shards: %d rows pulled in %d pulls, %d rows pushed in %d pushes" % (
-    sum(s["rows_pulled"] for s in tables), sum(s["pulls"] for s in tables),
-    sum(s["rows_pushed"] for s in tables), sum(s["pushes"] for s in tables)))
+summary, strategy, train_file, test_file = sys.argv[1:5]
+VOCAB, SHARDS, STEPS, WORKERS, ROW_BYTES = 50000, 2, 6, 2, 8 * 4
+def field_ids(path):  # per line, the 26 hashed ids
+    out = []
+    for line in open(path):
+        cats = line.rstrip("\n").split("\t")[14:]
+        assert len(cats) == 26, path
+        out.append([int(c, 16) % VOCAB if c else 0 for c in cats])
+    return out
+def owner(r):
+    return r % SHARDS if strategy == "mod" else r // (VOCAB // SHARDS)
+train, evaluation = field_ids(train_file), field_ids(train_file) + field_ids(test_file)
+d = json.load(open(summary))
+tables = {s["name"]: s for p in d["ps_stats"] for s in p["shards"] if "/embeddings/" in s["name"]}
+assert len(tables) == 26 * SHARDS, "expected 26 tables x 2 shards, got %d" % len(tables)
+pushed = pulled = 0
+for f in range(26):
+    for k in range(SHARDS):
+        s = tables["%s/embeddings/part_%d" % ("embedding" if f == 0 else "embedding_%d" % f, k)]
+        step_rows = sum(len({ids[f] for ids in train[w::WORKERS] if owner(ids[f]) == k}) for w in range(WORKERS))
+        assert s["rows_pushed"] == STEPS * step_rows, ("pushed", f, k, s, STEPS * step_rows)
+        eval_ids = [ids[f] for ids in evaluation if owner(ids[f]) == k]
+        eval_rows = s["rows_pulled"] - STEPS * step_rows
+        assert len(set(eval_ids)) <= eval_rows <= len(eval_ids), ("pulled", f, k, s, len(set(eval_ids)), len(eval_ids))
+        assert s["bytes_out"] == s["rows_pulled"] * ROW_BYTES, s
+        assert s["bytes_in"] == s["rows_pushed"] * (ROW_BYTES + 8), s  # a push carries each row's int64 id
+        pushed += s["rows_pushed"]; pulled += s["rows_pulled"]
+print("table shards (%s): %d rows pulled, %d rows pushed, each exactly the touched rows" % (strategy, pulled, pushed))
 PY
+    fail "$strategy: the ps stats' table rows are not the touched rows"
   echo "$strategy: sync cluster log loss $loss, AUC $auc == pstrain train's $single_loss, $single_auc"
 done
 echo "PASS: sync CTR cluster (mod and div) == pstrain train after 6 full-batch steps; tables move by rows"
