@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/cpu/cpu_kernels.h"
 #include "worker/cpu/ctr_model.h"
 #include "worker/cpu/thread_pool.h"
 
@@ -23,8 +24,6 @@ class CtrGradientComputer : public GradientComputer {
  private:
   const CtrModel& model() const { return *replicas_[0]; }
   absl::Status Check(absl::Span<const Tensor> params, const Batch& batch) const;
-  // Runs fn(thread, first example, count) over one contiguous chunk per thread; returns the chunks.
-  int Split(int64_t n, const std::function<void(int, int64_t, int64_t)>& fn);
   void PrepareGrads(absl::Span<const Tensor> params, std::vector<Tensor>* grads);
   void SumTowerGrads(int chunks, std::vector<Tensor>* grads);
 
@@ -80,15 +79,6 @@ absl::Status CtrGradientComputer::Check(absl::Span<const Tensor> params, const B
   return absl::OkStatus();
 }
 
-int CtrGradientComputer::Split(int64_t n, const std::function<void(int, int64_t, int64_t)>& fn) {
-  const int chunks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(replicas_.size(), n)));
-  pool_.Run(chunks, [&](int t) {
-    const int64_t begin = n * t / chunks, end = n * (t + 1) / chunks;
-    fn(t, begin, end - begin);
-  });
-  return chunks;
-}
-
 void CtrGradientComputer::PrepareGrads(absl::Span<const Tensor> params, std::vector<Tensor>* grads) {
   const size_t nv = params.size(), threads = replicas_.size();
   const size_t fields = static_cast<size_t>(model().num_fields());
@@ -115,11 +105,10 @@ void CtrGradientComputer::PrepareGrads(absl::Span<const Tensor> params, std::vec
 
 void CtrGradientComputer::SumTowerGrads(int chunks, std::vector<Tensor>* grads) {
   const size_t fields = static_cast<size_t>(model().num_fields());
+  const CpuKernels& kernels = ActiveCpuKernels();
   for (int t = 1; t < chunks; ++t) {
     for (size_t i = fields; i < grads->size(); ++i) {
-      float* dst = (*grads)[i].data<float>();
-      const float* src = replica_grads_[t][i].data<float>();
-      for (int64_t j = 0; j < (*grads)[i].num_elements(); ++j) dst[j] += src[j];
+      kernels.add((*grads)[i].data<float>(), replica_grads_[t][i].data<float>(), (*grads)[i].num_elements());
     }
   }
 }
@@ -137,7 +126,7 @@ absl::Status CtrGradientComputer::Compute(absl::Span<const Tensor> params, const
   const EmbeddingLayout& layout = model().layout();
   if (din_.size() < static_cast<size_t>(n * layout.width)) din_.resize(n * layout.width);
   replica_metrics_.assign(replicas_.size(), BatchMetrics{});
-  const int chunks = Split(n, [&](int t, int64_t begin, int64_t count) {
+  const int chunks = pool_.RunChunks(n, [&](int t, int64_t begin, int64_t count) {
     replicas_[t]->Compute(param_ptrs_.data(), batch.inputs.data<float>() + begin * layout.num_numeric,
                           batch.positions.data() + begin * fields, batch.targets.data() + begin, count, loss_scale,
                           grad_ptrs_[t].data(), din_.data() + begin * layout.width, &replica_metrics_[t]);
@@ -164,7 +153,7 @@ absl::Status CtrGradientComputer::Evaluate(absl::Span<const Tensor> params, cons
   if (n == 0) return absl::OkStatus();
   const int64_t numeric = model().layout().num_numeric;
   const int fields = model().num_fields();
-  const int chunks = Split(n, [&](int t, int64_t begin, int64_t count) {
+  const int chunks = pool_.RunChunks(n, [&](int t, int64_t begin, int64_t count) {
     replicas_[t]->Evaluate(param_ptrs_.data(), batch.inputs.data<float>() + begin * numeric,
                            batch.positions.data() + begin * fields, batch.targets.data() + begin, count,
                            &replica_metrics_[t]);
