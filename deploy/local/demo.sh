@@ -6,8 +6,8 @@
 # stopped on exit, Ctrl-C or any failure.
 #
 #   deploy/local/demo.sh [--workers 2] [--ps 2] [--job cnn|ctr|...] [--epochs 1] [--steps N]
-#                        [--mode async|sync] [--train_files F --test_files F] [--run_dir DIR]
-#                        [--no-build] [-- extra chief flags]
+#                        [--mode async|sync] [--worker_threads 1] [--train_files F --test_files F]
+#                        [--run_dir DIR] [--no-build] [-- extra chief flags]
 # (--flag=value works too.) Every task serves Prometheus metrics on a port of its own (listed at
 # the start and in RUN_DIR/prometheus-targets.json); the chief writes TensorBoard event files to
 # RUN_DIR/model/{train,eval}; at the end the curves are drawn to RUN_DIR/curves.svg.
@@ -138,7 +138,10 @@ for ((i = 0; i < WORKERS; i++)); do start_task worker "$i" pstrain-worker --thre
 echo "demo: started $PS ps and $WORKERS workers; logs in $RUN_DIR/logs/ (one file per task)" >&2
 echo "demo: Prometheus metrics at http://127.0.0.1:PORT/metrics, chief ${METRICS_PORTS[0]}, ps ${METRICS_PORTS[*]:1:PS}, workers ${METRICS_PORTS[*]:$((1 + PS))} (targets: $RUN_DIR/prometheus-targets.json)" >&2
 
-CHIEF_ARGS=(--job="$JOB" --model_dir="$MODEL_DIR" --progress_secs=5 --metrics_port="$(metrics_port chief 0)")
+# An epoch of the ctr preset takes seconds, not minutes: report every second to draw a curve.
+PROGRESS_SECS=5
+[ "$JOB" = ctr ] && PROGRESS_SECS=1
+CHIEF_ARGS=(--job="$JOB" --model_dir="$MODEL_DIR" --progress_secs="$PROGRESS_SECS" --metrics_port="$(metrics_port chief 0)")
 if [ -n "$STEPS" ]; then CHIEF_ARGS+=(--steps="$STEPS"); else CHIEF_ARGS+=(--epochs="$EPOCHS"); fi
 [ -n "$MODE" ] && CHIEF_ARGS+=(--mode="$MODE")
 [ -n "$TRAIN_FILES" ] && CHIEF_ARGS+=(--train_files="$TRAIN_FILES")

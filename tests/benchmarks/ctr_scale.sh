@@ -19,8 +19,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 source "$ROOT/tests/integration/lib.sh" "$BIN_DIR"
-echo "host: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(free -g | awk '/^Mem:/ {print $2 " GiB, " $7 " GiB available"}')"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+source "$ROOT/tests/benchmarks/bench_lib.sh"
+echo "host: $(bench_host_line)"
+echo "load average before: $(bench_load)"
 
 # Criteo layout with one categorical field: label, 13 counts, one hex id uniform over the table.
 python3 - "$WORK" "$ROWS" "$TRAIN_LINES" <<'PY'
@@ -74,4 +75,4 @@ print("training: %d steps of 1024, %.0f examples/s (training loop), test AUC %s"
     summary["global_step"], summary["examples_per_second"], summary.get("final_test_auc")))
 print("targets (ps peak <= 1.25x plan, workers < 1 GiB): %s" % ("met" if ok else "NOT met"))
 PY
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average after: $(bench_load)"

@@ -12,6 +12,7 @@
 # Usage: tests/benchmarks/ctr_vs_pytorch.sh [--reps 3] [--bin build/bin] [--peers DIR]
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$ROOT/tests/benchmarks/bench_lib.sh"
 REPS=3 BIN="$ROOT/build/bin" PEERS="$ROOT/../shared/peers/pytorch"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -25,10 +26,7 @@ PY=/usr/bin/python3
 OB=/usr/lib/x86_64-linux-gnu/openblas-openmp
 [ -x "$BIN/pstrain" ] || { echo "ctr_vs_pytorch: $BIN/pstrain not found; build first (deploy/build.sh)" >&2; exit 2; }
 [ -f "$PEERS/ctr_criteo.py" ] || { echo "ctr_vs_pytorch: $PEERS/ctr_criteo.py not found; give --peers" >&2; exit 2; }
-if ! "$PY" -c "import torch, numpy" 2>/dev/null || [ ! -d "$OB" ]; then
-  echo "installing the peer's dependencies (deploy/install-bench-deps.sh)" >&2
-  bash "$ROOT/deploy/install-bench-deps.sh"
-fi
+bench_peer_deps "$PY"
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/pstrain-ctr-bench.XXXXXX")
 echo "logs in $OUT" >&2
 
@@ -66,9 +64,9 @@ for l in open(sys.argv[1]):
         d = json.loads(l[7:]); print(d['train_examples_per_sec'], d['test_auc'], d['test_logloss'])" "$log"
 }
 
-echo "host: $(lscpu | sed -n 's/^Model name: *//p'), family $(lscpu | sed -n 's/^CPU family: *//p'), model $(lscpu | sed -n 's/^Model: *//p'), $(grep -q avx512f /proc/cpuinfo && echo AVX-512 || echo no AVX-512), $(nproc) CPUs"
+echo "host: $(bench_host_line)"
 echo "pstrain: $("$BIN/pstrain" train --job=ctr --steps=1 --eval=false --train_files="$TRAIN" --test_files="$TEST" 2>&1 >/dev/null | grep -o 'cpu kernels.*' || true)"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (figures are only comparable on an idle machine)"
+echo "load average before: $(bench_load) (figures are only comparable on an idle machine)"
 declare -a T C P Q
 for rep in $(seq 1 "$REPS"); do
   T+=("$(run_train "$rep")"); echo "rep $rep: pstrain train ${T[-1]}" >&2
@@ -78,7 +76,7 @@ for rep in $(seq 1 "$REPS"); do
     Q+=("$(run_peer "peer-no-coretype.r$rep" env -u OPENBLAS_CORETYPE)"); echo "rep $rep: peer without OPENBLAS_CORETYPE ${Q[-1]}" >&2
   fi
 done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average after: $(bench_load)"
 
 join() { local IFS=';'; echo "$*"; }
 "$PY" - "$(join "${T[@]}")" "$(join "${C[@]}")" "$(join "${P[@]}")" "$(join "${Q[@]+"${Q[@]}"}")" "$BAYES" \
