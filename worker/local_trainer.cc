@@ -1,11 +1,13 @@
 #include "worker/local_trainer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "common/auc_average.h"
 #include "common/binary_metrics.h"
 #include "common/status_macros.h"
+#include "worker/cpu/thread_pool.h"
 #include "worker/ctr_evaluation.h"
 #include "worker/data/dataset.h"
 #include "worker/data/shard_iterator.h"
@@ -39,7 +41,16 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(const JobSpec
     t->params_.emplace_back();
     (v.sparse ? t->tables_[i] : t->params_[i]) = std::move(value);
   }
-  if (job.model.is_ctr()) t->dedupe_ = std::make_unique<IdDeduper>(t->variables_);
+  if (job.model.is_ctr()) {
+    t->dedupe_ = std::make_unique<IdDeduper>(t->variables_);
+    for (size_t i = 0; i < t->variables_.size(); ++i) {
+      if (t->variables_[i].sparse) t->table_indices_.push_back(i);
+    }
+    // A step's gathers and sparse applies are one independent piece of work per table: spread over
+    // the compute threads, they do not leave all but one thread idle between the steps' GEMMs.
+    t->table_pool_ = std::make_unique<ThreadPool>(static_cast<int>(
+        std::max<size_t>(1, std::min<size_t>(std::max(options.threads, 1), t->table_indices_.size()))));
+  }
   ASSIGN_OR_RETURN(t->updater_, updater(job.optimizer, t->variables_));
   ASSIGN_OR_RETURN(t->replicas_, ReplicaSet::Create(job.model, options.replicas, options.threads, compute));
   ASSIGN_OR_RETURN(Dataset train, LoadDataset(job, Split::kTrain, options.data_dir));
@@ -103,17 +114,30 @@ absl::Status LocalTrainer::EvaluateTest(TestMetrics* out) {
   return absl::OkStatus();
 }
 
+absl::Status LocalTrainer::ForEachTable(const std::function<absl::Status(size_t)>& fn) {
+  const int threads = table_pool_->size();
+  std::vector<absl::Status> status(table_indices_.size());
+  table_pool_->Run(threads, [&](int t) {
+    for (size_t k = static_cast<size_t>(t); k < table_indices_.size(); k += threads) status[k] = fn(table_indices_[k]);
+  });
+  for (const absl::Status& s : status) RETURN_IF_ERROR(s);
+  return absl::OkStatus();
+}
+
 absl::Status LocalTrainer::Step(float loss_scale, BatchMetrics* metrics) {
   train_->Next(job_.batch_size, &batch_);
   if (dedupe_ != nullptr) {
     RETURN_IF_ERROR(dedupe_->Build(&batch_, &lookup_));
-    GatherLookupRows(tables_, lookup_, &params_);
+    RETURN_IF_ERROR(ForEachTable([this](size_t i) {
+      GatherRows(tables_[i], lookup_.unique_ids[i], &params_[i]);
+      return absl::OkStatus();
+    }));
   }
   RETURN_IF_ERROR(replicas_->Compute(params_, batch_, loss_scale, &grads_, metrics));
-  for (size_t i = 0; dedupe_ != nullptr && i < variables_.size(); ++i) {
-    if (variables_[i].sparse) {
-      RETURN_IF_ERROR(updater_->ApplySparse(static_cast<int>(i), lookup_.unique_ids[i], grads_[i], &tables_[i]));
-    }
+  if (dedupe_ != nullptr) {
+    RETURN_IF_ERROR(ForEachTable([this](size_t i) {
+      return updater_->ApplySparse(static_cast<int>(i), lookup_.unique_ids[i], grads_[i], &tables_[i]);
+    }));
   }
   return updater_->Apply(grads_, &params_);
 }

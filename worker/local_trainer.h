@@ -23,6 +23,7 @@
 namespace pstrain {
 
 class ShardIterator;
+class ThreadPool;
 struct Dataset;
 
 // Writes the initial value of `var` (full shape, already allocated) from the job seed.
@@ -40,6 +41,7 @@ class ParameterUpdater {
   // summed first, untouched rows and their optimizer slots unchanged (optimizers that update every
   // row, such as adam, move them all as the ps does). Call it for each table of a step BEFORE the
   // step's Apply. InvalidArgument for an id outside the table, a shape mismatch or a dense variable.
+  // Calls for DIFFERENT tables may run concurrently (they share no state); never with Apply.
   virtual absl::Status ApplySparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,
                                    Tensor* table) {
     return absl::UnimplementedError("this updater has no sparse apply");
@@ -73,9 +75,9 @@ struct EpochReport {
 // The metrics of one pass over the test set.
 struct TestMetrics {
   int64_t examples = 0;
-  double loss = 0;                // mean per-example loss (binary models: the log loss)
-  double accuracy = 0;            // classification; binary: (logit > 0) == label
-  double auc = std::nan("");      // binary models: exact over the whole set
+  double loss = 0;            // mean per-example loss (binary models: the log loss)
+  double accuracy = 0;        // classification; binary: (logit > 0) == label
+  double auc = std::nan("");  // binary models: exact over the whole set
 };
 
 class LocalTrainer {
@@ -106,6 +108,9 @@ class LocalTrainer {
   LocalTrainer() = default;
   // One training step on the next batch (CTR models: dedupe, gather, sparse and dense apply).
   absl::Status Step(float loss_scale, BatchMetrics* metrics);
+  // CTR models: fn(i) for every table i, the tables spread over table_pool_'s threads; the first
+  // error in table order.
+  absl::Status ForEachTable(const std::function<absl::Status(size_t)>& fn);
   void NoteBadLines(const std::string& split, const Dataset& data);
 
   JobSpec job_;
@@ -114,7 +119,9 @@ class LocalTrainer {
   // params_: what a step computes with. Dense variables whole; CTR models' tables as the step's
   // gathered rows, the whole tables living in tables_ (empty tensors for dense variables).
   std::vector<Tensor> params_, grads_, tables_;
-  std::unique_ptr<IdDeduper> dedupe_;  // CTR models
+  std::unique_ptr<IdDeduper> dedupe_;       // CTR models
+  std::vector<size_t> table_indices_;       // CTR models: the tables' variable indices
+  std::unique_ptr<ThreadPool> table_pool_;  // CTR models: gathers and sparse applies per table
   std::vector<std::string> data_warnings_;
   SparseLookup lookup_;
   Batch batch_;
