@@ -16,12 +16,18 @@
 
 namespace pstrain {
 
+std::string DescribeData(const DataSpec& data, const std::string& data_dir) {
+  if (data.dataset == "csv") return absl::StrCat("csv file ", data.test_file.empty() ? "(none)" : data.test_file);
+  if (data.dataset == "fashion_mnist") return absl::StrCat("fashion_mnist in ", data_dir.empty() ? data.dir : data_dir);
+  return absl::StrCat(data.dataset, " data");
+}
+
 absl::StatusOr<std::vector<Tensor>> LoadModelVariables(Env* env, const std::string& dir, const CheckpointIndex& index,
-                                                       const ModelSpec& model) {
+                                                       const ModelSpec& model, int64_t max_bytes) {
   ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(model));
   std::vector<Tensor> out;
   for (const VariableSpec& v : variables) {
-    ASSIGN_OR_RETURN(Tensor t, ReadCheckpointRows(env, dir, index, v.name, 0, -1));
+    ASSIGN_OR_RETURN(Tensor t, ReadCheckpointRows(env, dir, index, v.name, 0, -1, "", max_bytes));
     if (t.shape() != v.shape && t.num_elements() == NumElements(v.shape)) t.Reshape(v.shape);
     if (t.shape() != v.shape) {
       return absl::InvalidArgumentError(absl::StrCat("variable ", v.name, " in ", dir, " has shape ",
@@ -41,7 +47,8 @@ absl::StatusOr<JobSpec> JobSpecOfCheckpoint(const CheckpointIndex& index) {
 absl::StatusOr<EvalResult> EvaluateCheckpoint(Env* env, const std::string& dir, const CheckpointEvalOptions& options) {
   ASSIGN_OR_RETURN(CheckpointIndex index, ReadCheckpointIndex(env, dir));
   ASSIGN_OR_RETURN(JobSpec job, JobSpecOfCheckpoint(index));
-  ASSIGN_OR_RETURN(std::vector<Tensor> params, LoadModelVariables(env, dir, index, job.model));
+  ASSIGN_OR_RETURN(std::vector<Tensor> params, LoadModelVariables(env, dir, index, job.model, options.max_bytes));
+  if (options.data.has_value()) job.data = *options.data;  // the user's data, never the checkpoint's
   ASSIGN_OR_RETURN(Dataset test, LoadDataset(job, Split::kTest, options.data_dir));
   ASSIGN_OR_RETURN(std::unique_ptr<GradientComputer> computer, NewCpuGradientComputer(job.model, options.threads));
   auto evaluate = [&computer](absl::Span<const Tensor> p, const Batch& batch, BatchMetrics* m) {

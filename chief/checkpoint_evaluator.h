@@ -6,6 +6,7 @@
 #ifndef PSTRAIN_CHIEF_CHECKPOINT_EVALUATOR_H_
 #define PSTRAIN_CHIEF_CHECKPOINT_EVALUATOR_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,15 +20,22 @@
 namespace pstrain {
 
 struct CheckpointEvalOptions {
-  std::string data_dir;   // overrides the job's data.dir when non-empty
+  // The test data to read: the user's (a job spec or flags). Without it, the data named by the job
+  // spec stored in the checkpoint, which callers show the user (DescribeData) before reading.
+  std::optional<DataSpec> data;
+  std::string data_dir;   // overrides data.dir when non-empty
   int threads = 1;
   int64_t batch_size = 500;
+  int64_t max_bytes = 0;  // most bytes a checkpoint variable may take (0: this host's default budget)
 };
+
+// "fashion_mnist in DIR", "csv file FILE", ... for telling the user what will be read.
+std::string DescribeData(const DataSpec& data, const std::string& data_dir);
 
 // The model's variables in ModelVariables() order, read from `dir` (checksums verified).
 // NotFound / DataLoss naming the variable or file; InvalidArgument when a shape differs.
 absl::StatusOr<std::vector<Tensor>> LoadModelVariables(Env* env, const std::string& dir, const CheckpointIndex& index,
-                                                       const ModelSpec& model);
+                                                       const ModelSpec& model, int64_t max_bytes = 0);
 
 // The job spec stored in the checkpoint's index. InvalidArgument when it does not parse.
 absl::StatusOr<JobSpec> JobSpecOfCheckpoint(const CheckpointIndex& index);

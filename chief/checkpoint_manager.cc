@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "ps/checkpoint_reader.h"
 
@@ -114,6 +115,7 @@ absl::StatusOr<std::optional<FoundCheckpoint>> CheckpointManager::FindLatest(std
     if (step >= 0) candidates.emplace_back(step, name);
   }
   std::sort(candidates.rbegin(), candidates.rend());
+  std::vector<std::string> unusable;  // "dir: reason", newest first
   for (const auto& [step, name] : candidates) {
     const std::string dir = absl::StrCat(model_dir_, "/", name);
     absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(env_, dir);
@@ -122,10 +124,29 @@ absl::StatusOr<std::optional<FoundCheckpoint>> CheckpointManager::FindLatest(std
       s = absl::DataLossError(absl::StrCat("index.json says step ", index->global_step));
     }
     if (!s.ok()) {
-      warn(absl::StrCat("ignoring checkpoint ", dir, ": ", s.message()));
+      unusable.push_back(absl::StrCat(dir, ": ", s.message()));
       continue;
     }
+    for (const std::string& line : unusable) {
+      warn(absl::StrCat("ignoring checkpoint ", line));
+    }
+    // The newer, unusable ones are kept, but out of the way of this run's saves and pruning.
+    if (remove_incomplete) {
+      for (const auto& [newer_step, newer] : candidates) {
+        if (newer_step <= step) break;
+        const std::string from = absl::StrCat(model_dir_, "/", newer);
+        std::string to = from + ".unusable";
+        for (int i = 2; env_->FileExists(to); ++i) to = absl::StrCat(from, ".unusable-", i);
+        if (env_->Rename(from, to).ok()) warn(absl::StrCat("moved the unusable checkpoint ", from, " aside to ", to));
+      }
+    }
     return std::optional<FoundCheckpoint>(FoundCheckpoint{dir, *std::move(index)});
+  }
+  if (!unusable.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("the model dir ", model_dir_, " holds ", unusable.size(),
+                                                      unusable.size() == 1 ? " checkpoint" : " checkpoints",
+                                                      " and none can be used (they are left untouched):\n  ",
+                                                      absl::StrJoin(unusable, "\n  ")));
   }
   return std::optional<FoundCheckpoint>();
 }

@@ -4,7 +4,8 @@
 // directory to "ckpt-<step>", then keeps only the newest `keep` checkpoints. A crash at any point
 // leaves at most a ".tmp-" directory, which never counts as a checkpoint.
 // FindLatest(): the newest "ckpt-<step>" whose index parses and whose files verify; incomplete or
-// corrupt ones are skipped with a warning naming them and the reason.
+// corrupt ones are skipped with a warning naming them and the reason. A model dir whose
+// checkpoints all fail is an error naming each, never "no checkpoint" (which would start over).
 // Thread-safety: one Save/Restore at a time (the coordinator's thread); FindLatest is a pure read.
 #ifndef PSTRAIN_CHIEF_CHECKPOINT_MANAGER_H_
 #define PSTRAIN_CHIEF_CHECKPOINT_MANAGER_H_
@@ -34,10 +35,13 @@ class CheckpointManager {
   // filesystem are returned with the ps or path named; the temporary directory is removed then.
   absl::StatusOr<std::string> Save(int64_t global_step, const std::string& job_spec_json);
 
-  // The newest complete checkpoint, or nullopt when there is none. Each skipped directory adds a
-  // line to `warnings` (not owned, may be null). With `remove_incomplete` (the chief at start-up,
-  // when no save can be running) ".tmp-" directories left by crashes are removed; readers such as
-  // the evaluator pass false.
+  // The newest complete checkpoint, or nullopt when the model dir holds no "ckpt-<step>" at all.
+  // FailedPrecondition naming every checkpoint and why it failed when there are some but none can
+  // be used (nothing is changed then). Each skipped directory adds a line to `warnings` (not
+  // owned, may be null). With `remove_incomplete` (the chief at start-up, when no save can be
+  // running) ".tmp-" directories left by crashes are removed, and unusable checkpoints newer than
+  // the one returned are renamed "<name>.unusable" (kept, but never pruned, replaced or restored);
+  // readers such as the evaluator pass false and change nothing.
   absl::StatusOr<std::optional<FoundCheckpoint>> FindLatest(std::vector<std::string>* warnings,
                                                             bool remove_incomplete = true);
 

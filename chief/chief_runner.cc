@@ -134,6 +134,8 @@ int RunChief(const ChiefConfig& config) {
   options.progress_interval_ms = config.progress_interval_secs * 1000;
   options.all_workers_lost_timeout_ms = config.all_workers_lost_timeout_secs * 1000;
   options.restore = config.restore;
+  options.start_over = config.start_over;
+  options.memory_budget_bytes = config.memory_budget_bytes;
   options.init_only = config.init_only;
   options.log = [](const std::string& line) { LogLine("chief", line); };
   options.metrics = config.metrics;
@@ -143,8 +145,10 @@ int RunChief(const ChiefConfig& config) {
   ChiefServiceImpl service(task, [&coordinator] { return coordinator.Status(); });
   absl::StatusOr<std::string> address = cluster.Address(kChief, config.tf_config.task->index);
   std::unique_ptr<grpc::Server> server;
-  if (address.ok()) {
-    absl::StatusOr<std::unique_ptr<grpc::Server>> started = StartChiefServer(*address, &service, nullptr, config.metrics);
+  if (address.ok() || !config.listen.empty()) {
+    const std::string listen =
+        !config.listen.empty() ? config.listen : absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
+    absl::StatusOr<std::unique_ptr<grpc::Server>> started = StartChiefServer(listen, &service, nullptr, config.metrics);
     if (!started.ok()) {
       LogLine("chief", std::string(started.status().message()));
       return kExitRuntimeFailure;

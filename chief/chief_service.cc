@@ -26,11 +26,9 @@ grpc::ServerUnaryReactor* ChiefServiceImpl::GetStatus(grpc::CallbackServerContex
   return reactor;
 }
 
-absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& address,
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& listen,
                                                                ChiefServiceImpl* service, int* bound_port,
                                                                MetricsRegistry* metrics) {
-  const size_t colon = address.rfind(':');
-  const std::string listen = absl::StrCat("0.0.0.0:", address.substr(colon + 1));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
@@ -40,7 +38,8 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot serve the chief status service on ", listen,
-                                               " (is the port of ", address, " already in use?)"));
+                                               " (is the port already in use, or the host not an address of this "
+                                               "machine?)"));
   }
   server->GetHealthCheckService()->SetServingStatus(true);
   if (bound_port != nullptr) *bound_port = port;

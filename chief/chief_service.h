@@ -31,12 +31,12 @@ class ChiefServiceImpl : public ChiefService::CallbackService {
   const std::function<ChiefStatusResponse()> status_;
 };
 
-// Starts a server on "0.0.0.0:<port of address>" with `service` and gRPC's standard health
-// service (reporting SERVING). `service` is not owned and must outlive the server; the port bound
-// goes to `bound_port` when not null (port 0 picks a free one). Unavailable naming the address
-// when the port cannot be bound.
+// Starts a server listening on `listen` ("0.0.0.0:2222", "127.0.0.1:0") with `service` and gRPC's
+// standard health service (reporting SERVING). `service` is not owned and must outlive the
+// server; the port bound goes to `bound_port` when not null (port 0 picks a free one).
+// Unavailable naming the address when it cannot be bound.
 // `metrics` (not owned; may be null) gets the server's gRPC metrics by method.
-absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& address,
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string& listen,
                                                                ChiefServiceImpl* service, int* bound_port = nullptr,
                                                                MetricsRegistry* metrics = nullptr);
 

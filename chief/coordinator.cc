@@ -6,12 +6,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "chief/job_protos.h"
+#include "chief/model_dir.h"
 #include "common/json_util.h"
+#include "common/memory_budget.h"
 #include "common/model_variables.h"
 #include "common/protocol_version.h"
 #include "common/status_macros.h"
 #include "common/variable_planner.h"
+#include "ps/optimizer.h"
 
 namespace pstrain {
 
@@ -27,7 +31,7 @@ nlohmann::json JobSummary::ToJson() const {
   j["examples_per_second"] = examples_per_second;
   j["final_test_loss"] = final_eval ? nlohmann::json(final_eval->loss) : nlohmann::json(nullptr);
   j["final_test_accuracy"] = final_eval && std::isfinite(final_eval->accuracy) ? nlohmann::json(final_eval->accuracy)
-                                                                              : nlohmann::json(nullptr);
+                                                                               : nlohmann::json(nullptr);
   if (final_eval && std::isfinite(final_eval->auc)) {
     j["final_test_auc"] = final_eval->auc;
     j["final_test_logloss"] = final_eval->loss;
@@ -100,7 +104,8 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   if (pool_ != nullptr) pool_->Stop();
   if (!s.ok()) {
     SetState("failed");
-    return s;
+    if (tracker_ == nullptr) return s;
+    return absl::Status(s.code(), absl::StrCat("at global step ", tracker_->global_step(), ": ", s.message()));
   }
   SetState(stop_requested_ ? "stopped" : "done");
   summary.state = stop_requested_ ? "stopped" : "done";
@@ -119,9 +124,7 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   return summary;
 }
 
-bool Coordinator::HasTestData() const {
-  return spec_.data.dataset != "csv" || !spec_.data.test_file.empty();
-}
+bool Coordinator::HasTestData() const { return spec_.data.dataset != "csv" || !spec_.data.test_file.empty(); }
 
 absl::StatusOr<JobSummary> Coordinator::InitOnly() {
   if (checkpoints_ == nullptr) return absl::InvalidArgumentError("initializing only needs a model dir");
@@ -144,8 +147,10 @@ absl::Status Coordinator::Prepare() {
   ASSIGN_OR_RETURN(budget_, ComputeBudget(spec_, train_examples, num_workers_));
   ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(spec_.model));
   ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, spec_.partitioner, static_cast<int>(ps_.size())));
+  RETURN_IF_ERROR(CheckMemory(plan));
   plan_ = VariablePlanToProto(plan, spec_.seed);
   if (!options_.model_dir.empty()) {
+    RETURN_IF_ERROR(PrepareModelDir());
     RETURN_IF_ERROR(env_->CreateDirs(options_.model_dir));
     checkpoints_ = std::make_unique<CheckpointManager>(env_, options_.model_dir,
                                                        static_cast<int>(spec_.schedule.keep_checkpoints), ps_);
@@ -165,8 +170,8 @@ absl::Status Coordinator::Prepare() {
                                                budget_.steps_per_epoch, start_step_, MetricsKindOf(spec_.model));
   if (!options_.init_only) RETURN_IF_ERROR(ConfigureAll());
   if (!HasTestData()) Log("the job has no test data (data.test_file is not set): no evaluation");
-  pool_ = std::make_unique<WorkerPool>(env_, workers_, &queue_, this,
-                                       [this](int worker) { return MakeConfigure(worker); }, options_.pool);
+  pool_ = std::make_unique<WorkerPool>(
+      env_, workers_, &queue_, this, [this](int worker) { return MakeConfigure(worker); }, options_.pool);
   last_report_micros_ = last_checkpoint_micros_ = train_start_micros_ = env_->NowMicros();
   sync_next_step_ = start_step_;
   absl::MutexLock lock(&mu_);
@@ -174,12 +179,63 @@ absl::Status Coordinator::Prepare() {
   return absl::OkStatus();
 }
 
+absl::Status Coordinator::CheckMemory(const VariablePlan& plan) const {
+  if (options_.memory_budget_bytes <= 0) return absl::OkStatus();
+  const int64_t budget = options_.memory_budget_bytes;
+  const std::string raise = absl::StrCat("raise pstrain-chief's ", kMemoryBudgetFlag,
+                                         " (the budget of every task; default half of this host's memory)");
+  ASSIGN_OR_RETURN(const int slots, OptimizerSlotCount(spec_.optimizer));
+  ASSIGN_OR_RETURN(std::vector<int64_t> ps_bytes, PsTaskBytes(plan, slots));
+  for (size_t i = 0; i < ps_bytes.size(); ++i) {
+    RETURN_IF_ERROR(CheckMemoryBudget(ps_[i]->peer(), ps_bytes[i],
+                                      absl::StrCat("variable values and ", slots, " optimizer slots each"), budget,
+                                      absl::StrCat(raise, ", add ps tasks, or make the model smaller")));
+  }
+  // The largest worker share of the batch, at most what that worker's data shard holds.
+  int64_t batch = (spec_.batch_size + num_workers_ - 1) / num_workers_;
+  const int64_t examples = ExamplesInMemory(spec_.data);
+  if (examples > 0) batch = std::min(batch, examples / num_workers_ + 1);
+  ASSIGN_OR_RETURN(ComputeBytes worker,
+                   EstimateComputeBytes(spec_.model, batch, examples, /*slots=*/0, /*applies_updates=*/false));
+  return CheckMemoryBudget(workers_.empty() ? "a worker" : workers_[0]->peer(), worker.total(), worker.Describe(),
+                           budget, absl::StrCat(raise, ", lower batch_size, or make the model smaller"));
+}
+
+absl::Status Coordinator::PrepareModelDir() {
+  ASSIGN_OR_RETURN(std::vector<std::string> earlier, EarlierRunEntries(env_, options_.model_dir));
+  if (earlier.empty()) return absl::OkStatus();
+  if (options_.start_over) {
+    ASSIGN_OR_RETURN(std::string aside, MoveEarlierRunAside(env_, options_.model_dir));
+    Log(absl::StrCat("starting over: moved the earlier run (", absl::StrJoin(earlier, ", "), ") aside into ", aside));
+    return absl::OkStatus();
+  }
+  if (!options_.restore) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the model dir ", options_.model_dir, " holds an earlier run (", absl::StrJoin(earlier, ", "),
+        "); --restore=false would mix the two runs' checkpoints and metrics. Give --start_over to move the earlier "
+        "run aside into ",
+        options_.model_dir,
+        "/previous-run-<time>/ and train from step 0, or use another "
+        "--model_dir"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Coordinator::CreateOrRestore() {
   std::optional<FoundCheckpoint> found;
-  if (checkpoints_ != nullptr && options_.restore) {
+  if (checkpoints_ != nullptr && options_.restore && !options_.start_over) {
     std::vector<std::string> warnings;
-    ASSIGN_OR_RETURN(found, checkpoints_->FindLatest(&warnings));
+    absl::StatusOr<std::optional<FoundCheckpoint>> latest = checkpoints_->FindLatest(&warnings);
     for (const std::string& w : warnings) Log(w);
+    if (!latest.ok()) {
+      return absl::Status(latest.status().code(),
+                          absl::StrCat(latest.status().message(),
+                                       "\nThe job stops rather than train from step 0 over them. Repair or restore "
+                                       "those files, move them away, or give --start_over to move the earlier run "
+                                       "aside into ",
+                                       options_.model_dir, "/previous-run-<time>/ and train from step 0"));
+    }
+    found = *std::move(latest);
   }
   std::vector<std::future<absl::Status>> calls;
   for (size_t i = 0; i < ps_.size(); ++i) {
@@ -257,9 +313,9 @@ absl::Status Coordinator::OnWorkerLost(int worker, const absl::Status& cause) {
   const std::string peer = workers_[worker]->peer();
   gauges_->OnWorkerLost(peer);
   if (spec_.mode == "sync") {
-    return absl::UnavailableError(absl::StrCat(
-        "lost ", peer, " (", cause.message(), "): sync mode needs every worker for every step; restart it "
-        "and the chief, which resumes from the last checkpoint"));
+    return absl::UnavailableError(absl::StrCat("lost ", peer, " (", cause.message(),
+                                               "): sync mode needs every worker for every step; restart it "
+                                               "and the chief, which resumes from the last checkpoint"));
   }
   Log(absl::StrCat("lost ", peer, " (", cause.message(), "); its closure goes to another worker, polling it"));
   absl::MutexLock lock(&mu_);
@@ -280,9 +336,10 @@ absl::Status Coordinator::CheckPsAlive() {
     HandshakeResponse response;
     absl::Status s = ps->Handshake(hello, &response);
     if (!s.ok()) {
-      return absl::UnavailableError(absl::StrCat(
-          "lost ", ps->peer(), " (", s.message(), "): the job stops because a lost ps cannot be recovered yet; "
-          "start the ps again and then the chief: it resumes from the last checkpoint"));
+      return absl::UnavailableError(
+          absl::StrCat("lost ", ps->peer(), " (", s.message(),
+                       "): the job stops because a lost ps cannot be recovered yet; "
+                       "start the ps again and then the chief: it resumes from the last checkpoint"));
     }
   }
   return absl::OkStatus();

@@ -31,6 +31,7 @@
 #include "chief/worker_pool.h"
 #include "common/env.h"
 #include "common/job_spec.h"
+#include "common/variable_planner.h"
 #include "common/metrics_registry.h"
 #include "nlohmann/json.hpp"
 #include "proto/chief.pb.h"
@@ -45,6 +46,13 @@ struct CoordinatorOptions {
   int eval_shards_per_worker = 2;
   int64_t all_workers_lost_timeout_ms = 600000;  // fail when no worker answers for this long
   bool restore = true;                   // resume from the newest checkpoint in model_dir
+  // Move an earlier run's checkpoints and metrics aside (model_dir/previous-run-<time>/) and start
+  // from step 0. Without it, restore = false on a model dir an earlier run used is refused, so two
+  // runs are never mixed.
+  bool start_over = false;
+  // Every task's budget (0: not checked): the plan's bytes on each ps (values and optimizer slots)
+  // and a worker's (model, gradients, data, activations) are checked before anything is created.
+  int64_t memory_budget_bytes = 0;
   // Create (or restore) the variables on the ps, save a checkpoint and stop: no worker is needed.
   // For inspecting initial weights and for re-partitioning a checkpoint.
   bool init_only = false;
@@ -100,6 +108,9 @@ class Coordinator : public WorkerPoolSink {
 
  private:
   absl::Status Prepare();
+  // Starts over or refuses to mix runs in the model dir (see CoordinatorOptions::start_over).
+  absl::Status PrepareModelDir();
+  absl::Status CheckMemory(const VariablePlan& plan) const;
   absl::StatusOr<JobSummary> InitOnly();
   bool HasTestData() const;
   nlohmann::json PsStatsJson() const;  // the ps tasks' stats for the summary  // csv jobs without data.test_file cannot evaluate

@@ -9,6 +9,8 @@
 #include "common/command_line.h"
 #include "common/exit_codes.h"
 #include "common/json_util.h"
+#include "common/memory_budget.h"
+#include "common/status_macros.h"
 
 namespace pstrain {
 namespace {
@@ -16,9 +18,13 @@ namespace {
 const std::vector<FlagDef>& EvaluateFlags() {
   static const auto* flags = new std::vector<FlagDef>{
       {"checkpoint", "", "a checkpoint directory (model_dir/ckpt-N), or a model dir for its newest checkpoint"},
-      {"data_dir", "", "data directory (default: the job's data.dir)"},
+      {"job", "",
+       "job spec (preset or JSON file) whose data section names the test data (default: the data named in the "
+       "checkpoint's own job spec, printed before it is read)"},
+      {"data_dir", "", "data directory (overrides the job's data.dir)"},
       {"threads", "1", "CPU threads"},
       {"format", "text", "text or json"},
+      {"memory_budget_bytes", "0", "most bytes one checkpoint variable may take (0: half of this host's memory)"},
   };
   return *flags;
 }
@@ -30,12 +36,28 @@ absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path) {
   Env* env = Env::Default();
   if (env->FileExists(path + "/index.json")) return path;
   CheckpointManager manager(env, path, 1, {});
-  absl::StatusOr<std::optional<FoundCheckpoint>> found = manager.FindLatest(nullptr, /*remove_incomplete=*/false);
+  std::vector<std::string> warnings;  // newer checkpoints skipped: the user must know which was read
+  absl::StatusOr<std::optional<FoundCheckpoint>> found = manager.FindLatest(&warnings, /*remove_incomplete=*/false);
+  for (const std::string& w : warnings) std::cerr << "pstrain evaluate: " << w << "\n";
   if (!found.ok()) return found.status();
   if (!found->has_value()) {
     return absl::NotFoundError(absl::StrCat(path, " is neither a checkpoint (no index.json) nor a model dir with one"));
   }
   return (*found)->dir;
+}
+
+absl::StatusOr<CheckpointEvalOptions> OptionsFromFlags(const CommandLine& cl) {
+  CheckpointEvalOptions options;
+  ASSIGN_OR_RETURN(int64_t threads, cl.GetInt("threads", IntBetween(1, kMaxThreads)));
+  options.threads = static_cast<int>(threads);
+  ASSIGN_OR_RETURN(int64_t budget, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
+  ASSIGN_OR_RETURN(options.max_bytes, MemoryBudgetBytes(Env::Default(), budget));
+  options.data_dir = cl.Get("data_dir");
+  if (!cl.Get("job").empty()) {
+    ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(cl.Get("job")));
+    options.data = job.data;
+  }
+  return options;
 }
 
 }  // namespace
@@ -54,12 +76,21 @@ int EvaluateMain(int argc, char** argv) {
     std::cerr << "pstrain evaluate: give --checkpoint=DIR (a model_dir/ckpt-N directory)\n";
     return kExitBadConfiguration;
   }
-  absl::StatusOr<int64_t> threads = cl->GetInt("threads");
-  absl::StatusOr<std::string> dir = threads.ok() ? ResolveCheckpoint(cl->Get("checkpoint")) : threads.status();
-  CheckpointEvalOptions options;
-  options.data_dir = cl->Get("data_dir");
-  options.threads = threads.ok() ? static_cast<int>(*threads) : 1;
-  absl::StatusOr<EvalResult> r = dir.ok() ? EvaluateCheckpoint(Env::Default(), *dir, options) : dir.status();
+  absl::StatusOr<std::string> dir;
+  absl::StatusOr<CheckpointEvalOptions> options = OptionsFromFlags(*cl);
+  if (options.ok()) dir = ResolveCheckpoint(cl->Get("checkpoint"));
+  if (options.ok() && dir.ok() && !options->data.has_value()) {
+    // The checkpoint's job spec names the data: say what will be read before reading it.
+    absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(Env::Default(), *dir);
+    absl::StatusOr<JobSpec> job = index.ok() ? JobSpecOfCheckpoint(*index) : index.status();
+    if (job.ok()) {
+      std::cerr << "pstrain evaluate: test data from the checkpoint's job spec: "
+                << DescribeData(job->data, options->data_dir) << " (give --job or --data_dir to choose)\n";
+    }
+  }
+  absl::StatusOr<EvalResult> r = !options.ok() ? options.status()
+                                 : dir.ok()    ? EvaluateCheckpoint(Env::Default(), *dir, *options)
+                                               : dir.status();
   if (!r.ok()) {
     std::cerr << "pstrain evaluate: " << r.status().message() << "\n";
     return ExitCodeFor(r.status());

@@ -71,7 +71,7 @@ int RunEvaluator(const EvaluatorConfig& config) {
   EvalMetrics gauges(config.metrics != nullptr ? config.metrics : &own_registry);
   RunEvents events(config.model_dir, UnixSeconds());
   CheckpointEvalOptions options;
-  options.data_dir = config.job.data.dir;
+  options.data = config.job.data;  // the user's job spec names the data, never the checkpoint's
   options.threads = config.threads;
   int64_t last = -1;
   while (true) {

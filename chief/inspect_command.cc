@@ -8,6 +8,7 @@
 #include "common/command_line.h"
 #include "common/exit_codes.h"
 #include "common/json_util.h"
+#include "common/memory_budget.h"
 #include "common/status_macros.h"
 #include "ps/checkpoint_index.h"
 #include "ps/checkpoint_reader.h"
@@ -19,6 +20,7 @@ const std::vector<FlagDef>& InspectFlags() {
   static const auto* flags = new std::vector<FlagDef>{
       {"checkpoint", "", "a checkpoint directory (model_dir/ckpt-N)"},
       {"format", "text", "text or json"},
+      {"memory_budget_bytes", "0", "most bytes one block of checkpoint rows may take (0: half of this host's memory)"},
   };
   return *flags;
 }
@@ -55,10 +57,10 @@ absl::StatusOr<nlohmann::json> InspectVariable(CheckpointReader* reader, const S
                         {"max", hi}};
 }
 
-absl::StatusOr<nlohmann::json> Inspect(const std::string& dir) {
+absl::StatusOr<nlohmann::json> Inspect(const std::string& dir, int64_t max_bytes) {
   Env* env = Env::Default();
   ASSIGN_OR_RETURN(CheckpointIndex index, ReadCheckpointIndex(env, dir));
-  CheckpointReader reader(env, dir, &index);
+  CheckpointReader reader(env, dir, &index, max_bytes);
   nlohmann::json out;
   out["checkpoint"] = dir;
   out["step"] = index.global_step;
@@ -96,7 +98,9 @@ int InspectMain(int argc, char** argv) {
     std::cerr << "pstrain inspect: give --checkpoint=DIR (a model_dir/ckpt-N directory)\n";
     return kExitBadConfiguration;
   }
-  absl::StatusOr<nlohmann::json> out = Inspect(cl->Get("checkpoint"));
+  absl::StatusOr<int64_t> budget = cl->GetInt("memory_budget_bytes", IntAtLeast(0));
+  if (budget.ok()) budget = MemoryBudgetBytes(Env::Default(), *budget);
+  absl::StatusOr<nlohmann::json> out = budget.ok() ? Inspect(cl->Get("checkpoint"), *budget) : budget.status();
   if (!out.ok()) {
     std::cerr << "pstrain inspect: " << out.status().message() << "\n";
     return ExitCodeFor(out.status());

@@ -28,7 +28,9 @@ void SetShardsAndUpdates(const JobSpec& spec, const VariablePlanProto& plan, int
   r->set_mode(UpdateModeOf(spec));
   r->set_num_workers(num_workers);
   r->set_sync_timeout_ms(spec.sync_timeout_ms);
-  r->set_non_finite(NON_FINITE_REJECT);
+  // TerminateOnNaN: a non-finite gradient fails its push and a non-finite shard is never saved;
+  // with it off the job goes on, skipping (and counting) such gradients.
+  r->set_non_finite(spec.terminate_on_nan ? NON_FINITE_REJECT : NON_FINITE_SKIP);
 }
 
 }  // namespace

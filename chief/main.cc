@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "chief/chief_runner.h"
@@ -14,26 +14,43 @@
 #include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "common/job_spec.h"
+#include "common/memory_budget.h"
 #include "common/metrics_endpoint.h"
 #include "common/process_metrics.h"
 #include "common/status_macros.h"
+#include "common/task_flags.h"
+#include "common/value_range.h"
 
 ABSL_FLAG(std::string, job, "cnn", "job spec: a preset (linear, mlp, cnn, ctr) or a JSON file");
-ABSL_FLAG(std::string, model_dir, "", "directory for checkpoints, metrics.jsonl and summary.json");
+ABSL_FLAG(std::string, model_dir, "",
+          "directory for checkpoints, metrics.jsonl and summary.json (required, unless --ephemeral)");
+ABSL_FLAG(bool, ephemeral, false, "train without a model dir: no checkpoint, no metrics file, nothing is kept");
+ABSL_FLAG(bool, start_over, false,
+          "move an earlier run's checkpoints and metrics in --model_dir aside (into previous-run-<time>/) and train "
+          "from step 0");
+ABSL_FLAG(std::string, listen, "", "address of the chief's status service (default 0.0.0.0:<port of this task>)");
+ABSL_FLAG(bool, terminate_on_nan, true,
+          "stop the job when a loss, gradient or variable turns NaN/Inf, naming the step and the variable "
+          "(overrides the job's terminate_on_nan)");
+ABSL_FLAG(int64_t, memory_budget_bytes, 0,
+          "memory each task may use: the plan's bytes on every ps and worker are checked against it before "
+          "anything starts (default 0: half of this host's memory)");
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
-ABSL_FLAG(int64_t, epochs, 0, "train this many epochs (overrides the job's schedule)");
-ABSL_FLAG(int64_t, steps, 0, "train this many global steps (overrides the job's schedule)");
-ABSL_FLAG(int64_t, steps_per_closure, 0, "worker steps per scheduled closure (overrides the job's)");
+ABSL_FLAG(int64_t, epochs, 0, "train this many epochs (overrides the job's schedule; positive)");
+ABSL_FLAG(int64_t, steps, 0, "train this many global steps (overrides the job's schedule; positive)");
+ABSL_FLAG(int64_t, steps_per_closure, 0, "worker steps per scheduled closure (overrides the job's; positive)");
 ABSL_FLAG(std::string, mode, "", "async or sync (overrides the job's)");
-ABSL_FLAG(int64_t, eval_every_steps, -1, "evaluate every N global steps (overrides the job's; 0 = at the end)");
-ABSL_FLAG(int64_t, checkpoint_every_steps, -1, "checkpoint every N global steps (overrides the job's)");
-ABSL_FLAG(int64_t, checkpoint_every_secs, -1, "checkpoint every N seconds (overrides the job's)");
+ABSL_FLAG(int64_t, eval_every_steps, 0, "evaluate every N global steps (overrides the job's; 0 = at the end)");
+ABSL_FLAG(int64_t, checkpoint_every_steps, 0, "checkpoint every N global steps (overrides the job's)");
+ABSL_FLAG(int64_t, checkpoint_every_secs, 0, "checkpoint every N seconds (overrides the job's)");
 ABSL_FLAG(int64_t, wait_timeout_secs, 120, "how long to wait for every ps and worker to answer at start");
 ABSL_FLAG(int64_t, progress_secs, 5, "seconds between progress lines");
 ABSL_FLAG(int64_t, closure_timeout_secs, 600, "a worker that does not finish a closure in time is lost");
 ABSL_FLAG(int64_t, poll_secs, 1, "how often a lost worker is polled");
 ABSL_FLAG(int64_t, all_workers_lost_timeout_secs, 600, "fail when no worker answers for this long");
-ABSL_FLAG(bool, restore, true, "resume from the newest checkpoint in --model_dir");
+ABSL_FLAG(bool, restore, true,
+          "resume from the newest checkpoint in --model_dir (false is refused when an earlier run is there: use "
+          "--start_over)");
 ABSL_FLAG(bool, init_only, false,
           "create (or restore) the variables on the ps, save a checkpoint in --model_dir and stop (no workers "
           "needed): for inspecting initial weights or re-partitioning a checkpoint");
@@ -50,29 +67,60 @@ ABSL_FLAG(int, metrics_port, 0,
 namespace pstrain {
 namespace {
 
+std::set<std::string>* given_flags = new std::set<std::string>;  // filled by main before anything reads it
+
+// True when the user gave --name (a default never overrides the job).
+template <typename T>
+bool Given(const absl::Flag<T>& flag) {
+  return given_flags->count(std::string(absl::GetFlagReflectionHandle(flag).Name())) > 0;
+}
+
+// The flag's value when given, after a range check naming the flag.
+template <typename T>
+absl::Status Override(const absl::Flag<T>& flag, const IntRange& range, int64_t* field) {
+  if (!Given(flag)) return absl::OkStatus();
+  const int64_t v = absl::GetFlag(flag);
+  RETURN_IF_ERROR(CheckInRange(v, range, absl::StrCat("--", absl::GetFlagReflectionHandle(flag).Name())));
+  *field = v;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<JobSpec> JobFromFlags() {
   ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(absl::GetFlag(FLAGS_job)));
-  if (absl::GetFlag(FLAGS_epochs) > 0) {
-    job.schedule.epochs = absl::GetFlag(FLAGS_epochs);
-    job.schedule.steps = 0;
-  }
-  if (absl::GetFlag(FLAGS_steps) > 0) {
-    job.schedule.steps = absl::GetFlag(FLAGS_steps);
-    job.schedule.epochs = 0;
-  }
-  if (absl::GetFlag(FLAGS_steps_per_closure) > 0) job.schedule.steps_per_closure = absl::GetFlag(FLAGS_steps_per_closure);
-  if (!absl::GetFlag(FLAGS_mode).empty()) job.mode = absl::GetFlag(FLAGS_mode);
-  if (absl::GetFlag(FLAGS_eval_every_steps) >= 0) job.schedule.eval_every_steps = absl::GetFlag(FLAGS_eval_every_steps);
-  if (absl::GetFlag(FLAGS_checkpoint_every_steps) >= 0) {
-    job.schedule.checkpoint_every_steps = absl::GetFlag(FLAGS_checkpoint_every_steps);
-  }
-  if (absl::GetFlag(FLAGS_checkpoint_every_secs) >= 0) {
-    job.schedule.checkpoint_every_secs = absl::GetFlag(FLAGS_checkpoint_every_secs);
-  }
+  ScheduleSpec& s = job.schedule;
+  const IntRange count = IntBetween(0, kMaxDimension);
+  if (Given(FLAGS_epochs) && Given(FLAGS_steps))
+    return absl::InvalidArgumentError("give --epochs or --steps, not both");
+  RETURN_IF_ERROR(Override(FLAGS_epochs, DimensionRange(), &s.epochs));
+  if (Given(FLAGS_epochs)) s.steps = 0;
+  RETURN_IF_ERROR(Override(FLAGS_steps, DimensionRange(), &s.steps));
+  if (Given(FLAGS_steps)) s.epochs = 0;
+  RETURN_IF_ERROR(Override(FLAGS_steps_per_closure, DimensionRange(), &s.steps_per_closure));
+  RETURN_IF_ERROR(Override(FLAGS_eval_every_steps, count, &s.eval_every_steps));
+  RETURN_IF_ERROR(Override(FLAGS_checkpoint_every_steps, count, &s.checkpoint_every_steps));
+  RETURN_IF_ERROR(Override(FLAGS_checkpoint_every_secs, count, &s.checkpoint_every_secs));
+  if (Given(FLAGS_mode)) job.mode = absl::GetFlag(FLAGS_mode);
+  if (Given(FLAGS_terminate_on_nan)) job.terminate_on_nan = absl::GetFlag(FLAGS_terminate_on_nan);
   if (!absl::GetFlag(FLAGS_data_dir).empty()) job.data.dir = absl::GetFlag(FLAGS_data_dir);
-  RETURN_IF_ERROR(
-      OverrideCtrDataFiles(absl::GetFlag(FLAGS_train_files), absl::GetFlag(FLAGS_test_files), "--", &job));
+  RETURN_IF_ERROR(OverrideCtrDataFiles(absl::GetFlag(FLAGS_train_files), absl::GetFlag(FLAGS_test_files), "--", &job));
   return JobSpecFromJson(JobSpecToJson(job));  // validates the overrides too
+}
+
+// The chief's own settings: timeouts and intervals are positive.
+absl::Status CheckChiefFlags() {
+  const IntRange secs = IntBetween(1, kMaxDimension);
+  for (const auto* flag : {&FLAGS_wait_timeout_secs, &FLAGS_progress_secs, &FLAGS_closure_timeout_secs,
+                           &FLAGS_poll_secs, &FLAGS_all_workers_lost_timeout_secs, &FLAGS_eval_poll_secs}) {
+    RETURN_IF_ERROR(
+        CheckInRange(absl::GetFlag(*flag), secs, absl::StrCat("--", absl::GetFlagReflectionHandle(*flag).Name())));
+  }
+  if (absl::GetFlag(FLAGS_start_over) && Given(FLAGS_restore) && absl::GetFlag(FLAGS_restore)) {
+    return absl::InvalidArgumentError("--start_over and --restore=true contradict each other; give one");
+  }
+  if (absl::GetFlag(FLAGS_ephemeral) && !absl::GetFlag(FLAGS_model_dir).empty()) {
+    return absl::InvalidArgumentError("--ephemeral means no model dir; drop it or --model_dir");
+  }
+  return absl::OkStatus();
 }
 
 int Main() {
@@ -86,6 +134,10 @@ int Main() {
   absl::Status valid = ValidateTaskForRole(*config, evaluator ? kEvaluator : kChief);
   if (!valid.ok()) {
     std::cerr << "pstrain-chief: bad TF_CONFIG: " << valid.message() << "\n";
+    return kExitBadConfiguration;
+  }
+  if (absl::Status flags = CheckChiefFlags(); !flags.ok()) {
+    std::cerr << "pstrain-chief: " << flags.message() << "\n";
     return kExitBadConfiguration;
   }
   absl::StatusOr<JobSpec> job = JobFromFlags();
@@ -121,9 +173,27 @@ int Main() {
     }
     return RunEvaluator(e);
   }
+  if (absl::GetFlag(FLAGS_model_dir).empty() && !absl::GetFlag(FLAGS_ephemeral)) {
+    std::cerr << "pstrain-chief: no --model_dir: the job would train and keep nothing (no checkpoint to resume or "
+                 "evaluate, no metrics). Give --model_dir=DIR, or --ephemeral to train without keeping anything\n";
+    return kExitBadConfiguration;
+  }
+  absl::StatusOr<int64_t> budget = MemoryBudgetBytes(Env::Default(), absl::GetFlag(FLAGS_memory_budget_bytes));
+  if (!budget.ok()) {
+    std::cerr << "pstrain-chief: " << budget.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
   ChiefConfig c;
   c.tf_config = *config;
   c.job = *job;
+  c.memory_budget_bytes = *budget;
+  c.listen = absl::GetFlag(FLAGS_listen);
+  c.start_over = absl::GetFlag(FLAGS_start_over);
+  if (absl::GetFlag(FLAGS_ephemeral)) {
+    LogLine("chief",
+            "--ephemeral: NOTHING of this run is kept (no checkpoint, no metrics file); give --model_dir "
+            "to keep them");
+  }
   if (!absl::GetFlag(FLAGS_model_dir).empty() && c.job.schedule.checkpoint_every_steps == 0 &&
       c.job.schedule.checkpoint_every_secs == 0) {
     // As TensorFlow's Estimator: without a checkpoint schedule, a checkpoint every 10 minutes, so a
@@ -136,7 +206,7 @@ int Main() {
   c.closure_timeout_secs = absl::GetFlag(FLAGS_closure_timeout_secs);
   c.poll_interval_secs = absl::GetFlag(FLAGS_poll_secs);
   c.all_workers_lost_timeout_secs = absl::GetFlag(FLAGS_all_workers_lost_timeout_secs);
-  c.restore = absl::GetFlag(FLAGS_restore);
+  c.restore = absl::GetFlag(FLAGS_restore) && !c.start_over;
   c.init_only = absl::GetFlag(FLAGS_init_only);
   c.metrics = &metrics;
   return RunChief(c);
@@ -148,6 +218,8 @@ int Main() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "pstrain-chief --job=cnn --model_dir=DIR   (TF_CONFIG in the environment, task type chief or evaluator)");
-  absl::ParseCommandLine(argc, argv);
+  if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-chief", pstrain::given_flags)) {
+    return *exit_now;
+  }
   return pstrain::Main();
 }

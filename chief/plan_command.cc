@@ -4,11 +4,13 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
 #include "common/cluster_spec.h"
 #include "common/command_line.h"
 #include "common/exit_codes.h"
 #include "common/job_spec.h"
 #include "common/json_util.h"
+#include "common/memory_budget.h"
 #include "common/model_variables.h"
 #include "common/plan_format.h"
 #include "common/status_macros.h"
@@ -36,6 +38,9 @@ const std::vector<FlagDef>& PlanFlags() {
       {"dtype", "float32", "single variable: element type"},
       {"name", "v", "single variable: its name"},
       {"sparse", "false", "single variable: an embedding table (true or false)"},
+      {"memory_budget_bytes", "0",
+       "most bytes of values and optimizer slots one ps may hold; a plan beyond it is refused (0: half of this "
+       "host's memory)"},
   };
   return *flags;
 }
@@ -72,8 +77,7 @@ absl::StatusOr<PartitionerSpec> PartitionerFromFlags(const CommandLine& cl, Part
 
 absl::StatusOr<int> NumPs(const CommandLine& cl) {
   if (cl.Given("num_ps")) {
-    ASSIGN_OR_RETURN(int64_t n, cl.GetInt("num_ps"));
-    if (n < 1) return absl::InvalidArgumentError(absl::StrCat("--num_ps must be at least 1, got ", n));
+    ASSIGN_OR_RETURN(int64_t n, cl.GetInt("num_ps", IntBetween(1, 100000)));
     return static_cast<int>(n);
   }
   auto config = LoadTfConfig(cl.Get("tf_config"));
@@ -93,6 +97,7 @@ absl::StatusOr<std::vector<VariableSpec>> SingleVariable(const CommandLine& cl) 
   for (int64_t d : shape) {
     if (d < 0) return absl::InvalidArgumentError(absl::StrCat("--shape=", cl.Get("shape"), " has a negative dimension"));
   }
+  RETURN_IF_ERROR(CheckedNumElements(shape, absl::StrCat("--shape=", cl.Get("shape"))).status());
   VariableSpec var;
   var.name = cl.Get("name");
   var.shape = shape;
@@ -116,8 +121,8 @@ absl::StatusOr<SlotInfo> SlotsFromFlags(const CommandLine& cl, const JobSpec* jo
   } else if (job == nullptr) {
     return SlotInfo();
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, Optimizer::Create(OptimizerProtoFromSpec(spec)));
-  return SlotInfo{spec.type, static_cast<int>(optimizer->SlotNames().size())};
+  ASSIGN_OR_RETURN(int slots, OptimizerSlotCount(spec));
+  return SlotInfo{spec.type, slots};
 }
 
 absl::Status RunPlan(const CommandLine& cl) {
@@ -143,10 +148,24 @@ absl::Status RunPlan(const CommandLine& cl) {
   ASSIGN_OR_RETURN(partitioner, PartitionerFromFlags(cl, partitioner));
   ASSIGN_OR_RETURN(SlotInfo slots, SlotsFromFlags(cl, job ? &*job : nullptr));
   ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, partitioner, num_ps));
+  ASSIGN_OR_RETURN(int64_t budget_flag, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
+  ASSIGN_OR_RETURN(int64_t budget, MemoryBudgetBytes(Env::Default(), budget_flag));
+  ASSIGN_OR_RETURN(std::vector<int64_t> memory, PsTaskBytes(plan, slots.slots_per_value));
   if (format == "json") {
-    std::cout << DumpJson(PlanToJson(plan, partitioner.strategy, slots), 2) << "\n";
+    nlohmann::json doc = PlanToJson(plan, partitioner.strategy, slots);
+    doc["memory_budget_bytes"] = budget;
+    std::cout << DumpJson(doc, 2) << "\n";
   } else {
     std::cout << PlanToTable(plan, absl::StrCat(partitioner.KindName(), ", tables ", partitioner.strategy), slots);
+    std::cout << "memory budget of each ps: " << FormatBytes(budget) << " (" << kMemoryBudgetFlag << ")\n";
+  }
+  for (size_t i = 0; i < memory.size(); ++i) {
+    RETURN_IF_ERROR(CheckMemoryBudget(absl::StrCat("ps ", i), memory[i],
+                                      absl::StrCat("values and ", slots.slots_per_value, " optimizer slots each"),
+                                      budget,
+                                      absl::StrCat("give a larger ", kMemoryBudgetFlag,
+                                                   " (here and to pstrain-chief and pstrain-ps), more ps tasks, or a "
+                                                   "smaller model")));
   }
   return absl::OkStatus();
 }
@@ -173,9 +192,7 @@ int PlanMain(int argc, char** argv) {
   absl::Status s = RunPlan(*cl);
   if (!s.ok()) {
     std::cerr << "pstrain plan: " << s.message() << "\n";
-    return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound
-               ? kExitBadConfiguration
-               : ExitCodeFor(s);
+    return ExitCodeFor(s);
   }
   return kExitOk;
 }

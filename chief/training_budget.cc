@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/checked_math.h"
 #include "common/env.h"
+#include "common/value_range.h"
 #include "worker/data/ctr_dataset.h"
 
 namespace pstrain {
@@ -29,14 +31,14 @@ absl::StatusOr<int64_t> TrainExamples(const DataSpec& data) {
 
 absl::StatusOr<TrainingBudget> ComputeBudget(const JobSpec& spec, int64_t train_examples, int num_workers) {
   if (spec.batch_size < num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat("batch_size ", spec.batch_size, " is smaller than the ",
-                                                   num_workers, " workers: each worker needs at least one "
+    return absl::InvalidArgumentError(absl::StrCat("batch_size ", spec.batch_size, " is smaller than the ", num_workers,
+                                                   " workers: each worker needs at least one "
                                                    "example per step"));
   }
   if (spec.mode == "sync" && spec.batch_size % num_workers != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sync mode: batch_size ", spec.batch_size, " must be a multiple of the number of workers (", num_workers,
-        ") so that every worker computes an equal share of each global batch"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sync mode: batch_size ", spec.batch_size, " must be a multiple of the number of workers (",
+                     num_workers, ") so that every worker computes an equal share of each global batch"));
   }
   TrainingBudget b;
   b.train_examples = train_examples;
@@ -44,7 +46,11 @@ absl::StatusOr<TrainingBudget> ComputeBudget(const JobSpec& spec, int64_t train_
   if (spec.schedule.steps > 0) {
     b.total_steps = spec.schedule.steps;
   } else if (spec.schedule.epochs > 0 && b.steps_per_epoch > 0) {
-    b.total_steps = spec.schedule.epochs * b.steps_per_epoch;
+    if (!CheckedMul(spec.schedule.epochs, b.steps_per_epoch, &b.total_steps) || b.total_steps > kMaxDimension) {
+      return absl::InvalidArgumentError(absl::StrCat("schedule: ", spec.schedule.epochs, " epochs of ",
+                                                     b.steps_per_epoch, " steps are more than ", kMaxDimension,
+                                                     " global steps"));
+    }
   } else {
     return absl::InvalidArgumentError("schedule: give schedule.steps or schedule.epochs (> 0)");
   }

@@ -11,17 +11,34 @@
 #include "common/json_util.h"
 #include "common/kubeflow_tf_config.h"
 #include "common/status_macros.h"
+#include "common/value_range.h"
 
 namespace pstrain {
 namespace {
 
 constexpr const char* kKnownJobs[] = {kChief, kWorker, kPs, kEvaluator};
+// Task indices above this are typos: no cluster has a million tasks of one type.
+constexpr int64_t kMaxTaskIndex = 1000000;
 
 bool IsKnownJob(absl::string_view job) {
   for (const char* known : kKnownJobs) {
     if (job == known) return true;
   }
   return false;
+}
+
+// " (did you mean "worker"?)" when `name` is close to one of `known`, else "".
+std::string DidYouMean(absl::string_view name, const std::vector<std::string>& known) {
+  const std::string near = NearestName(name, known);
+  return near.empty() ? "" : absl::StrCat(" (did you mean \"", near, "\"?)");
+}
+
+// `; did you mean "task"?` when `doc` has a key close to the missing `key`.
+std::string NearKeyHint(const nlohmann::json& doc, const std::string& key) {
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    if (!NearestName(it.key(), {key}).empty()) return absl::StrCat("; did you mean \"", key, "\" for ", QuotedExcerpt(it.key()), "?");
+  }
+  return "";
 }
 
 bool IsDigits(absl::string_view s) {
@@ -35,7 +52,7 @@ bool IsDigits(absl::string_view s) {
 absl::Status ParseAddressEntry(const nlohmann::json& value, const std::string& field, std::string* out) {
   if (!value.is_string()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, " must be a \"host:port\" string, got ", DumpJson(value)));
+        absl::StrCat(field, " must be a \"host:port\" string, got ", JsonExcerpt(value)));
   }
   *out = value.get<std::string>();
   return ValidateAddress(*out, field);
@@ -52,10 +69,10 @@ absl::StatusOr<std::map<int, std::string>> ParseJob(const std::string& job, cons
   if (value.is_object()) {
     for (const auto& [key, entry] : value.items()) {
       int index = 0;
-      if (!IsDigits(key) || !absl::SimpleAtoi(key, &index)) {
+      if (!IsDigits(key) || !absl::SimpleAtoi(key, &index) || index > kMaxTaskIndex) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "cluster.", job, " key \"", key, "\" is not a task index; a sparse job maps indices to addresses, ",
-            "e.g. {\"1\": \"host:2222\"}"));
+            "cluster.", job, " key ", QuotedExcerpt(key), " is not a task index (0..", kMaxTaskIndex,
+            "); a sparse job maps indices to addresses, e.g. {\"1\": \"host:2222\"}"));
       }
       RETURN_IF_ERROR(ParseAddressEntry(entry, absl::StrCat("cluster.", job, "[\"", key, "\"]"), &tasks[index]));
     }
@@ -64,36 +81,46 @@ absl::StatusOr<std::map<int, std::string>> ParseJob(const std::string& job, cons
   return absl::InvalidArgumentError(absl::StrCat("cluster.", job,
                                                  " must be a list of \"host:port\" strings or a map "
                                                  "{\"index\": \"host:port\"}, got ",
-                                                 DumpJson(value)));
+                                                 JsonExcerpt(value)));
 }
 
 absl::StatusOr<int> ParseTaskIndex(const nlohmann::json& task) {
   auto it = task.find("index");
   if (it == task.end() || it->is_null()) return 0;  // TensorFlow defaults the index to 0
   if (it->is_number_integer()) {
+    if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(kMaxTaskIndex)) {
+      return absl::InvalidArgumentError(absl::StrCat("task.index ", it->get<uint64_t>(), " is out of range (at most ",
+                                                     kMaxTaskIndex, ")"));
+    }
     const int64_t v = it->get<int64_t>();
     if (v < 0) return absl::InvalidArgumentError(absl::StrCat("task.index ", v, " is negative; task indices start at 0"));
-    if (v > 1000000) return absl::InvalidArgumentError(absl::StrCat("task.index ", v, " is out of range"));
+    if (v > kMaxTaskIndex) {
+      return absl::InvalidArgumentError(absl::StrCat("task.index ", v, " is out of range (at most ", kMaxTaskIndex, ")"));
+    }
     return static_cast<int>(v);
   }
   if (it->is_string()) {
     const std::string s = it->get<std::string>();
-    int v = 0;
-    if (IsDigits(s) && absl::SimpleAtoi(s, &v)) return v;
+    int64_t v = 0;
+    if (IsDigits(s)) {
+      if (s.size() <= 18 && absl::SimpleAtoi(s, &v) && v <= kMaxTaskIndex) return static_cast<int>(v);
+      return absl::InvalidArgumentError(absl::StrCat("task.index ", QuotedExcerpt(s), " is out of range (at most ",
+                                                     kMaxTaskIndex, ")"));
+    }
     if (!s.empty() && s[0] == '-') {
-      return absl::InvalidArgumentError(absl::StrCat("task.index \"", s, "\" is negative; task indices start at 0"));
+      return absl::InvalidArgumentError(absl::StrCat("task.index ", QuotedExcerpt(s), " is negative; task indices start at 0"));
     }
     return absl::InvalidArgumentError(
-        absl::StrCat("task.index \"", s, "\" is not a number; give an integer such as 0 or \"0\""));
+        absl::StrCat("task.index ", QuotedExcerpt(s), " is not a number; give an integer such as 0 or \"0\""));
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("task.index must be an integer or a string of digits, got ", DumpJson(*it)));
+      absl::StrCat("task.index must be an integer or a string of digits, got ", JsonExcerpt(*it)));
 }
 
 absl::StatusOr<TaskId> ParseTask(const nlohmann::json& task) {
   if (!task.is_object()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("task must be an object like {\"type\": \"worker\", \"index\": 0}, got ", DumpJson(task)));
+        absl::StrCat("task must be an object like {\"type\": \"worker\", \"index\": 0}, got ", JsonExcerpt(task)));
   }
   auto type_it = task.find("type");
   if (type_it == task.end() || !type_it->is_string()) {
@@ -103,9 +130,10 @@ absl::StatusOr<TaskId> ParseTask(const nlohmann::json& task) {
   TaskId id;
   id.type = type_it->get<std::string>();
   if (!IsKnownJob(id.type)) {
-    return absl::InvalidArgumentError(absl::StrCat("task.type \"", id.type,
-                                                   "\" is not a task type pstrain knows; use one of chief, worker, ps, "
-                                                   "evaluator"));
+    return absl::InvalidArgumentError(absl::StrCat("task.type ", QuotedExcerpt(id.type),
+                                                   " is not a task type pstrain knows; use one of chief, worker, ps, "
+                                                   "evaluator",
+                                                   DidYouMean(id.type, {kChief, kWorker, kPs, kEvaluator})));
   }
   ASSIGN_OR_RETURN(id.index, ParseTaskIndex(task));
   return id;
@@ -202,14 +230,15 @@ std::vector<std::string> ClusterSpec::Addresses(absl::string_view job) const {
 absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(const nlohmann::json& cluster) {
   if (!cluster.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "cluster must be an object mapping job names to address lists, got ", DumpJson(cluster)));
+        "cluster must be an object mapping job names to address lists, got ", JsonExcerpt(cluster)));
   }
   ClusterSpec spec;
   for (const auto& [job, value] : cluster.items()) {
     if (!IsKnownJob(job)) {
-      return absl::InvalidArgumentError(absl::StrCat("cluster.\"", job,
-                                                     "\" is not a job pstrain knows; use chief, worker, ps or "
-                                                     "evaluator"));
+      return absl::InvalidArgumentError(absl::StrCat("cluster.", QuotedExcerpt(job),
+                                                     " is not a job pstrain knows; use chief, worker, ps or "
+                                                     "evaluator",
+                                                     DidYouMean(job, {kChief, kWorker, kPs, kEvaluator})));
     }
     ASSIGN_OR_RETURN(auto tasks, ParseJob(job, value));
     if (tasks.empty()) continue;  // an empty job is the same as an absent one
@@ -234,11 +263,12 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text) {
   RETURN_IF_ERROR(NormalizeKubeflowTfConfig(&doc, &config.notes, &config.sparse));
   auto cluster_it = doc.find("cluster");
   if (cluster_it == doc.end()) {
-    return absl::InvalidArgumentError(
-        "TF_CONFIG has no \"cluster\"; add {\"cluster\": {\"worker\": [...], \"ps\": [...]}}");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TF_CONFIG has no \"cluster\"; add {\"cluster\": {\"worker\": [...], \"ps\": [...]}}", NearKeyHint(doc, "cluster")));
   }
   ASSIGN_OR_RETURN(config.cluster, ClusterSpec::FromJson(*cluster_it));
   auto task_it = doc.find("task");
+  if (task_it == doc.end()) config.missing_task_hint = NearKeyHint(doc, "task");
   if (task_it != doc.end() && !task_it->is_null()) {
     ASSIGN_OR_RETURN(TaskId task, ParseTask(*task_it));
     if (config.sparse && task.type == kChief) {
@@ -266,11 +296,9 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text) {
 
 absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path) {
   if (!path.empty()) {
-    std::ifstream in(path);
-    if (!in) return absl::NotFoundError(absl::StrCat("cannot read the TF_CONFIG file ", path));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ParseTfConfig(ss.str());
+    absl::StatusOr<std::string> text = ReadJsonText(path);
+    if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat("the TF_CONFIG file: ", text.status().message()));
+    return ParseTfConfig(*text);
   }
   const char* env = std::getenv("TF_CONFIG");
   if (env == nullptr || *env == '\0') {
@@ -284,7 +312,7 @@ absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path) {
 absl::Status ValidateTaskForRole(const TfConfig& config, absl::string_view expected_type) {
   if (!config.task.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat("TF_CONFIG has no \"task\"; this binary needs {\"type\": \"",
-                                                   expected_type, "\", \"index\": N}"));
+                                                   expected_type, "\", \"index\": N}", config.missing_task_hint));
   }
   if (config.task->type != expected_type) {
     return absl::InvalidArgumentError(absl::StrCat("task.type is \"", config.task->type, "\" but this is the ",

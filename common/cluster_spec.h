@@ -54,6 +54,7 @@ struct TfConfig {
   ClusterSpec cluster;
   std::optional<TaskId> task;
   std::string rpc_layer = "grpc";
+  std::string missing_task_hint;  // when "task" is absent: a hint naming a near key ("tsak"), or ""
   // Kubeflow's shapes (common/kubeflow_tf_config.h): a sparseCluster names only what this task
   // needs; `notes` says what was read differently from TensorFlow's shape, one line each.
   bool sparse = false;

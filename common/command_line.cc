@@ -25,19 +25,18 @@ absl::StatusOr<CommandLine> CommandLine::Parse(const std::string& command, int a
       cl.positional_.push_back(arg);
       continue;
     }
-    std::string name = arg.substr(2), value;
-    const size_t eq = name.find('=');
-    const bool has_value = eq != std::string::npos;
-    if (has_value) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
+    std::string name, value;
+    const bool has_value = SplitFlagText(arg.substr(2), &name, &value);
     auto it = known.find(name);
     if (it == known.end()) {
       std::string list;
       for (const FlagDef& f : flags) absl::StrAppend(&list, list.empty() ? "--" : ", --", f.name);
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", name, " for `", command, "`; known flags: ", list));
+      std::vector<std::string> names;
+      for (const FlagDef& f : flags) names.push_back(f.name);
+      const std::string near = NearestName(name, names);
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " for `", command, "`",
+                                                     near.empty() ? "" : absl::StrCat("; did you mean --", near, "?"),
+                                                     " (known flags: ", list, ")"));
     }
     if (!has_value) {
       if (it->second->is_bool) {
@@ -66,6 +65,14 @@ absl::StatusOr<int64_t> CommandLine::GetInt(const std::string& name) const {
     return absl::InvalidArgumentError(absl::StrCat("--", name, "=", s, " is not an integer"));
   }
   return v;
+}
+
+absl::StatusOr<int64_t> CommandLine::GetInt(const std::string& name, const IntRange& range) const {
+  absl::StatusOr<int64_t> v = GetInt(name);
+  if (!v.ok()) return v.status();
+  absl::Status s = CheckInRange(*v, range, absl::StrCat("--", name));
+  if (!s.ok()) return s;
+  return *v;
 }
 
 absl::StatusOr<double> CommandLine::GetDouble(const std::string& name) const {
@@ -105,6 +112,13 @@ std::string FlagUsage(const std::string& command, const std::string& summary, co
     absl::StrAppend(&out, "\n");
   }
   return out;
+}
+
+bool SplitFlagText(const std::string& text, std::string* name, std::string* value) {
+  const size_t eq = text.find('=');
+  *name = text.substr(0, eq);
+  *value = eq == std::string::npos ? "" : text.substr(eq + 1);
+  return eq != std::string::npos;
 }
 
 }  // namespace pstrain

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/value_range.h"
 
 namespace pstrain {
 
@@ -33,6 +34,8 @@ class CommandLine {
   std::string Get(const std::string& name) const;
   // InvalidArgument naming the flag when the value is not an integer / number / bool.
   absl::StatusOr<int64_t> GetInt(const std::string& name) const;
+  // GetInt, then InvalidArgument naming --name when the value is outside `range`.
+  absl::StatusOr<int64_t> GetInt(const std::string& name, const IntRange& range) const;
   absl::StatusOr<double> GetDouble(const std::string& name) const;
   absl::StatusOr<bool> GetBool(const std::string& name) const;
   // Comma-separated integers ("10,30"); InvalidArgument on anything else.
@@ -49,6 +52,10 @@ class CommandLine {
 
 // "usage: pstrain plan [flags]" followed by one line per flag with its default and help.
 std::string FlagUsage(const std::string& command, const std::string& summary, const std::vector<FlagDef>& flags);
+
+// Splits a flag's text after its dashes, "name=value" or "name", into `name` and `value`; true
+// when it carries a value (an "=" is present). Shared by this parser and the task binaries' checks.
+bool SplitFlagText(const std::string& text, std::string* name, std::string* value);
 
 }  // namespace pstrain
 

@@ -30,14 +30,22 @@ class Env {
   virtual absl::Status WriteFileAtomic(const std::string& path, absl::string_view data) = 0;
   // NotFound when missing; Internal on read errors.
   virtual absl::StatusOr<std::string> ReadFile(const std::string& path) = 0;
+  // Reads `path` only when it is a regular file itself: a symlink is not followed (O_NOFOLLOW), a
+  // FIFO or device is not opened for reading, and nothing is read when the file holds more than
+  // `max_bytes`. NotFound when missing; InvalidArgument for a symlink or a non-regular file;
+  // OutOfRange for one larger than max_bytes; Internal on read errors.
+  virtual absl::StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max_bytes) = 0;
   // WriteFileAtomic of the concatenation of `parts`, written one after another without joining
   // them in memory (a large table shard is not copied to be saved). The default joins them.
   virtual absl::Status WriteFileAtomicParts(const std::string& path, absl::Span<const absl::string_view> parts);
   // Reads the `n` bytes at `offset` of `path` into `dst`: files far larger than memory are read a
-  // piece at a time. NotFound when missing; DataLoss when the file ends before offset + n;
-  // Internal on read errors. The default reads the whole file with ReadFile.
+  // piece at a time. Like ReadRegularFile, only a regular file itself is read (no symlink
+  // followed, no FIFO or device): these read files named by a checkpoint. NotFound when missing;
+  // InvalidArgument for a symlink or a non-regular file; DataLoss when the file ends before
+  // offset + n; Internal on read errors. The default reads the whole file with ReadFile.
   virtual absl::Status ReadFileRange(const std::string& path, uint64_t offset, size_t n, char* dst);
-  // The size of `path` in bytes. NotFound when missing. The default reads it with ReadFile.
+  // The size of `path` in bytes, with ReadFileRange's refusals (NotFound, InvalidArgument). The
+  // default reads it with ReadFile.
   virtual absl::StatusOr<uint64_t> FileSize(const std::string& path);
   virtual bool FileExists(const std::string& path) = 0;
   // Creates `path` and missing parents; OK when it exists.

@@ -37,6 +37,48 @@ std::string ParentDir(const std::string& path) {
   return parent.empty() ? "." : parent;
 }
 
+// Opens `path` for reading only when it is a regular file itself: a symlink is not followed
+// (O_NOFOLLOW) and a FIFO or device is refused (O_NONBLOCK: opening a FIFO must not wait for a
+// writer). The descriptor, to be closed by the caller; its size goes to `size`.
+absl::StatusOr<int> OpenRegularFile(const std::string& path, int64_t* size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    if (errno == ELOOP) return absl::InvalidArgumentError(absl::StrCat(path, " is a symlink; it is not followed"));
+    return ErrnoError("cannot open", path);
+  }
+  struct stat st;
+  absl::Status refused;
+  if (::fstat(fd, &st) != 0) {
+    refused = ErrnoError("cannot stat", path);
+  } else if (!S_ISREG(st.st_mode)) {
+    refused = absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
+  }
+  if (!refused.ok()) {
+    ::close(fd);
+    return refused;
+  }
+  *size = static_cast<int64_t>(st.st_size);
+  return fd;
+}
+
+// Reads exactly `n` bytes at `offset` of the open `fd` into `dst`. DataLoss when the file ends
+// first; Internal on read errors.
+absl::Status ReadAt(int fd, const std::string& path, uint64_t offset, size_t n, char* dst) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd, dst + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return ErrnoError("read error on", path);
+    if (r == 0) {
+      return absl::DataLossError(absl::StrCat(path, " ends at byte ", offset + done, "; bytes [", offset, ", ",
+                                              offset + n, ") were asked for"));
+    }
+    done += static_cast<size_t>(r);
+  }
+  return absl::OkStatus();
+}
+
 class PosixEnv : public Env {
  public:
   int64_t NowMicros() override {
@@ -88,30 +130,39 @@ class PosixEnv : public Env {
     return ss.str();
   }
 
-  absl::Status ReadFileRange(const std::string& path, uint64_t offset, size_t n, char* dst) override {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t r = ::pread(fd, dst + done, n - done, static_cast<off_t>(offset + done));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        absl::Status s = r < 0 ? ErrnoError("read error on", path)
-                               : absl::DataLossError(absl::StrCat(path, " ends at byte ", offset + done, "; bytes [",
-                                                                  offset, ", ", offset + n, ") were asked for"));
-        ::close(fd);
-        return s;
-      }
-      done += static_cast<size_t>(r);
+  absl::StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max_bytes) override {
+    int64_t size = 0;
+    absl::StatusOr<int> fd = OpenRegularFile(path, &size);
+    if (!fd.ok()) return fd.status();
+    absl::Status refused;
+    if (size > max_bytes) {
+      refused = absl::OutOfRangeError(absl::StrCat(path, " holds ", size, " bytes, more than the ", max_bytes, " it may"));
     }
-    ::close(fd);
-    return absl::OkStatus();
+    std::string data;
+    if (refused.ok()) {
+      data.resize(static_cast<size_t>(size));
+      refused = ReadAt(*fd, path, 0, data.size(), data.data());
+    }
+    ::close(*fd);
+    if (!refused.ok()) return refused;
+    return data;
+  }
+
+  absl::Status ReadFileRange(const std::string& path, uint64_t offset, size_t n, char* dst) override {
+    int64_t size = 0;
+    absl::StatusOr<int> fd = OpenRegularFile(path, &size);
+    if (!fd.ok()) return fd.status();
+    absl::Status s = ReadAt(*fd, path, offset, n, dst);
+    ::close(*fd);
+    return s;
   }
 
   absl::StatusOr<uint64_t> FileSize(const std::string& path) override {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return absl::NotFoundError(absl::StrCat("cannot stat ", path));
-    return static_cast<uint64_t>(st.st_size);
+    int64_t size = 0;
+    absl::StatusOr<int> fd = OpenRegularFile(path, &size);
+    if (!fd.ok()) return fd.status();
+    ::close(*fd);
+    return static_cast<uint64_t>(size);
   }
 
   bool FileExists(const std::string& path) override {

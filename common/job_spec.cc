@@ -1,34 +1,33 @@
 #include "common/job_spec.h"
 
+#include <limits>
 #include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
 #include "common/job_presets.h"
 #include "common/job_spec_parse.h"
+#include "common/json_fields.h"
 #include "common/json_util.h"
 #include "common/status_macros.h"
 
 namespace pstrain {
 namespace {
 
-using nlohmann::json;
 using internal_job_spec::InitializerToJson;
 using internal_job_spec::Invalid;
+using internal_job_spec::kPrefix;
 using internal_job_spec::ParseInitializer;
-using internal_job_spec::RequireObject;
-using internal_job_spec::RequireOneOf;
+using nlohmann::json;
 
-absl::StatusOr<std::vector<int64_t>> IntList(const json& obj, const std::string& key, const std::string& path) {
-  std::vector<int64_t> out;
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return out;
-  if (!it->is_array()) return Invalid(path + "." + key, "must be a list of integers");
-  for (const auto& v : *it) {
-    if (!v.is_number_integer()) return Invalid(path + "." + key, absl::StrCat("has a non-integer entry ", v.dump()));
-    out.push_back(v.get<int64_t>());
-  }
-  return out;
+constexpr size_t kMaxLayers = 10000;
+constexpr size_t kMaxRank = 8;
+constexpr size_t kMaxScheduleEntries = 10000;
+
+// Learning rates are applied in float32 on the ps: a larger one is infinite there.
+NumberRange LearningRateRange() {
+  return NumberBetween(0, true, 3.4e38, false, "(a learning rate must be a positive float32)");
 }
 
 std::string KerasBaseName(const std::string& type) {
@@ -37,59 +36,64 @@ std::string KerasBaseName(const std::string& type) {
   return type;
 }
 
+// A size that applies to this layer type must be positive (Keras refuses 0 units or filters); one
+// that does not apply may hold the canonical form's placeholder.
+IntRange LayerSize(bool applies, const char* keras) {
+  return applies ? DimensionRange(absl::StrCat("(as Keras's ", keras, ")")) : IntBetween(0, kMaxDimension);
+}
+
 absl::StatusOr<LayerSpec> ParseLayer(const json& value, const std::string& path) {
-  RETURN_IF_ERROR(RequireObject(value, path));
+  RETURN_IF_ERROR(JsonFields::RequireObject(value, path, kPrefix));
+  JsonFields f(value, path, kPrefix);
   LayerSpec layer;
-  ASSIGN_OR_RETURN(layer.type, OptionalString(value, "type", "", path));
-  RETURN_IF_ERROR(RequireOneOf(layer.type, {"dense", "conv2d", "max_pool2d", "flatten", "relu"}, path + ".type"));
-  ASSIGN_OR_RETURN(layer.name, OptionalString(value, "name", "", path));
-  ASSIGN_OR_RETURN(layer.units, OptionalInt(value, "units", 0, path));
-  ASSIGN_OR_RETURN(layer.filters, OptionalInt(value, "filters", 0, path));
-  ASSIGN_OR_RETURN(layer.kernel_size, OptionalInt(value, "kernel_size", 0, path));
-  ASSIGN_OR_RETURN(layer.padding, OptionalString(value, "padding", "valid", path));
-  ASSIGN_OR_RETURN(layer.pool_size, OptionalInt(value, "pool_size", 2, path));
-  ASSIGN_OR_RETURN(layer.activation, OptionalString(value, "activation", "", path));
-  ASSIGN_OR_RETURN(layer.use_bias, OptionalBool(value, "use_bias", true, path));
+  ASSIGN_OR_RETURN(layer.type, f.String("type", "", {"dense", "conv2d", "max_pool2d", "flatten", "relu"}));
+  const bool dense = layer.type == "dense", conv = layer.type == "conv2d", pool = layer.type == "max_pool2d";
+  ASSIGN_OR_RETURN(layer.name, f.String("name", ""));
+  if (layer.name.size() > 256) return f.Invalid("name", "is longer than 256 characters");
+  ASSIGN_OR_RETURN(layer.units, f.Int("units", 0, LayerSize(dense, "Dense")));
+  ASSIGN_OR_RETURN(layer.filters, f.Int("filters", 0, LayerSize(conv, "Conv2D")));
+  ASSIGN_OR_RETURN(layer.kernel_size, f.Int("kernel_size", 0, LayerSize(conv, "Conv2D")));
+  ASSIGN_OR_RETURN(layer.padding, f.String("padding", "valid", {"valid", "same"}));
+  ASSIGN_OR_RETURN(layer.pool_size, f.Int("pool_size", 2, LayerSize(pool, "MaxPooling2D")));
+  ASSIGN_OR_RETURN(layer.activation, f.String("activation", "linear", {"linear", "relu", ""}));
+  ASSIGN_OR_RETURN(layer.use_bias, f.Bool("use_bias", true));
   ASSIGN_OR_RETURN(layer.kernel_initializer,
-                   ParseInitializer(value, "kernel_initializer", InitializerSpec{"glorot_uniform"}, path));
-  ASSIGN_OR_RETURN(layer.bias_initializer, ParseInitializer(value, "bias_initializer", InitializerSpec{"zeros"}, path));
+                   ParseInitializer(f, "kernel_initializer", InitializerSpec{"glorot_uniform"}));
+  ASSIGN_OR_RETURN(layer.bias_initializer, ParseInitializer(f, "bias_initializer", InitializerSpec{"zeros"}));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
   if (layer.activation == "linear") layer.activation = "";
-  RETURN_IF_ERROR(RequireOneOf(layer.activation.empty() ? "linear" : layer.activation, {"linear", "relu"},
-                               path + ".activation"));
-  RETURN_IF_ERROR(RequireOneOf(layer.padding, {"valid", "same"}, path + ".padding"));
-  if (layer.type == "dense" && layer.units <= 0) return Invalid(path + ".units", "must be positive");
-  if (layer.type == "conv2d" && layer.filters <= 0) return Invalid(path + ".filters", "must be positive");
-  if (layer.type == "conv2d" && layer.kernel_size <= 0) return Invalid(path + ".kernel_size", "must be positive");
-  if (layer.type == "max_pool2d" && layer.pool_size <= 0) return Invalid(path + ".pool_size", "must be positive");
   return layer;
 }
 
-absl::Status ParseModel(const json& doc, ModelSpec* model) {
-  auto it = doc.find("model");
-  if (it == doc.end()) return Invalid("model", "is missing; give {\"input_shape\": [...], \"layers\": [...]}");
-  RETURN_IF_ERROR(RequireObject(*it, "model"));
-  RETURN_IF_ERROR(internal_job_spec::ParseCtrModel(*it, model));
+absl::Status ParseModel(JsonFields& top, ModelSpec* model) {
+  const json* value = top.Find("model");
+  if (value == nullptr) return Invalid("model", "is missing; give {\"input_shape\": [...], \"layers\": [...]}");
+  RETURN_IF_ERROR(JsonFields::RequireObject(*value, "model", kPrefix));
+  JsonFields f(*value, "model", kPrefix);
+  // The model's keys are declared before any check between them, so a misspelt key ("feilds") is
+  // named as such rather than reported as the dense or CTR model it leaves.
+  for (const char* key : {"input_shape", "fields", "numeric_inputs", "loss", "layers"}) f.Find(key);
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  RETURN_IF_ERROR(internal_job_spec::ParseCtrModel(f, model));
   if (!model->is_ctr()) {
-    ASSIGN_OR_RETURN(model->input_shape, IntList(*it, "input_shape", "model"));
+    ASSIGN_OR_RETURN(model->input_shape, f.IntList("input_shape", DimensionRange(), kMaxRank));
     if (model->input_shape.empty()) {
       return Invalid("model.input_shape", "is missing or empty, e.g. [28, 28, 1] (or give model.fields for CTR)");
     }
-    for (int64_t d : model->input_shape) {
-      if (d <= 0) return Invalid("model.input_shape", "must have positive dimensions");
-    }
   }
   const char* default_loss = model->is_ctr() ? "binary_crossentropy" : "sparse_categorical_crossentropy";
-  ASSIGN_OR_RETURN(model->loss, OptionalString(*it, "loss", default_loss, "model"));
-  RETURN_IF_ERROR(
-      RequireOneOf(model->loss, {"sparse_categorical_crossentropy", "binary_crossentropy", "mse"}, "model.loss"));
+  ASSIGN_OR_RETURN(model->loss,
+                   f.String("loss", default_loss, {"sparse_categorical_crossentropy", "binary_crossentropy", "mse"}));
   if (model->is_ctr() != (model->loss == "binary_crossentropy")) {
     return Invalid("model.loss", model->is_ctr() ? "must be binary_crossentropy for a model with fields (CTR)"
                                                  : "binary_crossentropy needs model.fields (a CTR model)");
   }
-  auto layers = it->find("layers");
-  if (layers == it->end() || !layers->is_array() || layers->empty()) {
+  const json* layers = f.Find("layers");
+  if (layers == nullptr || !layers->is_array() || layers->empty()) {
     return Invalid("model.layers", "must be a non-empty list of layers");
   }
+  if (layers->size() > kMaxLayers)
+    return Invalid("model.layers", absl::StrCat("has more than ", kMaxLayers, " layers"));
   std::map<std::string, int> counts;
   std::set<std::string> names;
   for (size_t i = 0; i < layers->size(); ++i) {
@@ -125,153 +129,169 @@ absl::Status ParseModel(const json& doc, ModelSpec* model) {
   return absl::OkStatus();
 }
 
-// Keras's Ftrl argument checks.
-absl::Status ValidateFtrl(const OptimizerSpec& opt, const std::string& p) {
-  if (opt.type != "ftrl") return absl::OkStatus();
-  if (opt.learning_rate_power > 0) return Invalid(p + ".learning_rate_power", "must be <= 0");
-  if (opt.initial_accumulator_value <= 0) return Invalid(p + ".initial_accumulator_value", "must be positive");
-  if (opt.l1 < 0) return Invalid(p + ".l1_regularization_strength", "must be >= 0");
-  if (opt.l2 < 0) return Invalid(p + ".l2_regularization_strength", "must be >= 0");
-  if (opt.l2_shrinkage < 0) return Invalid(p + ".l2_shrinkage_regularization_strength", "must be >= 0");
-  if (opt.beta < 0) return Invalid(p + ".beta", "must be >= 0");
-  return absl::OkStatus();
-}
-
-absl::Status ParseOptimizer(const json& doc, OptimizerSpec* opt) {
-  auto it = doc.find("optimizer");
-  if (it == doc.end() || it->is_null()) return absl::OkStatus();
-  const std::string p = "optimizer";
-  if (it->is_string()) {
-    opt->type = it->get<std::string>();
-  } else {
-    RETURN_IF_ERROR(RequireObject(*it, p));
-    const json& o = *it;
-    ASSIGN_OR_RETURN(opt->type, OptionalString(o, "type", "adam", p));
-    OptimizerSpec d;
-    ASSIGN_OR_RETURN(opt->momentum, OptionalNumber(o, "momentum", d.momentum, p));
-    ASSIGN_OR_RETURN(opt->nesterov, OptionalBool(o, "nesterov", d.nesterov, p));
-    ASSIGN_OR_RETURN(opt->beta_1, OptionalNumber(o, "beta_1", d.beta_1, p));
-    ASSIGN_OR_RETURN(opt->beta_2, OptionalNumber(o, "beta_2", d.beta_2, p));
-    ASSIGN_OR_RETURN(opt->epsilon, OptionalNumber(o, "epsilon", d.epsilon, p));
-    ASSIGN_OR_RETURN(opt->initial_accumulator_value,
-                     OptionalNumber(o, "initial_accumulator_value", d.initial_accumulator_value, p));
-    ASSIGN_OR_RETURN(opt->rho, OptionalNumber(o, "rho", d.rho, p));
-    ASSIGN_OR_RETURN(opt->centered, OptionalBool(o, "centered", d.centered, p));
-    ASSIGN_OR_RETURN(opt->learning_rate_power, OptionalNumber(o, "learning_rate_power", d.learning_rate_power, p));
-    ASSIGN_OR_RETURN(opt->l1, OptionalNumber(o, "l1_regularization_strength", d.l1, p));
-    ASSIGN_OR_RETURN(opt->l2, OptionalNumber(o, "l2_regularization_strength", d.l2, p));
-    ASSIGN_OR_RETURN(opt->l2_shrinkage, OptionalNumber(o, "l2_shrinkage_regularization_strength", d.l2_shrinkage, p));
-    ASSIGN_OR_RETURN(opt->beta, OptionalNumber(o, "beta", d.beta, p));
-    auto lr = o.find("learning_rate");
-    if (lr != o.end() && lr->is_number()) {
-      opt->learning_rate.initial = lr->get<double>();
-    } else if (lr != o.end() && lr->is_object()) {
-      const std::string lp = p + ".learning_rate";
-      LearningRateSpec& s = opt->learning_rate;
-      ASSIGN_OR_RETURN(s.schedule, OptionalString(*lr, "schedule", "constant", lp));
-      ASSIGN_OR_RETURN(s.initial, OptionalNumber(*lr, "initial", s.initial, lp));
-      ASSIGN_OR_RETURN(s.decay_steps, OptionalInt(*lr, "decay_steps", 0, lp));
-      ASSIGN_OR_RETURN(s.decay_rate, OptionalNumber(*lr, "decay_rate", 1.0, lp));
-      ASSIGN_OR_RETURN(s.staircase, OptionalBool(*lr, "staircase", false, lp));
-      ASSIGN_OR_RETURN(s.boundaries, IntList(*lr, "boundaries", lp));
-      auto values = lr->find("values");
-      if (values != lr->end()) {
-        if (!values->is_array()) return Invalid(lp + ".values", "must be a list of numbers");
-        for (const auto& v : *values) {
-          if (!v.is_number()) return Invalid(lp + ".values", "must be a list of numbers");
-          s.values.push_back(v.get<double>());
-        }
-      }
-      RETURN_IF_ERROR(RequireOneOf(s.schedule, {"constant", "exponential_decay", "piecewise_constant"}, lp + ".schedule"));
-      if (s.schedule == "exponential_decay" && s.decay_steps <= 0) return Invalid(lp + ".decay_steps", "must be positive");
-      if (s.schedule == "piecewise_constant" && s.values.size() != s.boundaries.size() + 1) {
-        return Invalid(lp, "piecewise_constant needs one more value than boundaries");
-      }
-    } else if (lr != o.end() && !lr->is_null()) {
-      return Invalid(p + ".learning_rate", "must be a number or a schedule object");
+absl::Status ParseLearningRate(JsonFields& opt, LearningRateSpec* s) {
+  const json* lr = opt.Find("learning_rate");
+  const std::string lp = opt.Where("learning_rate");
+  if (lr == nullptr) return absl::OkStatus();
+  if (lr->is_number()) {
+    s->initial = lr->get<double>();
+    return CheckInRange(s->initial, LearningRateRange(), kPrefix + lp);
+  }
+  if (!lr->is_object()) return Invalid(lp, "must be a number or a schedule object");
+  JsonFields f(*lr, lp, kPrefix);
+  ASSIGN_OR_RETURN(s->schedule,
+                   f.String("schedule", "constant", {"constant", "exponential_decay", "piecewise_constant"}));
+  const bool decay = s->schedule == "exponential_decay";
+  ASSIGN_OR_RETURN(s->initial, f.Number("initial", s->initial, LearningRateRange()));
+  ASSIGN_OR_RETURN(
+      s->decay_steps,
+      f.Int("decay_steps", 0, decay ? DimensionRange("(as Keras's ExponentialDecay)") : IntBetween(0, kMaxDimension)));
+  ASSIGN_OR_RETURN(s->decay_rate,
+                   f.Number("decay_rate", 1.0, PositiveNumber("(a rate of 0 or less stops or reverses learning)")));
+  ASSIGN_OR_RETURN(s->staircase, f.Bool("staircase", false));
+  ASSIGN_OR_RETURN(s->boundaries, f.IntList("boundaries", IntAtLeast(0), kMaxScheduleEntries));
+  ASSIGN_OR_RETURN(s->values, f.NumberList("values", LearningRateRange(), kMaxScheduleEntries + 1));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  for (size_t i = 1; i < s->boundaries.size(); ++i) {
+    if (s->boundaries[i] <= s->boundaries[i - 1]) {
+      return Invalid(lp + ".boundaries", absl::StrCat("must increase: entry ", i, " (", s->boundaries[i],
+                                                      ") is not above the one before (", s->boundaries[i - 1], ")"));
     }
   }
-  RETURN_IF_ERROR(RequireOneOf(opt->type, {"sgd", "adagrad", "adam", "rmsprop", "ftrl", "lazy_adam"}, p + ".type"));
-  if (opt->learning_rate.initial <= 0) return Invalid(p + ".learning_rate", "must be positive");
-  if (opt->epsilon <= 0) return Invalid(p + ".epsilon", "must be positive");
-  return ValidateFtrl(*opt, p);
+  if (s->schedule == "piecewise_constant" && s->values.size() != s->boundaries.size() + 1) {
+    return Invalid(lp, "piecewise_constant needs one more value than boundaries (as Keras's PiecewiseConstantDecay)");
+  }
+  return absl::OkStatus();
 }
 
-absl::Status ParseData(const json& doc, DataSpec* data) {
-  auto it = doc.find("data");
-  if (it == doc.end() || it->is_null()) return absl::OkStatus();
-  RETURN_IF_ERROR(RequireObject(*it, "data"));
-  const std::string p = "data";
+absl::Status ParseOptimizer(JsonFields& top, OptimizerSpec* opt) {
+  const std::vector<std::string> types = {"sgd", "adagrad", "adam", "rmsprop", "ftrl", "lazy_adam"};
+  const json* value = top.Find("optimizer");
+  if (value == nullptr) return absl::OkStatus();
+  if (value->is_string()) {
+    opt->type = value->get<std::string>();
+    if (std::find(types.begin(), types.end(), opt->type) == types.end()) {
+      return Invalid("optimizer", NotOneOfMessage(opt->type, types));
+    }
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(JsonFields::RequireObject(*value, "optimizer", kPrefix));
+  JsonFields f(*value, "optimizer", kPrefix);
+  OptimizerSpec d;
+  ASSIGN_OR_RETURN(opt->type, f.String("type", "adam", types));
+  ASSIGN_OR_RETURN(opt->momentum,
+                   f.Number("momentum", d.momentum, NumberBetween(0, false, 1, false, "(as Keras's SGD)")));
+  ASSIGN_OR_RETURN(opt->nesterov, f.Bool("nesterov", d.nesterov));
+  ASSIGN_OR_RETURN(opt->beta_1, f.Number("beta_1", d.beta_1,
+                                         NumberBetween(0, false, 1, true,
+                                                       "(as PyTorch's Adam checks; at 1 Adam's bias correction "
+                                                       "divides by zero)")));
+  ASSIGN_OR_RETURN(opt->beta_2,
+                   f.Number("beta_2", d.beta_2, NumberBetween(0, false, 1, true, "(as PyTorch's Adam checks)")));
+  ASSIGN_OR_RETURN(opt->epsilon, f.Number("epsilon", d.epsilon, PositiveNumber()));
+  ASSIGN_OR_RETURN(opt->initial_accumulator_value, f.Number("initial_accumulator_value", d.initial_accumulator_value,
+                                                            NonNegativeNumber("(as Keras's Adagrad)")));
+  ASSIGN_OR_RETURN(opt->rho, f.Number("rho", d.rho,
+                                      NumberBetween(0, false, 1, true,
+                                                    "(at 1 RMSprop's average of squared gradients never moves)")));
+  ASSIGN_OR_RETURN(opt->centered, f.Bool("centered", d.centered));
+  // Ftrl's arguments, under Keras's names, with Keras's checks.
+  const std::string ftrl = "(as Keras's Ftrl)";
+  ASSIGN_OR_RETURN(opt->learning_rate_power,
+                   f.Number("learning_rate_power", d.learning_rate_power,
+                            NumberBetween(-std::numeric_limits<double>::max(), false, 0, false, ftrl)));
+  ASSIGN_OR_RETURN(opt->l1, f.Number("l1_regularization_strength", d.l1, NonNegativeNumber(ftrl)));
+  ASSIGN_OR_RETURN(opt->l2, f.Number("l2_regularization_strength", d.l2, NonNegativeNumber(ftrl)));
+  ASSIGN_OR_RETURN(opt->l2_shrinkage,
+                   f.Number("l2_shrinkage_regularization_strength", d.l2_shrinkage, NonNegativeNumber(ftrl)));
+  ASSIGN_OR_RETURN(opt->beta, f.Number("beta", d.beta, NonNegativeNumber(ftrl)));
+  RETURN_IF_ERROR(ParseLearningRate(f, &opt->learning_rate));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  // Ftrl divides by the square root of its accumulator: TensorFlow's Ftrl refuses a start of 0.
+  if (opt->type == "ftrl") {
+    RETURN_IF_ERROR(CheckInRange(opt->initial_accumulator_value, PositiveNumber("(as TensorFlow's Ftrl)"),
+                                 kPrefix + f.Where("initial_accumulator_value")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseData(JsonFields& top, DataSpec* data) {
+  const json* value = top.Find("data");
+  if (value == nullptr) return absl::OkStatus();
+  RETURN_IF_ERROR(JsonFields::RequireObject(*value, "data", kPrefix));
+  JsonFields f(*value, "data", kPrefix);
   DataSpec d;
-  ASSIGN_OR_RETURN(data->dataset, OptionalString(*it, "dataset", d.dataset, p));
+  ASSIGN_OR_RETURN(data->dataset,
+                   f.String("dataset", d.dataset, {"fashion_mnist", "csv", "synthetic_linear", "criteo"}));
+  const bool synthetic = data->dataset == "synthetic_linear";
   const bool criteo = data->dataset == "criteo";
-  ASSIGN_OR_RETURN(data->dir, OptionalString(*it, "dir", criteo ? "" : d.dir, p));
-  ASSIGN_OR_RETURN(data->train_files, internal_job_spec::StringList(*it, "train_files", p));
-  ASSIGN_OR_RETURN(data->test_files, internal_job_spec::StringList(*it, "test_files", p));
-  ASSIGN_OR_RETURN(data->skip_bad_lines, OptionalBool(*it, "skip_bad_lines", false, p));
-  ASSIGN_OR_RETURN(data->train_file, OptionalString(*it, "train_file", "", p));
-  ASSIGN_OR_RETURN(data->test_file, OptionalString(*it, "test_file", "", p));
-  ASSIGN_OR_RETURN(data->label_column, OptionalInt(*it, "label_column", -1, p));
-  ASSIGN_OR_RETURN(data->header, OptionalBool(*it, "header", false, p));
-  ASSIGN_OR_RETURN(data->num_examples, OptionalInt(*it, "num_examples", 0, p));
-  ASSIGN_OR_RETURN(data->shuffle_seed, OptionalInt(*it, "shuffle_seed", 0, p));
-  RETURN_IF_ERROR(
-      RequireOneOf(data->dataset, {"fashion_mnist", "csv", "synthetic_linear", "criteo"}, p + ".dataset"));
+  ASSIGN_OR_RETURN(data->dir, f.String("dir", criteo ? "" : d.dir));
+  ASSIGN_OR_RETURN(data->train_files, f.StringList("train_files", internal_job_spec::kMaxDataFiles));
+  ASSIGN_OR_RETURN(data->test_files, f.StringList("test_files", internal_job_spec::kMaxDataFiles));
+  ASSIGN_OR_RETURN(data->skip_bad_lines, f.Bool("skip_bad_lines", false));
+  ASSIGN_OR_RETURN(data->train_file, f.String("train_file", ""));
+  ASSIGN_OR_RETURN(data->test_file, f.String("test_file", ""));
+  ASSIGN_OR_RETURN(data->label_column,
+                   f.Int("label_column", -1, IntBetween(-1, kMaxDimension, "(-1: the last column)")));
+  ASSIGN_OR_RETURN(data->header, f.Bool("header", false));
+  ASSIGN_OR_RETURN(data->num_examples,
+                   f.Int("num_examples", 0, synthetic ? DimensionRange() : IntBetween(0, kMaxDimension)));
+  ASSIGN_OR_RETURN(data->shuffle_seed, f.Int("shuffle_seed", 0, AnyInt()));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
   if (!criteo && (!data->train_files.empty() || !data->test_files.empty() || data->skip_bad_lines)) {
-    return Invalid(p, "train_files, test_files and skip_bad_lines are for criteo data");
+    return Invalid("data", "train_files, test_files and skip_bad_lines are for criteo data");
   }
   if (criteo && data->train_files.empty() != data->test_files.empty()) {
-    return Invalid(p + (data->train_files.empty() ? ".train_files" : ".test_files"),
+    return Invalid(data->train_files.empty() ? "data.train_files" : "data.test_files",
                    "is missing: give both train_files and test_files, or neither for the default synthetic set");
   }
-  if (data->dataset == "csv" && data->train_file.empty()) return Invalid(p + ".train_file", "is required for csv data");
-  if (data->dataset == "synthetic_linear" && data->num_examples <= 0) {
-    return Invalid(p + ".num_examples", "must be positive for synthetic_linear data");
-  }
+  if (data->dataset == "csv" && data->train_file.empty()) return Invalid("data.train_file", "is required for csv data");
+  if (synthetic && data->num_examples <= 0)
+    return Invalid("data.num_examples", "must be positive for synthetic_linear data");
   return absl::OkStatus();
 }
 
-absl::Status ParseSchedule(const json& doc, ScheduleSpec* s) {
-  auto it = doc.find("schedule");
-  if (it == doc.end() || it->is_null()) return Invalid("schedule", "is missing; give {\"epochs\": N} or {\"steps\": N}");
-  RETURN_IF_ERROR(RequireObject(*it, "schedule"));
-  const std::string p = "schedule";
+absl::Status ParseSchedule(JsonFields& top, ScheduleSpec* s) {
+  const json* value = top.Find("schedule");
+  if (value == nullptr) return Invalid("schedule", "is missing; give {\"epochs\": N} or {\"steps\": N}");
+  RETURN_IF_ERROR(JsonFields::RequireObject(*value, "schedule", kPrefix));
+  JsonFields f(*value, "schedule", kPrefix);
   ScheduleSpec d;
-  ASSIGN_OR_RETURN(s->epochs, OptionalInt(*it, "epochs", 0, p));
-  ASSIGN_OR_RETURN(s->steps, OptionalInt(*it, "steps", 0, p));
-  ASSIGN_OR_RETURN(s->steps_per_closure, OptionalInt(*it, "steps_per_closure", d.steps_per_closure, p));
-  ASSIGN_OR_RETURN(s->eval_every_steps, OptionalInt(*it, "eval_every_steps", 0, p));
-  ASSIGN_OR_RETURN(s->checkpoint_every_steps, OptionalInt(*it, "checkpoint_every_steps", 0, p));
-  ASSIGN_OR_RETURN(s->checkpoint_every_secs, OptionalInt(*it, "checkpoint_every_secs", 0, p));
-  ASSIGN_OR_RETURN(s->keep_checkpoints, OptionalInt(*it, "keep_checkpoints", d.keep_checkpoints, p));
-  if (s->epochs < 0 || s->steps < 0) return Invalid(p, "epochs and steps must not be negative");
-  if ((s->epochs > 0) == (s->steps > 0)) return Invalid(p, "needs exactly one of epochs or steps, positive");
-  if (s->steps_per_closure <= 0) return Invalid(p + ".steps_per_closure", "must be positive");
-  if (s->eval_every_steps < 0 || s->checkpoint_every_steps < 0 || s->checkpoint_every_secs < 0) {
-    return Invalid(p, "eval and checkpoint intervals must not be negative");
-  }
-  if (s->keep_checkpoints <= 0) return Invalid(p + ".keep_checkpoints", "must be positive");
+  const IntRange count = IntBetween(0, kMaxDimension);
+  ASSIGN_OR_RETURN(s->epochs, f.Int("epochs", 0, count));
+  ASSIGN_OR_RETURN(s->steps, f.Int("steps", 0, count));
+  ASSIGN_OR_RETURN(s->steps_per_closure, f.Int("steps_per_closure", d.steps_per_closure, DimensionRange()));
+  ASSIGN_OR_RETURN(s->eval_every_steps, f.Int("eval_every_steps", 0, count));
+  ASSIGN_OR_RETURN(s->checkpoint_every_steps, f.Int("checkpoint_every_steps", 0, count));
+  ASSIGN_OR_RETURN(s->checkpoint_every_secs, f.Int("checkpoint_every_secs", 0, count));
+  ASSIGN_OR_RETURN(s->keep_checkpoints, f.Int("keep_checkpoints", d.keep_checkpoints, DimensionRange()));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  if ((s->epochs > 0) == (s->steps > 0)) return Invalid("schedule", "needs exactly one of epochs or steps, positive");
   return absl::OkStatus();
 }
 
-absl::Status ParsePartitioner(const json& doc, PartitionerSpec* spec) {
-  auto it = doc.find("partitioner");
-  if (it == doc.end() || it->is_null()) return absl::OkStatus();
+absl::Status ParsePartitioner(JsonFields& top, PartitionerSpec* spec) {
+  const json* value = top.Find("partitioner");
+  if (value == nullptr) return absl::OkStatus();
   const std::string p = "partitioner";
   std::string kind;
-  if (it->is_string()) {
-    kind = it->get<std::string>();
+  if (value->is_string()) {
+    kind = value->get<std::string>();
   } else {
-    RETURN_IF_ERROR(RequireObject(*it, p));
-    ASSIGN_OR_RETURN(kind, OptionalString(*it, "type", "none", p));
+    RETURN_IF_ERROR(JsonFields::RequireObject(*value, p, kPrefix));
+    JsonFields f(*value, p, kPrefix);
     PartitionerSpec d;
-    ASSIGN_OR_RETURN(spec->num_shards, OptionalInt(*it, "num_shards", d.num_shards, p));
-    ASSIGN_OR_RETURN(spec->min_shard_bytes, OptionalInt(*it, "min_shard_bytes", d.min_shard_bytes, p));
-    ASSIGN_OR_RETURN(spec->max_shard_bytes, OptionalInt(*it, "max_shard_bytes", d.max_shard_bytes, p));
-    ASSIGN_OR_RETURN(spec->max_shards, OptionalInt(*it, "max_shards", d.max_shards, p));
-    ASSIGN_OR_RETURN(spec->bytes_per_string, OptionalInt(*it, "bytes_per_string", d.bytes_per_string, p));
-    ASSIGN_OR_RETURN(spec->strategy, OptionalString(*it, "strategy", d.strategy, p));
-    RETURN_IF_ERROR(RequireOneOf(spec->strategy, {"div", "mod"}, p + ".strategy"));
+    ASSIGN_OR_RETURN(kind, f.String("type", "none"));
+    ASSIGN_OR_RETURN(spec->num_shards, f.Int("num_shards", d.num_shards, IntBetween(0, kMaxDimension)));
+    ASSIGN_OR_RETURN(spec->min_shard_bytes,
+                     f.Int("min_shard_bytes", d.min_shard_bytes, IntBetween(0, kMaxCheckedBytes)));
+    ASSIGN_OR_RETURN(spec->max_shard_bytes,
+                     f.Int("max_shard_bytes", d.max_shard_bytes, IntBetween(0, kMaxCheckedBytes)));
+    ASSIGN_OR_RETURN(spec->max_shards, f.Int("max_shards", d.max_shards, IntBetween(-1, kMaxDimension)));
+    ASSIGN_OR_RETURN(spec->bytes_per_string,
+                     f.Int("bytes_per_string", d.bytes_per_string, IntBetween(0, kMaxDimension)));
+    ASSIGN_OR_RETURN(spec->strategy, f.String("strategy", d.strategy, {"div", "mod"}));
+    RETURN_IF_ERROR(f.NoUnknownKeys());
   }
   auto parsed = ParsePartitionerKind(kind);
   if (!parsed.ok()) return Invalid(p + ".type", std::string(parsed.status().message()));
@@ -284,26 +304,27 @@ absl::Status ParsePartitioner(const json& doc, PartitionerSpec* spec) {
 }  // namespace
 
 absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
-  RETURN_IF_ERROR(RequireObject(doc, "(top level)"));
+  RETURN_IF_ERROR(JsonFields::RequireObject(doc, "", kPrefix));
+  JsonFields top(doc, "", kPrefix);
   JobSpec spec;
-  ASSIGN_OR_RETURN(spec.name, OptionalString(doc, "name", "job", ""));
-  RETURN_IF_ERROR(ParseModel(doc, &spec.model));
-  RETURN_IF_ERROR(ParseOptimizer(doc, &spec.optimizer));
-  RETURN_IF_ERROR(ParseData(doc, &spec.data));
+  ASSIGN_OR_RETURN(spec.name, top.String("name", "job"));
+  if (spec.name.size() > 256) return top.Invalid("name", "is longer than 256 characters");
+  RETURN_IF_ERROR(ParseModel(top, &spec.model));
+  RETURN_IF_ERROR(ParseOptimizer(top, &spec.optimizer));
+  RETURN_IF_ERROR(ParseData(top, &spec.data));
   if (spec.model.is_ctr() != (spec.data.dataset == "criteo")) {
     return Invalid("data.dataset", spec.model.is_ctr() ? "must be criteo for a model with fields (CTR)"
                                                        : "criteo needs a CTR model (model.fields)");
   }
-  RETURN_IF_ERROR(ParseSchedule(doc, &spec.schedule));
-  RETURN_IF_ERROR(ParsePartitioner(doc, &spec.partitioner));
-  ASSIGN_OR_RETURN(spec.batch_size, OptionalInt(doc, "batch_size", 64, ""));
-  if (spec.batch_size <= 0) return Invalid("batch_size", "must be positive");
-  ASSIGN_OR_RETURN(spec.mode, OptionalString(doc, "mode", "async", ""));
-  RETURN_IF_ERROR(RequireOneOf(spec.mode, {"async", "sync"}, "mode"));
-  ASSIGN_OR_RETURN(int64_t seed, OptionalInt(doc, "seed", 42, ""));
+  RETURN_IF_ERROR(ParseSchedule(top, &spec.schedule));
+  RETURN_IF_ERROR(ParsePartitioner(top, &spec.partitioner));
+  ASSIGN_OR_RETURN(spec.batch_size, top.Int("batch_size", 64, DimensionRange()));
+  ASSIGN_OR_RETURN(spec.mode, top.String("mode", "async", {"async", "sync"}));
+  ASSIGN_OR_RETURN(int64_t seed, top.Int("seed", 42, IntAtLeast(0)));
   spec.seed = static_cast<uint64_t>(seed);
-  ASSIGN_OR_RETURN(spec.sync_timeout_ms, OptionalInt(doc, "sync_timeout_ms", 60000, ""));
-  if (spec.sync_timeout_ms <= 0) return Invalid("sync_timeout_ms", "must be positive");
+  ASSIGN_OR_RETURN(spec.sync_timeout_ms, top.Int("sync_timeout_ms", 60000, DimensionRange()));
+  ASSIGN_OR_RETURN(spec.terminate_on_nan, top.Bool("terminate_on_nan", true));
+  RETURN_IF_ERROR(top.NoUnknownKeys());
   return spec;
 }
 
@@ -329,14 +350,10 @@ json JobSpecToJson(const JobSpec& spec) {
   const DataSpec& d = spec.data;
   json model = {{"input_shape", spec.model.input_shape}, {"layers", layers}, {"loss", spec.model.loss}};
   internal_job_spec::CtrModelToJson(spec.model, &model);
-  json data = {{"dataset", d.dataset},
-               {"dir", d.dir},
-               {"train_file", d.train_file},
-               {"test_file", d.test_file},
-               {"label_column", d.label_column},
-               {"header", d.header},
-               {"num_examples", d.num_examples},
-               {"shuffle_seed", d.shuffle_seed}};
+  json data = {{"dataset", d.dataset},           {"dir", d.dir},
+               {"train_file", d.train_file},     {"test_file", d.test_file},
+               {"label_column", d.label_column}, {"header", d.header},
+               {"num_examples", d.num_examples}, {"shuffle_seed", d.shuffle_seed}};
   if (d.dataset == "criteo") {
     data["train_files"] = d.train_files;
     data["test_files"] = d.test_files;
@@ -389,6 +406,7 @@ json JobSpecToJson(const JobSpec& spec) {
       {"mode", spec.mode},
       {"seed", spec.seed},
       {"sync_timeout_ms", spec.sync_timeout_ms},
+      {"terminate_on_nan", spec.terminate_on_nan},
   };
 }
 
@@ -398,8 +416,8 @@ absl::StatusOr<JobSpec> LoadJobSpec(const std::string& name_or_path) {
     return JobSpecFromJson(doc);
   }
   if (name_or_path.find('/') == std::string::npos && name_or_path.find('.') == std::string::npos) {
-    return absl::NotFoundError(absl::StrCat("job \"", name_or_path, "\" is neither a preset (",
-                                            JobPresetNames(), ") nor a JSON file path"));
+    return absl::NotFoundError(
+        absl::StrCat("job \"", name_or_path, "\" is neither a preset (", JobPresetNames(), ") nor a JSON file path"));
   }
   ASSIGN_OR_RETURN(json doc, ReadJsonFile(name_or_path));
   return JobSpecFromJson(doc);

@@ -136,9 +136,14 @@ struct JobSpec {
   std::string mode = "async";  // async | sync
   uint64_t seed = 42;
   int64_t sync_timeout_ms = 60000;
+  // Stop the job when a training loss, a gradient or a variable turns NaN or infinite (Keras's
+  // TerminateOnNaN), naming the step and the variable; no checkpoint is written after it.
+  bool terminate_on_nan = true;
 };
 
-// Parses and validates a job spec document. InvalidArgument naming the field on any problem.
+// Parses and validates a job spec document. InvalidArgument naming the field on any problem: a
+// wrong type, a value outside its range (Keras's, TensorFlow's or PyTorch's checks where they have
+// them), or a key no field has (naming the nearest known key).
 absl::StatusOr<JobSpec> JobSpecFromJson(const nlohmann::json& doc);
 
 // The canonical JSON form (every field explicit); JobSpecFromJson(JobSpecToJson(s)) == s.

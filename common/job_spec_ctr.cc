@@ -6,9 +6,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/checked_math.h"
 #include "common/job_spec_parse.h"
-#include "common/json_util.h"
 #include "common/status_macros.h"
+#include "common/value_range.h"
 
 namespace pstrain {
 namespace internal_job_spec {
@@ -16,7 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-// Bounds that catch typos (a vocabulary of 10^15 rows) while leaving room for real tables.
+// Bounds that catch typos (a vocabulary of 10^15 rows) while leaving room for real tables; a
+// table's bytes are bounded by the checked arithmetic below and by the plan's memory budget.
 constexpr int64_t kMaxVocabulary = int64_t{1} << 40;
 constexpr int64_t kMaxEmbeddingDim = 65536;
 constexpr int64_t kMaxFields = 100000;
@@ -25,23 +27,26 @@ constexpr int64_t kMaxNumericInputs = 1000000;
 // One entry of model.fields: {"vocabulary_size", "embedding_dim", optional "name",
 // "embeddings_initializer", and "count" (that many identical fields, named automatically)}.
 absl::Status ParseFieldEntry(const json& entry, const std::string& path, std::vector<EmbeddingFieldSpec>* fields) {
-  RETURN_IF_ERROR(RequireObject(entry, path));
-  RETURN_IF_ERROR(
-      RejectUnknownKeys(entry, {"name", "vocabulary_size", "embedding_dim", "embeddings_initializer", "count"}, path));
+  RETURN_IF_ERROR(JsonFields::RequireObject(entry, path, kPrefix));
+  JsonFields f(entry, path, kPrefix);
   EmbeddingFieldSpec field;
-  ASSIGN_OR_RETURN(field.name, OptionalString(entry, "name", "", path));
-  if (!entry.contains("vocabulary_size")) return Invalid(path + ".vocabulary_size", "is missing (the table's rows)");
-  if (!entry.contains("embedding_dim")) return Invalid(path + ".embedding_dim", "is missing (the table's columns)");
-  ASSIGN_OR_RETURN(field.vocabulary_size, IntInRange(entry, "vocabulary_size", 0, 1, kMaxVocabulary, path));
-  ASSIGN_OR_RETURN(field.embedding_dim, IntInRange(entry, "embedding_dim", 0, 1, kMaxEmbeddingDim, path));
+  ASSIGN_OR_RETURN(field.name, f.String("name", ""));
+  if (field.name.size() > 256) return f.Invalid("name", "is longer than 256 characters");
+  ASSIGN_OR_RETURN(field.vocabulary_size,
+                   f.Int("vocabulary_size", 0, IntBetween(1, kMaxVocabulary, "(the table's rows)")));
+  ASSIGN_OR_RETURN(field.embedding_dim,
+                   f.Int("embedding_dim", 0, IntBetween(1, kMaxEmbeddingDim, "(the table's columns)")));
   ASSIGN_OR_RETURN(field.embeddings_initializer,
-                   ParseInitializer(entry, "embeddings_initializer", field.embeddings_initializer, path));
-  ASSIGN_OR_RETURN(int64_t count, IntInRange(entry, "count", 1, 1, kMaxFields, path));
+                   ParseInitializer(f, "embeddings_initializer", field.embeddings_initializer));
+  ASSIGN_OR_RETURN(int64_t count, f.Int("count", 1, IntBetween(1, kMaxFields, "(identical fields)")));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  if (field.vocabulary_size == 0) return f.Invalid("vocabulary_size", "is missing (the table's rows)");
+  if (field.embedding_dim == 0) return f.Invalid("embedding_dim", "is missing (the table's columns)");
   if (count > 1 && !field.name.empty()) {
-    return Invalid(path + ".name", "cannot name several fields (count > 1); drop the name or the count");
+    return f.Invalid("name", "cannot name several fields (count > 1); drop the name or the count");
   }
   if (static_cast<int64_t>(fields->size()) + count > kMaxFields) {
-    return Invalid(path + ".count", absl::StrCat("makes more than ", kMaxFields, " fields"));
+    return f.Invalid("count", absl::StrCat("makes more than ", kMaxFields, " fields"));
   }
   fields->insert(fields->end(), count, field);
   return absl::OkStatus();
@@ -49,31 +54,36 @@ absl::Status ParseFieldEntry(const json& entry, const std::string& path, std::ve
 
 }  // namespace
 
-absl::Status ParseCtrModel(const json& model, ModelSpec* spec) {
-  auto it = model.find("fields");
-  if (it == model.end() || it->is_null()) {
-    if (model.contains("numeric_inputs") && !model["numeric_inputs"].is_null()) {
+absl::Status ParseCtrModel(JsonFields& model, ModelSpec* spec) {
+  const json* fields = model.Find("fields");
+  ASSIGN_OR_RETURN(spec->numeric_inputs,
+                   model.Int("numeric_inputs", 0, IntBetween(0, kMaxNumericInputs, "(numeric features)")));
+  if (fields == nullptr) {
+    if (spec->numeric_inputs != 0) {
       return Invalid("model.numeric_inputs", "needs model.fields (a CTR model); a dense model uses input_shape");
     }
     return absl::OkStatus();
   }
-  if (!it->is_array() || it->empty()) {
+  if (!fields->is_array() || fields->empty()) {
     return Invalid("model.fields",
                    "must be a non-empty list of categorical fields, e.g. [{\"vocabulary_size\": 100000, "
                    "\"embedding_dim\": 16}]");
   }
-  if (model.contains("input_shape")) {
+  if (static_cast<int64_t>(fields->size()) > kMaxFields) {
+    return Invalid("model.fields", absl::StrCat("has more than ", kMaxFields, " entries"));
+  }
+  if (model.Find("input_shape") != nullptr) {
     return Invalid("model.input_shape",
                    "must not be given with model.fields: the dense layers' input is numeric_inputs plus the "
                    "fields' embedding_dim");
   }
-  ASSIGN_OR_RETURN(spec->numeric_inputs, IntInRange(model, "numeric_inputs", 0, 0, kMaxNumericInputs, "model"));
   std::vector<size_t> entry_of;  // per field: its entry in model.fields
-  for (size_t i = 0; i < it->size(); ++i) {
-    RETURN_IF_ERROR(ParseFieldEntry((*it)[i], absl::StrCat("model.fields[", i, "]"), &spec->fields));
+  for (size_t i = 0; i < fields->size(); ++i) {
+    RETURN_IF_ERROR(ParseFieldEntry((*fields)[i], absl::StrCat("model.fields[", i, "]"), &spec->fields));
     entry_of.resize(spec->fields.size(), i);
   }
   int64_t tower_inputs = spec->numeric_inputs;
+  int64_t table_bytes = 0;  // all tables' float32 values: one size in bytes (the plan's budget bounds it)
   std::map<std::string, int> counts;
   std::set<std::string> names;
   for (size_t i = 0; i < spec->fields.size(); ++i) {
@@ -86,8 +96,14 @@ absl::Status ParseCtrModel(const json& model, ModelSpec* spec) {
       return Invalid(absl::StrCat("model.fields[", entry_of[i], "].name"),
                      absl::StrCat("\"", f.name, "\" is used twice"));
     }
-    tower_inputs += f.embedding_dim;
+    tower_inputs += f.embedding_dim;  // at most kMaxFields * kMaxEmbeddingDim + kMaxNumericInputs: no overflow
+    const std::string what = absl::StrCat(kPrefix, "model.fields[", entry_of[i], "] (table ", f.name, ")");
+    ASSIGN_OR_RETURN(const int64_t bytes, CheckedNumBytes({f.vocabulary_size, f.embedding_dim}, sizeof(float), what));
+    ASSIGN_OR_RETURN(table_bytes, CheckedSizeSum(table_bytes, bytes, what));
   }
+  // The dense tower's input width is a dimension like any other (int32 in the kernels).
+  RETURN_IF_ERROR(CheckInRange(tower_inputs, DimensionRange("(numeric_inputs plus the fields' embedding_dim)"),
+                               absl::StrCat(kPrefix, "model: the dense layers' input width")));
   spec->input_shape = {tower_inputs};
   return absl::OkStatus();
 }
@@ -126,9 +142,9 @@ absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::str
   if (!train_files.empty()) job->data.train_files = split(train_files);
   if (!test_files.empty()) job->data.test_files = split(test_files);
   if (job->data.train_files.empty() || job->data.test_files.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, " needs ", flag_prefix, job->data.train_files.empty() ? "train_files" : "test_files",
-        " too: the job has no files of its own for that split (it uses the default synthetic set)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " needs ", flag_prefix, job->data.train_files.empty() ? "train_files" : "test_files",
+                     " too: the job has no files of its own for that split (it uses the default synthetic set)"));
   }
   return absl::OkStatus();
 }

@@ -1,6 +1,7 @@
 #include "common/model_variables.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
 
@@ -10,6 +11,10 @@ namespace {
 absl::Status LayerError(size_t i, const LayerSpec& layer, const std::vector<int64_t>& in, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("job spec: model.layers[", i, "] (", layer.type, " \"", layer.name,
                                                  "\") cannot take input of shape ", ShapeString(in), ": ", why));
+}
+
+std::string LayerName(size_t i, const LayerSpec& layer) {
+  return absl::StrCat("job spec: model.layers[", i, "] (", layer.type, " \"", layer.name, "\")");
 }
 
 absl::StatusOr<std::vector<int64_t>> OutputShape(size_t i, const LayerSpec& layer, const std::vector<int64_t>& in) {
@@ -30,7 +35,11 @@ absl::StatusOr<std::vector<int64_t>> OutputShape(size_t i, const LayerSpec& laye
     if (h <= 0 || w <= 0) return LayerError(i, layer, in, "the pool is larger than the input");
     return std::vector<int64_t>{h, w, in[2]};
   }
-  if (layer.type == "flatten") return std::vector<int64_t>{NumElements(in)};
+  if (layer.type == "flatten") {
+    absl::StatusOr<int64_t> n = CheckedNumElements(in, LayerName(i, layer));
+    if (!n.ok()) return n.status();
+    return std::vector<int64_t>{*n};
+  }
   return in;  // relu
 }
 
@@ -48,6 +57,10 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> LayerOutputShapes(const ModelS
 
 absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model) {
   ASSIGN_OR_RETURN(auto outputs, LayerOutputShapes(model));
+  RETURN_IF_ERROR(CheckedNumElements(model.input_shape, "job spec: model.input_shape").status());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    RETURN_IF_ERROR(CheckedNumElements(outputs[i], LayerName(i, model.layers[i]) + " output").status());
+  }
   std::vector<VariableSpec> vars;
   for (const EmbeddingFieldSpec& f : model.fields) {
     vars.push_back({f.name + "/embeddings", {f.vocabulary_size, f.embedding_dim}, DType::kFloat32,
@@ -69,6 +82,9 @@ absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model)
       }
     }
     in = outputs[i];
+  }
+  for (const VariableSpec& v : vars) {
+    RETURN_IF_ERROR(CheckedNumBytes(v.shape, DTypeSize(v.dtype), absl::StrCat("variable ", v.name)).status());
   }
   return vars;
 }

@@ -30,7 +30,8 @@ struct VariableSpec {
 absl::StatusOr<std::vector<std::vector<int64_t>>> LayerOutputShapes(const ModelSpec& model);
 
 // Variables in creation order: the embedding tables (CTR models), then for each layer its kernel,
-// then its bias.
+// then its bias. InvalidArgument naming the layer or variable when a shape's size overflows (checked
+// arithmetic, see checked_math.h).
 absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model);
 
 }  // namespace pstrain

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
 
@@ -70,6 +71,8 @@ absl::StatusOr<int64_t> NumShards(const PartitionerSpec& spec, absl::Span<const 
   for (int64_t d : shape) {
     if (d < 0) return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeString(shape), " has a negative dimension"));
   }
+  ASSIGN_OR_RETURN(const int64_t bytes, CheckedNumBytes(shape, DTypeSize(dtype, spec.bytes_per_string), "its size"));
+  (void)bytes;  // only checked here: every product below fits
   if (shape.empty() || spec.kind == PartitionerSpec::Kind::kNone) return 1;
   const int64_t rows = shape[0];
   const int64_t elements = NumElements(shape);

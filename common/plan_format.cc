@@ -4,22 +4,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/memory_budget.h"
 #include "common/tensor.h"
 
 namespace pstrain {
 
 namespace {
 
-// Bytes of optimizer slots per ps: each slot is a float32 element per value element.
+// REQUIRES (plan_format.h): PsTaskBytes(plan, slots_per_value) succeeded, so none overflows.
 std::vector<int64_t> SlotBytes(const VariablePlan& plan, const SlotInfo& slots) {
-  std::vector<int64_t> out(plan.ps_bytes.size(), 0);
-  for (const PlannedVariable& pv : plan.variables) {
-    for (const PlannedShard& s : pv.shards) {
-      const int64_t elements = s.bytes / std::max<int64_t>(DTypeSize(pv.variable.dtype), 1);
-      out[static_cast<size_t>(s.ps)] += elements * 4 * slots.slots_per_value;
-    }
-  }
-  return out;
+  absl::StatusOr<std::vector<int64_t>> bytes = PsSlotBytes(plan, slots.slots_per_value);
+  return bytes.ok() ? *std::move(bytes) : std::vector<int64_t>(plan.ps_bytes.size(), 0);
 }
 
 }  // namespace

@@ -20,6 +20,8 @@ struct SlotInfo {
   int slots_per_value = 0;  // float32 state elements per value element
 };
 
+// REQUIRES: PsTaskBytes(plan, slots.slots_per_value) succeeds (memory_budget.h): the byte counts
+// printed are that function's.
 nlohmann::json PlanToJson(const VariablePlan& plan, const std::string& strategy = "div", const SlotInfo& slots = {});
 std::string PlanToTable(const VariablePlan& plan, const std::string& partitioner_description,
                         const SlotInfo& slots = {});

@@ -9,13 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/dtype.h"
 
 namespace pstrain {
 
-// Product of the dimensions (1 for rank 0). REQUIRES: every dimension >= 0.
+// Product of the dimensions (1 for rank 0). REQUIRES: every dimension >= 0 and a product that
+// fits: shapes from users, files or the network are checked with CheckedNumElements first.
 int64_t NumElements(absl::Span<const int64_t> shape);
+
+// Number of NaN/Inf values among the float32 values in `data` (bytes, possibly unaligned).
+int64_t CountNonFiniteFloats(absl::string_view data);
 
 // "[3,4]" style rendering used in messages.
 std::string ShapeString(absl::Span<const int64_t> shape);
@@ -23,8 +29,14 @@ std::string ShapeString(absl::Span<const int64_t> shape);
 class Tensor {
  public:
   Tensor() = default;
-  // Zero-filled tensor. REQUIRES: dtype is a fixed-size type (not kString); dims >= 0.
+  // Zero-filled tensor. REQUIRES: dtype is a fixed-size type (not kString); a shape whose size was
+  // checked (CheckedNumBytes, a memory budget). When the memory cannot be had it throws
+  // std::bad_alloc, as operator new does; code sizing a tensor from outside input uses Create.
   Tensor(DType dtype, std::vector<int64_t> shape);
+  // The same, for shapes from users, files or the network: InvalidArgument naming `what` for a
+  // negative dimension or a size beyond kMaxCheckedBytes, ResourceExhausted when the memory
+  // cannot be allocated.
+  static absl::StatusOr<Tensor> Create(DType dtype, std::vector<int64_t> shape, absl::string_view what);
 
   Tensor(const Tensor& other);
   Tensor& operator=(const Tensor& other);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
 
 namespace pstrain {
 
@@ -58,7 +59,9 @@ absl::StatusOr<Tensor> TensorFromProto(const TensorProto& proto, absl::string_vi
       return absl::InvalidArgumentError(absl::StrCat(what, ": negative dimension in shape ", ShapeString(shape)));
     }
   }
-  const size_t expected = static_cast<size_t>(NumElements(shape) * DTypeSize(dtype));
+  absl::StatusOr<int64_t> bytes = CheckedNumBytes(shape, DTypeSize(dtype), what);
+  if (!bytes.ok()) return bytes.status();
+  const size_t expected = static_cast<size_t>(*bytes);
   if (proto.data().size() != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": tensor of shape ", ShapeString(shape), " and dtype ", DTypeName(dtype), " needs ", expected,

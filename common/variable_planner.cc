@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
 #include "common/tensor_proto.h"
@@ -29,6 +30,7 @@ absl::StatusOr<VariablePlan> PlanVariables(const std::vector<VariableSpec>& vari
     }
     PlannedVariable planned{var, {}};
     const int64_t rows = var.shape.empty() ? 1 : var.shape[0];
+    // NumShards checked that the variable's bytes fit, so every shard's and row's do.
     const int64_t row_bytes = rows == 0 ? 0 : NumElements(var.shape) / rows * DTypeSize(var.dtype, spec.bytes_per_string);
     int64_t offset = 0;
     const std::vector<int64_t> split = DivSplit(rows, *shards);
@@ -42,7 +44,8 @@ absl::StatusOr<VariablePlan> PlanVariables(const std::vector<VariableSpec>& vari
       shard.bytes = split[i] * row_bytes;
       shard.ps = next_ps;
       next_ps = (next_ps + 1) % num_ps;
-      plan.ps_bytes[static_cast<size_t>(shard.ps)] += shard.bytes;
+      int64_t& held = plan.ps_bytes[static_cast<size_t>(shard.ps)];
+      ASSIGN_OR_RETURN(held, CheckedSizeSum(held, shard.bytes, absl::StrCat("the bytes held by ps ", shard.ps)));
       offset += split[i];
       planned.shards.push_back(std::move(shard));
     }

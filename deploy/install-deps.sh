@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3
   docker-compose nftables iproute2  # deploy tests: compose file check, several-hosts cluster
+  strace                            # the file-access test of bad inputs
   prometheus                        # the metrics test scrapes a cluster with the real server
   librsvg2-bin                      # rsvg-convert: `pstrain plot --out FILE.png`, the plot test
   python3-protobuf                  # the event-file test reads TensorBoard files with its own reader

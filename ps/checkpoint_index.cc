@@ -3,6 +3,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/checked_math.h"
+#include "common/confined_path.h"
 #include "common/json_util.h"
 #include "common/status_macros.h"
 #include "common/tensor_proto.h"
@@ -45,10 +47,10 @@ absl::StatusOr<SavedShard> SavedShardFromJson(const json& j, const std::string& 
   };
   auto num = [&](const char* key, int64_t* out) -> absl::Status {
     auto it = j.find(key);
-    if (it == j.end() || !it->is_number_integer()) {
-      return Corrupt(dir, absl::StrCat(where, ".", key, " must be an integer"));
-    }
-    *out = it->get<int64_t>();
+    absl::StatusOr<int64_t> v = it == j.end() ? absl::InvalidArgumentError(absl::StrCat(where, ".", key, " is missing"))
+                                              : JsonToInt64(*it, absl::StrCat(where, ".", key));
+    if (!v.ok()) return Corrupt(dir, std::string(v.status().message()));
+    *out = *v;
     return absl::OkStatus();
   };
   SavedShard s;
@@ -59,11 +61,15 @@ absl::StatusOr<SavedShard> SavedShardFromJson(const json& j, const std::string& 
   RETURN_IF_ERROR(str("variable_name", &text));
   s.set_variable_name(text);
   RETURN_IF_ERROR(str("file", &text));
-  if (text.empty() || text.find('/') != std::string::npos) return Corrupt(dir, where + ".file is not a plain name");
+  if (absl::Status plain = CheckPlainFileName(text, where + ".file"); !plain.ok()) {
+    return Corrupt(dir, std::string(plain.message()));
+  }
   s.set_file(text);
   RETURN_IF_ERROR(str("dtype", &text));
   absl::StatusOr<DType> dtype = ParseDType(text);
   if (!dtype.ok()) return Corrupt(dir, absl::StrCat(where, ".dtype: ", dtype.status().message()));
+  // pstrain writes float32 shards only; readers size and interpret the bytes as such.
+  if (*dtype != DType::kFloat32) return Corrupt(dir, absl::StrCat(where, ".dtype ", QuotedExcerpt(text), " is not float32"));
   s.set_dtype(ToProtoDType(*dtype));
   RETURN_IF_ERROR(str("checksum", &text));
   uint64_t sum = 0;
@@ -78,8 +84,11 @@ absl::StatusOr<SavedShard> SavedShardFromJson(const json& j, const std::string& 
   auto shape = j.find("full_shape");
   if (shape == j.end() || !shape->is_array()) return Corrupt(dir, where + ".full_shape must be an array");
   for (const json& d : *shape) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0) return Corrupt(dir, where + ".full_shape has a bad dimension");
-    s.add_full_shape(d.get<int64_t>());
+    absl::StatusOr<int64_t> dim = JsonToInt64(d, where + ".full_shape");
+    // pstrain's variables have no empty dimension; refusing them keeps rows and row bytes positive,
+    // so a bitmap of rows is never larger than the files that hold them.
+    if (!dim.ok() || *dim < 1) return Corrupt(dir, absl::StrCat(where, ".full_shape has a bad dimension ", JsonExcerpt(d)));
+    s.add_full_shape(*dim);
   }
   auto slots = j.find("slot_names");
   if (slots != j.end() && slots->is_array()) {
@@ -95,6 +104,14 @@ absl::StatusOr<SavedShard> SavedShardFromJson(const json& j, const std::string& 
   if (s.row_offset() < 0 || s.rows() < 0 || s.row_stride() < 1 ||
       (s.rows() > 0 && (s.row_offset() >= total || (s.rows() - 1) > (total - 1 - s.row_offset()) / s.row_stride()))) {
     return Corrupt(dir, where + " has rows outside the variable");
+  }
+  // Every size derived from the entry must fit before a reader sizes anything by it.
+  if (absl::StatusOr<int64_t> bytes = SavedShardFileBytes(s); !bytes.ok()) {
+    return Corrupt(dir, absl::StrCat(where, ": ", bytes.status().message()));
+  }
+  const std::vector<int64_t> full(s.full_shape().begin(), s.full_shape().end());
+  if (absl::Status fits = CheckedNumBytes(full, sizeof(float), where + ".full_shape").status(); !fits.ok()) {
+    return Corrupt(dir, std::string(fits.message()));
   }
   return s;
 }
@@ -112,18 +129,36 @@ absl::Status WriteCheckpointIndex(Env* env, const std::string& dir, const Checkp
   return env->WriteFileAtomic(dir + "/" + kIndexFile, DumpJson(doc, 1));
 }
 
+absl::StatusOr<int64_t> SavedShardFileBytes(const SavedShard& s) {
+  std::vector<int64_t> row_shape(s.full_shape().begin(), s.full_shape().end());
+  if (!row_shape.empty()) row_shape[0] = s.rows();
+  const std::string what = absl::StrCat("shard ", s.shard_name());
+  const DType dtype = FromProtoDType(s.dtype());
+  if (dtype == DType::kInvalid || dtype == DType::kString) return absl::InvalidArgumentError(what + ": unsupported dtype");
+  ASSIGN_OR_RETURN(int64_t bytes, CheckedNumBytes(row_shape, DTypeSize(dtype), what));
+  return CheckedSizeProduct(bytes, 1 + s.slot_names_size(), what);
+}
+
 absl::StatusOr<CheckpointIndex> ReadCheckpointIndex(Env* env, const std::string& dir) {
   const std::string path = dir + "/" + kIndexFile;
   if (!env->FileExists(path)) return absl::NotFoundError(absl::StrCat("checkpoint index ", path, " does not exist"));
-  absl::StatusOr<std::string> text = env->ReadFile(path);
-  if (!text.ok()) return text.status();
+  absl::StatusOr<std::string> text = env->ReadRegularFile(path, kMaxJsonFileBytes);
+  if (!text.ok()) {
+    if (text.status().code() == absl::StatusCode::kInvalidArgument ||
+        text.status().code() == absl::StatusCode::kOutOfRange) {
+      return absl::DataLossError(text.status().message());
+    }
+    return text.status();
+  }
   absl::StatusOr<json> doc = ParseJson(*text, path);
   if (!doc.ok()) return absl::DataLossError(doc.status().message());
   if (!doc->is_object()) return Corrupt(dir, "not a JSON object");
   CheckpointIndex index;
   auto step = doc->find("global_step");
-  if (step == doc->end() || !step->is_number_integer()) return Corrupt(dir, "global_step must be an integer");
-  index.global_step = step->get<int64_t>();
+  absl::StatusOr<int64_t> step_value =
+      step == doc->end() ? absl::InvalidArgumentError("global_step is missing") : JsonToInt64(*step, "global_step");
+  if (!step_value.ok() || *step_value < 0) return Corrupt(dir, "global_step must be a non-negative integer");
+  index.global_step = *step_value;
   auto spec = doc->find("job_spec");
   if (spec != doc->end()) index.job_spec_json = spec->is_string() ? spec->get<std::string>() : DumpJson(*spec);
   auto shards = doc->find("shards");
@@ -137,8 +172,8 @@ absl::StatusOr<CheckpointIndex> ReadCheckpointIndex(Env* env, const std::string&
 
 absl::StatusOr<Tensor> ReadCheckpointRows(Env* env, const std::string& dir, const CheckpointIndex& index,
                                           const std::string& variable_name, int64_t row_offset, int64_t rows,
-                                          const std::string& slot) {
-  CheckpointReader reader(env, dir, &index);
+                                          const std::string& slot, int64_t max_bytes) {
+  CheckpointReader reader(env, dir, &index, max_bytes);
   return reader.ReadRows(variable_name, row_offset, rows, slot);
 }
 

@@ -31,16 +31,23 @@ struct CheckpointIndex {
 // Writes "<dir>/index.json" atomically through `env`.
 absl::Status WriteCheckpointIndex(Env* env, const std::string& dir, const CheckpointIndex& index);
 
-// Reads and validates "<dir>/index.json". NotFound when absent; DataLoss when it does not parse.
+// Reads and validates "<dir>/index.json" (a regular file, no symlink, at most kMaxJsonFileBytes):
+// every shard's file is a plain name inside `dir`, and every size derived from an entry fits
+// (SavedShardFileBytes). NotFound when absent; DataLoss when it does not parse or is invalid.
 absl::StatusOr<CheckpointIndex> ReadCheckpointIndex(Env* env, const std::string& dir);
+
+// Bytes the data file of `shard` holds: values and each slot, rows x the row's elements x the
+// dtype's size, with checked arithmetic. InvalidArgument when that overflows or the dtype is bad.
+absl::StatusOr<int64_t> SavedShardFileBytes(const SavedShard& shard);
 
 // Rows [row_offset, row_offset + rows) of variable `variable_name` (all rows when rows < 0),
 // assembled from whichever saved slices hold them, verifying each file's checksum. `slot` "" reads
 // the values, otherwise an optimizer slot ("m", "v", ...). NotFound when the variable or slot is
 // not in the checkpoint; DataLoss on a checksum mismatch or a truncated file.
+// `max_bytes` bounds what is read or allocated (0: this host's default memory budget).
 absl::StatusOr<Tensor> ReadCheckpointRows(Env* env, const std::string& dir, const CheckpointIndex& index,
                                           const std::string& variable_name, int64_t row_offset, int64_t rows,
-                                          const std::string& slot = "");
+                                          const std::string& slot = "", int64_t max_bytes = 0);
 
 }  // namespace pstrain
 

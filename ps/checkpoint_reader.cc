@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/checked_math.h"
+#include "common/confined_path.h"
+#include "common/memory_budget.h"
 #include "common/status_macros.h"
 #include "common/tensor_proto.h"
 #include "ps/checksum.h"
@@ -13,6 +17,7 @@
 namespace pstrain {
 namespace {
 
+// REQUIRES: an entry validated by ReadCheckpointIndex (its sizes fit).
 int64_t RowElements(const SavedShard& s) {
   int64_t n = 1;
   for (int i = 1; i < s.full_shape_size(); ++i) n *= s.full_shape(i);
@@ -38,6 +43,20 @@ bool SameLayout(const SavedShard& a, const SavedShard& b) {
 // Whether rows offset_a + i * stride_a and offset_b + j * stride_b can ever coincide.
 bool LatticesMeet(int64_t offset_a, int64_t stride_a, int64_t offset_b, int64_t stride_b) {
   return (offset_a - offset_b) % std::gcd(stride_a, stride_b) == 0;
+}
+
+// The local rows [*l0, *l1) of slice `s` whose global rows fall within the range of `select`
+// (not all of them need be selected when the strides differ); false when there are none.
+bool LocalRowsFor(const SavedShard& s, const RowSelection& select, int64_t* l0, int64_t* l1) {
+  const int64_t ss = StrideOf(s);
+  if (s.rows() == 0 || select.rows == 0 || !LatticesMeet(s.row_offset(), ss, select.offset, select.stride)) {
+    return false;
+  }
+  const int64_t t_lo = select.offset, t_hi = select.offset + (select.rows - 1) * select.stride;
+  const int64_t s_lo = s.row_offset();
+  *l0 = t_lo <= s_lo ? 0 : (t_lo - s_lo + ss - 1) / ss;
+  *l1 = t_hi < s_lo ? 0 : std::min(s.rows(), (t_hi - s_lo) / ss + 1);
+  return *l0 < *l1;
 }
 
 }  // namespace
@@ -78,17 +97,36 @@ absl::StatusOr<SavedShard> WriteShardFile(Env* env, const std::string& dir, cons
   return saved;
 }
 
-CheckpointReader::CheckpointReader(Env* env, std::string dir, const CheckpointIndex* index)
-    : env_(env), dir_(std::move(dir)), index_(index) {}
+CheckpointReader::CheckpointReader(Env* env, std::string dir, const CheckpointIndex* index, int64_t max_bytes)
+    : env_(env),
+      dir_(std::move(dir)),
+      index_(index),
+      max_bytes_(max_bytes > 0 ? max_bytes : MemoryBudgetBytes(env, 0).value_or(kFallbackMemoryBudgetBytes)) {}
+
+absl::StatusOr<std::string> CheckpointReader::FilePath(const SavedShard& shard) const {
+  absl::StatusOr<std::string> path = PathInDir(dir_, shard.file(), "checkpoint file");
+  if (!path.ok()) return absl::DataLossError(path.status().message());
+  return path;
+}
 
 absl::Status CheckpointReader::VerifyFile(const SavedShard& shard) {
-  if (verified_.count(shard.file()) > 0) return absl::OkStatus();
-  const std::string path = dir_ + "/" + shard.file();
+  ASSIGN_OR_RETURN(const std::string path, FilePath(shard));
+  absl::StatusOr<int64_t> expected_or = SavedShardFileBytes(shard);
+  if (!expected_or.ok()) return absl::DataLossError(absl::StrCat(path, ": ", expected_or.status().message()));
+  if (auto it = verified_.find(shard.file()); it != verified_.end()) {
+    if (it->second == &shard) return absl::OkStatus();
+    // pstrain names each slice's file after its shard: two slices of one file are an edit.
+    return absl::DataLossError(absl::StrCat("checkpoint file ", path, " is listed for two slices, ",
+                                            it->second->shard_name(), " and ", shard.shard_name()));
+  }
   absl::StatusOr<uint64_t> size = env_->FileSize(path);
   if (!size.ok()) {
-    return absl::DataLossError(absl::StrCat("checkpoint file ", path, " is missing: ", size.status().message()));
+    const bool missing = size.status().code() == absl::StatusCode::kNotFound;
+    return absl::DataLossError(absl::StrCat("checkpoint file ", path, missing ? " is missing: " : " is unusable: ",
+                                            size.status().message()));
   }
-  const uint64_t expected = static_cast<uint64_t>(shard.rows()) * RowBytes(shard) * (1 + shard.slot_names_size());
+  // Never more than the index promises: a file of another size is not read at all.
+  const uint64_t expected = static_cast<uint64_t>(*expected_or);
   if (*size != expected) {
     return absl::DataLossError(absl::StrCat("checkpoint file ", path, " holds ", *size, " bytes, expected ", expected,
                                             " (truncated or corrupted)"));
@@ -107,7 +145,24 @@ absl::Status CheckpointReader::VerifyFile(const SavedShard& shard) {
                         "the checkpoint is corrupted",
                         path, shard.checksum(), checksum.Digest()));
   }
-  verified_.insert(shard.file());
+  verified_[shard.file()] = &shard;
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointReader::VerifyFilesFor(const std::vector<const SavedShard*>& slices,
+                                              const RowSelection& select) {
+  int64_t at_most = 0;  // rows the slices can give at most (exact when the strides agree)
+  for (const SavedShard* s : slices) {
+    int64_t l0 = 0, l1 = 0;
+    if (!LocalRowsFor(*s, select, &l0, &l1)) continue;
+    RETURN_IF_ERROR(VerifyFile(*s));
+    if (!CheckedAdd(at_most, l1 - l0, &at_most)) at_most = std::numeric_limits<int64_t>::max();
+  }
+  if (at_most < select.rows) {
+    return absl::DataLossError(absl::StrCat("the saved slices of variable ", slices[0]->variable_name(), " in ", dir_,
+                                            " hold at most ", at_most, " of the ", select.rows,
+                                            " rows asked for: the checkpoint holds fewer rows than its index says"));
+  }
   return absl::OkStatus();
 }
 
@@ -142,8 +197,20 @@ absl::StatusOr<Tensor> CheckpointReader::ReadRows(const std::string& variable, i
   }
   std::vector<int64_t> shape(first.full_shape().begin(), first.full_shape().end());
   if (!shape.empty()) shape[0] = rows;
-  Tensor out(FromProtoDType(first.dtype()), shape);
-  RETURN_IF_ERROR(ReadRowsInto(variable, {row_offset, rows, 1}, slot, &out));
+  const RowSelection select{row_offset, rows, 1};
+  // An index that promises more than its files hold fails here, having allocated nothing large.
+  RETURN_IF_ERROR(VerifyFilesFor(slices, select));
+  const DType dtype = FromProtoDType(first.dtype());
+  const std::string what = absl::StrCat("variable ", variable, " in ", dir_);
+  absl::StatusOr<int64_t> out_bytes = CheckedNumBytes(shape, DTypeSize(dtype), what);
+  if (!out_bytes.ok()) return absl::DataLossError(out_bytes.status().message());
+  if (*out_bytes > max_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, " of shape ", ShapeString(shape), " would take ",
+                                                     FormatBytes(*out_bytes), ", more than the memory budget of ",
+                                                     FormatBytes(max_bytes_), " (raise ", kMemoryBudgetFlag, ")"));
+  }
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Create(dtype, shape, what));
+  RETURN_IF_ERROR(ReadRowsInto(variable, select, slot, &out));
   return out;
 }
 
@@ -188,17 +255,11 @@ absl::Status CheckpointReader::ReadRowsInto(const std::string& variable, const R
 absl::Status CheckpointReader::CopyFromSlice(const SavedShard& s, int slot_index, const RowSelection& select,
                                              size_t row_bytes, char* out, std::vector<bool>* covered, int64_t* copied) {
   const int64_t ss = StrideOf(s);
-  if (s.rows() == 0 || select.rows == 0 || !LatticesMeet(s.row_offset(), ss, select.offset, select.stride)) {
-    return absl::OkStatus();
-  }
-  const int64_t t_lo = select.offset, t_hi = select.offset + (select.rows - 1) * select.stride;
   const int64_t s_lo = s.row_offset();
-  // The slice's local rows whose global rows fall within the selection's range.
-  const int64_t l0 = t_lo <= s_lo ? 0 : (t_lo - s_lo + ss - 1) / ss;
-  const int64_t l1 = t_hi < s_lo ? 0 : std::min(s.rows(), (t_hi - s_lo) / ss + 1);
-  if (l0 >= l1) return absl::OkStatus();
+  int64_t l0 = 0, l1 = 0;
+  if (!LocalRowsFor(s, select, &l0, &l1)) return absl::OkStatus();
   RETURN_IF_ERROR(VerifyFile(s));
-  const std::string path = dir_ + "/" + s.file();
+  ASSIGN_OR_RETURN(const std::string path, FilePath(s));
   const uint64_t base = static_cast<uint64_t>(slot_index) * static_cast<uint64_t>(s.rows()) * row_bytes;
   auto take = [&](int64_t j) -> absl::Status {
     if ((*covered)[static_cast<size_t>(j)]) {
@@ -267,17 +328,19 @@ absl::Status CheckpointReader::VerifyAll() {
     ASSIGN_OR_RETURN(std::vector<const SavedShard*> slices, SlicesOf(variable));
     const int64_t total = TotalRows(*slices[0]);
     int64_t saved = 0;
+    bool overflow = false;
     for (const SavedShard* s : slices) {
       if (!std::equal(s->slot_names().begin(), s->slot_names().end(), slices[0]->slot_names().begin(),
                       slices[0]->slot_names().end())) {
         return absl::DataLossError(absl::StrCat("checkpoint slices of variable ", variable, " disagree on slots"));
       }
-      saved += s->rows();
+      if (!CheckedAdd(saved, s->rows(), &saved)) overflow = true;
     }
     // Counted first: the bitmap below is only as large as the rows the verified files hold.
-    if (saved != total) {
-      return absl::DataLossError(
-          absl::StrCat("the checkpoint's slices of variable ", variable, " hold ", saved, " of its ", total, " rows"));
+    if (overflow || saved != total) {
+      return absl::DataLossError(absl::StrCat("the checkpoint's slices of variable ", variable, " hold ",
+                                              overflow ? "more than int64 can count" : absl::StrCat(saved), " of its ",
+                                              total, " rows"));
     }
     std::vector<bool> seen(static_cast<size_t>(total));
     for (const SavedShard* s : slices) {

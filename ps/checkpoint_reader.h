@@ -12,6 +12,7 @@
 #ifndef PSTRAIN_PS_CHECKPOINT_READER_H_
 #define PSTRAIN_PS_CHECKPOINT_READER_H_
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,13 +45,18 @@ struct RowSelection {
 
 class CheckpointReader {
  public:
-  // `env` and `index` are not owned and must outlive the reader.
-  CheckpointReader(Env* env, std::string dir, const CheckpointIndex* index);
+  // `env` and `index` are not owned and must outlive the reader. No file larger than `max_bytes`
+  // is read and no result larger is allocated (0: this host's default memory budget).
+  CheckpointReader(Env* env, std::string dir, const CheckpointIndex* index, int64_t max_bytes = 0);
 
   // Rows [row_offset, row_offset + rows) of a variable (all rows when rows < 0), from the values
-  // (slot "") or a slot. NotFound when the variable or slot is absent; DataLoss on a checksum
-  // mismatch, a truncated file, or rows no saved slice covers; InvalidArgument when the range
-  // falls outside the saved variable.
+  // (slot "") or a slot. Files are named by plain names inside the checkpoint directory and read
+  // with Env::FileSize/ReadFileRange (no symlink followed, no FIFO or device read), sized from the
+  // index, and each file the rows come from is verified before the result is allocated. NotFound
+  // when the variable or slot is absent; DataLoss on a checksum mismatch, a file of the wrong
+  // size, a symlink or other non-regular file, or rows no saved slice covers; InvalidArgument when
+  // the range falls outside the saved variable; ResourceExhausted when the result would exceed
+  // `max_bytes`.
   absl::StatusOr<Tensor> ReadRows(const std::string& variable, int64_t row_offset, int64_t rows,
                                   const std::string& slot);
   // The rows `select` picks, into `out` (float32 or whatever the variable's dtype is, already
@@ -71,6 +77,11 @@ class CheckpointReader {
   absl::StatusOr<std::vector<const SavedShard*>> SlicesOf(const std::string& variable) const;
   // Size and streaming checksum of `shard`'s file, once per file.
   absl::Status VerifyFile(const SavedShard& shard);
+  // Verifies every file holding rows of `select`, and that those files can hold as many rows as
+  // asked for (DataLoss otherwise): checked before a result is allocated for them.
+  absl::Status VerifyFilesFor(const std::vector<const SavedShard*>& slices, const RowSelection& select);
+  // `shard`'s file inside the checkpoint directory; DataLoss for a name that would leave it.
+  absl::StatusOr<std::string> FilePath(const SavedShard& shard) const;
   // Copies the rows of `select` that slice `s` holds into `out`, marking them in `covered`.
   absl::Status CopyFromSlice(const SavedShard& s, int slot_index, const RowSelection& select, size_t row_bytes,
                              char* out, std::vector<bool>* covered, int64_t* copied);
@@ -78,7 +89,8 @@ class CheckpointReader {
   Env* const env_;
   const std::string dir_;
   const CheckpointIndex* const index_;
-  std::set<std::string> verified_;  // file names whose checksum matched
+  const int64_t max_bytes_;
+  std::map<std::string, const SavedShard*> verified_;  // file name whose checksum matched -> its entry
 };
 
 }  // namespace pstrain

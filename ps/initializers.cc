@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
 #include "common/tensor_proto.h"
 
 namespace pstrain {
@@ -90,6 +91,10 @@ absl::StatusOr<std::vector<int64_t>> ShardShape(const ShardSpecProto& spec) {
   for (int64_t d : full) {
     if (d < 0) return Invalid(spec, absl::StrCat("negative dimension in full shape ", ShapeString(full)));
   }
+  // Every product of the full shape's dimensions below must fit.
+  if (absl::Status s = CheckedNumBytes(full, sizeof(float), "full shape").status(); !s.ok()) {
+    return Invalid(spec, std::string(s.message()));
+  }
   if (full.empty()) {
     if (spec.row_offset() != 0 || spec.rows() != 1)
       return Invalid(spec, "a rank-0 variable needs row_offset 0, rows 1");
@@ -97,10 +102,12 @@ absl::StatusOr<std::vector<int64_t>> ShardShape(const ShardSpecProto& spec) {
   }
   if (spec.row_stride() < 0) return Invalid(spec, absl::StrCat("negative row_stride ", spec.row_stride()));
   const int64_t stride = RowStride(spec);
+  // Divided, not multiplied: offsets and counts come from peers and must not overflow.
   if (spec.row_offset() < 0 || spec.rows() < 0 ||
-      (spec.rows() > 0 && spec.row_offset() + (spec.rows() - 1) * stride >= full[0])) {
-    return Invalid(spec, stride == 1 ? absl::StrCat("rows [", spec.row_offset(), ", ", spec.row_offset() + spec.rows(),
-                                                    ") fall outside the variable's ", full[0], " rows")
+      (spec.rows() > 0 &&
+       (spec.row_offset() >= full[0] || (spec.rows() - 1) > (full[0] - 1 - spec.row_offset()) / stride))) {
+    return Invalid(spec, stride == 1 ? absl::StrCat(spec.rows(), " rows from row ", spec.row_offset(),
+                                                    " fall outside the variable's ", full[0], " rows")
                                      : absl::StrCat(spec.rows(), " rows from ", spec.row_offset(), " in steps of ",
                                                     stride, " fall outside the variable's ", full[0], " rows"));
   }

@@ -7,11 +7,13 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
 #include "common/cpu_level.h"
 #include "common/exit_codes.h"
+#include "common/memory_budget.h"
+#include "common/task_flags.h"
 #include "common/metrics_endpoint.h"
 #include "common/process_metrics.h"
 #include "common/stop_signals.h"
@@ -22,6 +24,9 @@
 
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
 ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
+ABSL_FLAG(int64_t, memory_budget_bytes, 0,
+          "most bytes of variable values and optimizer slots this ps holds; shards beyond it are refused "
+          "(default 0: half of this host's memory)");
 ABSL_FLAG(int, metrics_port, 0, "serve Prometheus metrics at http://<host of --listen>:PORT/metrics (0 = off)");
 
 namespace {
@@ -29,6 +34,7 @@ namespace {
 struct PsConfig {
   std::string task;
   std::string listen;
+  int64_t memory_budget_bytes = 0;
 };
 
 absl::StatusOr<PsConfig> LoadConfig() {
@@ -45,13 +51,18 @@ absl::StatusOr<PsConfig> LoadConfig() {
   out.task = config->task->ToString();
   out.listen = absl::GetFlag(FLAGS_listen);
   if (out.listen.empty()) out.listen = absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
+  absl::StatusOr<int64_t> budget =
+      pstrain::MemoryBudgetBytes(pstrain::Env::Default(), absl::GetFlag(FLAGS_memory_budget_bytes));
+  if (!budget.ok()) return budget.status();
+  out.memory_budget_bytes = *budget;
   return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  absl::SetProgramUsageMessage("pstrain-ps   (TF_CONFIG in the environment, task type ps)");
+  if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-ps")) return *exit_now;
   absl::StatusOr<PsConfig> config = LoadConfig();
   if (!config.ok()) {
     std::cerr << "pstrain-ps: bad configuration: " << config.status().message() << "\n";
@@ -63,6 +74,7 @@ int main(int argc, char** argv) {
   pstrain::AddProcessMetrics(&metrics, config->task, pstrain::kPs);
   pstrain::PsServer::Options options;
   options.task = config->task;
+  options.memory_budget_bytes = config->memory_budget_bytes;
   options.update_latency = pstrain::PsUpdateLatency(&metrics);
   pstrain::PsServer ps(options);
   pstrain::AddPsMetrics(&metrics, &ps);

@@ -181,4 +181,10 @@ OptimizerProto OptimizerProtoFromSpec(const OptimizerSpec& spec) {
   return p;
 }
 
+absl::StatusOr<int> OptimizerSlotCount(const OptimizerSpec& spec) {
+  absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = Optimizer::Create(OptimizerProtoFromSpec(spec));
+  if (!optimizer.ok()) return optimizer.status();
+  return static_cast<int>((*optimizer)->SlotNames().size());
+}
+
 }  // namespace pstrain

@@ -65,6 +65,10 @@ class Optimizer {
 // The wire form of a job spec's optimizer, every field explicit.
 OptimizerProto OptimizerProtoFromSpec(const OptimizerSpec& spec);
 
+// How many slot tensors (each the size of the variable) the spec's optimizer keeps per variable;
+// its Create errors otherwise.
+absl::StatusOr<int> OptimizerSlotCount(const OptimizerSpec& spec);
+
 }  // namespace pstrain
 
 #endif  // PSTRAIN_PS_OPTIMIZER_H_

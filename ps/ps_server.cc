@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/checked_math.h"
+#include "common/memory_budget.h"
 #include "common/protocol_version.h"
 #include "common/status_macros.h"
 #include "ps/checkpoint_reader.h"
@@ -97,6 +99,7 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
   ASSIGN_OR_RETURN(ShardOptions opts, MakeOptions(request.optimizer(), request.mode(), request.num_workers(),
                                                   request.sync_timeout_ms(), request.non_finite()));
   const std::vector<std::string> slot_names = opts.optimizer->SlotNames();
+  RETURN_IF_ERROR(CheckMemoryBudget(request.shards(), static_cast<int>(slot_names.size())));
   std::vector<std::shared_ptr<Shard>> created;
   std::set<std::string> names;
   for (const ShardSpecProto& spec : request.shards()) {
@@ -128,6 +131,33 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
   }
   Install(std::move(created));
   return absl::OkStatus();
+}
+
+absl::Status PsServer::CheckMemoryBudget(const google::protobuf::RepeatedPtrField<ShardSpecProto>& specs,
+                                         int slots) const {
+  if (options_.memory_budget_bytes <= 0) return absl::OkStatus();
+  const std::string what = absl::StrCat("the shards of ", options_.task);
+  int64_t total = 0;
+  std::set<std::string> replaced;
+  for (const ShardSpecProto& spec : specs) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> shape, ShardShape(spec));
+    ASSIGN_OR_RETURN(int64_t bytes, CheckedNumBytes(shape, sizeof(float), spec.shard_name()));
+    ASSIGN_OR_RETURN(bytes, CheckedSizeProduct(bytes, 1 + slots, what));
+    ASSIGN_OR_RETURN(total, CheckedSizeSum(total, bytes, what));
+    replaced.insert(spec.shard_name());
+  }
+  {
+    absl::ReaderMutexLock l(&mu_);
+    for (const auto& [name, shard] : shards_) {
+      if (replaced.count(name) > 0) continue;
+      const int64_t held = static_cast<int64_t>(shard->num_bytes()) *
+                           (1 + static_cast<int64_t>(shard->options().optimizer->SlotNames().size()));
+      ASSIGN_OR_RETURN(total, CheckedSizeSum(total, held, what));
+    }
+  }
+  return pstrain::CheckMemoryBudget(
+      options_.task, total, absl::StrCat("values and optimizer slots of its shards"), options_.memory_budget_bytes,
+      absl::StrCat("give pstrain-ps a larger ", kMemoryBudgetFlag, ", add ps tasks, or partition the variables"));
 }
 
 std::vector<GradientView> GradientViews(const PushRequest& header, const std::vector<std::shared_ptr<Tensor>>& buffers,

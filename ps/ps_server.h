@@ -97,6 +97,9 @@ class PsServer {
     std::string task = "ps:0";                           // names this ps in messages
     Env* env = nullptr;                                  // not owned; nullptr = Env::Default()
     absl::Duration default_timeout = absl::Seconds(60);  // when a request gives sync_timeout_ms 0
+    // Most bytes of values and optimizer slots this ps may hold (0: no limit); CreateShards and
+    // Restore refuse shards beyond it before allocating them.
+    int64_t memory_budget_bytes = 0;
     Histogram* update_latency = nullptr;  // each shard update's seconds (not owned; may be null)
   };
 
@@ -110,8 +113,9 @@ class PsServer {
   absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* response);
   // Creates (or replaces, by name) shards, initialised from their initializers when
   // request.initialize, zeros otherwise. All-or-nothing: InvalidArgument naming the shard for a bad
-  // spec, optimizer or mode; FailedPrecondition on a protocol version mismatch. Calls parked on a
-  // replaced shard fail with Aborted.
+  // spec, optimizer or mode, or naming the ps when the shards would exceed its memory budget
+  // (checked before allocating); FailedPrecondition on a protocol version mismatch. Calls parked
+  // on a replaced shard fail with Aborted.
   absl::Status CreateShards(const CreateShardsRequest& request, CreateShardsResponse* response);
   // Values and versions of the named shards, in request order, and the rows of the sparse
   // entries (response.sparse, in order), once each shard has version >= min_version. NotFound for
@@ -137,7 +141,9 @@ class PsServer {
   absl::Status CheckSparseSizes(const PushRequest& header, absl::Span<const int64_t> ids_bytes,
                                 absl::Span<const int64_t> values_bytes) const;
   // Writes every shard's values, optimizer slots and version into request.checkpoint_dir (created
-  // when missing) and lists them; the chief writes the index. Internal on I/O errors.
+  // when missing) and lists them; the chief writes the index. Internal on I/O errors;
+  // FailedPrecondition naming the shard when one holds NaN/Inf values and its policy is
+  // NON_FINITE_REJECT (a diverged model never replaces the last good checkpoint).
   absl::Status Save(const SaveRequest& request, SaveResponse* response);
   // Replaces the shards by those in request.shards, loaded from the checkpoint's rows (any saved
   // partitioning). NotFound for a missing index or variable; DataLoss on a checksum mismatch;
@@ -178,6 +184,9 @@ class PsServer {
   };
 
   absl::StatusOr<std::vector<std::shared_ptr<Shard>>> Lookup(const std::vector<std::string>& names) const;
+  // InvalidArgument naming this ps when holding `specs` (with `slots` optimizer slots each) and
+  // the shards they do not replace would exceed options_.memory_budget_bytes.
+  absl::Status CheckMemoryBudget(const google::protobuf::RepeatedPtrField<ShardSpecProto>& specs, int slots) const;
   absl::StatusOr<ShardOptions> MakeOptions(const OptimizerProto& optimizer, UpdateMode mode, int num_workers,
                                            int64_t sync_timeout_ms, NonFinitePolicy non_finite) const;
   // Swaps in `shards`, aborting the calls parked on the ones they replace.

@@ -19,9 +19,22 @@ absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) 
     shards = shards_;
   }
   for (const auto& entry : shards) {
+    const std::string& name = entry.first;
     const std::shared_ptr<Shard>& shard = entry.second;
     absl::StatusOr<SavedShard> saved;
     auto write = [&](const Tensor& values, const std::vector<Tensor>& slots, int64_t version) {
+      // A diverged model is never saved over the last good checkpoint (unless the job said to go on).
+      if (shard->options().non_finite == NON_FINITE_REJECT) {
+        const int64_t bad = Shard::CountNonFinite(
+            absl::string_view(reinterpret_cast<const char*>(values.raw()), values.num_bytes()));
+        if (bad > 0) {
+          saved = absl::FailedPreconditionError(
+              absl::StrCat(options_.task, " does not save shard ", name, ": it holds ", bad,
+                           " non-finite values (NaN/Inf) at version ", version,
+                           "; the training diverged, and the checkpoints already saved are kept as they are"));
+          return;
+        }
+      }
       saved = WriteShardFile(env_, request.checkpoint_dir(), shard->spec(), values,
                              shard->options().optimizer->SlotNames(), slots, version);
     };
@@ -48,6 +61,7 @@ absl::Status PsServer::Restore(const RestoreRequest& request, RestoreResponse* r
       return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " is listed twice"));
     }
   }
+  RETURN_IF_ERROR(CheckMemoryBudget(request.shards(), static_cast<int>(opts.optimizer->SlotNames().size())));
   ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards,
                    LoadShardsFromCheckpoint(env_, request.checkpoint_dir(),
                                             {request.shards().begin(), request.shards().end()}, opts));

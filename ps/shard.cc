@@ -59,26 +59,7 @@ absl::Status Shard::CheckGradient(DataType dtype, absl::Span<const int64_t> shap
   return absl::OkStatus();
 }
 
-int64_t Shard::CountNonFinite(absl::string_view data) {
-  // A float is NaN or Inf exactly when its exponent bits are all ones. Integer tests with a 32-bit
-  // count per block vectorise (the bytes may be unaligned, hence memcpy per element).
-  const size_t n = data.size() / sizeof(uint32_t);
-  const char* p = data.data();
-  int64_t bad = 0;
-  constexpr size_t kBlock = 4096;
-  for (size_t i = 0; i < n; i += kBlock) {
-    const size_t k = std::min(kBlock, n - i);
-    const char* q = p + i * sizeof(uint32_t);
-    uint32_t count = 0;
-    for (size_t j = 0; j < k; ++j) {
-      uint32_t bits;
-      std::memcpy(&bits, q + j * sizeof(uint32_t), sizeof(bits));
-      count += (bits & 0x7F800000u) == 0x7F800000u;
-    }
-    bad += count;
-  }
-  return bad;
-}
+int64_t Shard::CountNonFinite(absl::string_view data) { return CountNonFiniteFloats(data); }
 
 void Shard::PrepareWriteLocked() {
   // New references are only taken under mu_, which this holds, so a count of 1 stays 1.

@@ -41,11 +41,12 @@ absl::StatusOr<std::vector<std::shared_ptr<Shard>>> LoadShardsFromCheckpoint(Env
     RETURN_IF_ERROR(CheckSameVariable(index, spec, dir));
     // Each tensor is read straight into its final buffer: a shard costs its own size, no more.
     const RowSelection rows{spec.row_offset(), spec.rows(), RowStride(spec)};
-    Tensor values(DType::kFloat32, shape);
+    // Checked allocations: the ps's memory budget was checked, but the host may still refuse.
+    ASSIGN_OR_RETURN(Tensor values, Tensor::Create(DType::kFloat32, shape, spec.shard_name()));
     RETURN_IF_ERROR(reader.ReadRowsInto(spec.variable_name(), rows, "", &values));
     std::vector<Tensor> slots;
     for (size_t i = 0; i < slot_names.size(); ++i) {
-      Tensor slot(DType::kFloat32, shape);
+      ASSIGN_OR_RETURN(Tensor slot, Tensor::Create(DType::kFloat32, shape, spec.shard_name()));
       if (reader.HasSlot(spec.variable_name(), slot_names[i])) {
         RETURN_IF_ERROR(reader.ReadRowsInto(spec.variable_name(), rows, slot_names[i], &slot));
       } else {

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/checked_math.h"
 
 namespace pstrain {
 namespace {
@@ -90,7 +92,7 @@ void TensorChannelServer::Serve(int fd) {
   for (;;) {
     TensorCallRequest request;
     uint64_t payload_bytes = 0;
-    if (!io.ReadFrameStart(&request, &payload_bytes).ok()) return;
+    if (!io.ReadFrameStart(&request, &payload_bytes, &messages_).ok()) return;
     absl::Status s;
     switch (request.call_case()) {
       case TensorCallRequest::kPull:
@@ -114,6 +116,8 @@ absl::Status TensorChannelServer::ServePull(FrameIo* io, TensorCallRequest* call
   if (!status.ok()) {
     if (absl::Status s = io->Skip(payload_bytes); !s.ok()) return s;
   } else {
+    // Room for the ids before their buffers exist, given back once they arrived.
+    ByteReservation room(&payloads_, static_cast<int64_t>(payload_bytes));
     for (int i = 0; i < request.sparse_size(); ++i) {
       std::string* ids = request.mutable_sparse(i)->mutable_ids();
       ids->resize(static_cast<size_t>(call->payload_bytes(i)));
@@ -162,7 +166,12 @@ absl::Status TensorChannelServer::ServePush(FrameIo* io, const TensorCallRequest
                                                      request.payload_bytes_size(), " sizes"));
   }
   uint64_t announced = 0;
-  for (int64_t b : request.payload_bytes()) announced += static_cast<uint64_t>(b);
+  for (int64_t b : request.payload_bytes()) {
+    if (b < 0 || static_cast<uint64_t>(b) > kMaxCheckedBytes - announced) {
+      return absl::InternalError("a push announces a negative or overflowing gradient size");
+    }
+    announced += static_cast<uint64_t>(b);
+  }
   if (status.ok() && announced != payload_bytes) {
     return absl::InternalError("push payload size disagrees with its gradient sizes");
   }
@@ -170,7 +179,10 @@ absl::Status TensorChannelServer::ServePush(FrameIo* io, const TensorCallRequest
   // (and dropped) so the connection stays in step.
   std::vector<std::shared_ptr<Tensor>> buffers;
   std::vector<int64_t> counted;  // NaN/Inf values per gradient
+  // Room for the payload before its buffers exist, given back once it arrived (below).
+  std::optional<ByteReservation> room;
   if (status.ok()) {
+    room.emplace(&payloads_, static_cast<int64_t>(payload_bytes));
     absl::StatusOr<std::vector<std::shared_ptr<Tensor>>> b = ps_->GradientBuffers(push);
     if (b.ok()) {
       buffers = std::move(*b);
@@ -213,6 +225,7 @@ absl::Status TensorChannelServer::ServePush(FrameIo* io, const TensorCallRequest
       counted.push_back(non_finite);
     }
   }
+  if (room) room->Release();  // delivered: the room goes to other connections
   TensorCallResponse response;
   if (status.ok()) {
     const std::vector<GradientView> views = GradientViews(push, buffers, counted);

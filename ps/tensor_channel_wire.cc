@@ -165,7 +165,42 @@ absl::Status FrameIo::WriteFrame(const google::protobuf::MessageLite& message,
   return Write(std::move(parts));
 }
 
-absl::Status FrameIo::ReadFrameStart(google::protobuf::MessageLite* message, uint64_t* payload_bytes) {
+absl::Status ByteBudget::TryTake(int64_t n) {
+  absl::MutexLock l(&mu_);
+  if (taken_ + n > limit_) {
+    return absl::ResourceExhaustedError(absl::StrCat("more than ", limit_,
+                                                     " bytes announced and not yet delivered on the tensor channel"));
+  }
+  taken_ += n;
+  return absl::OkStatus();
+}
+
+void ByteBudget::Take(int64_t n) {
+  absl::MutexLock l(&mu_);
+  auto fits = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return taken_ == 0 || taken_ + n <= limit_; };
+  mu_.Await(absl::Condition(&fits));
+  taken_ += n;
+}
+
+void ByteBudget::Give(int64_t n) {
+  absl::MutexLock l(&mu_);
+  taken_ -= n;
+}
+
+ByteReservation::ByteReservation(ByteBudget* budget, int64_t n) : budget_(budget), bytes_(n) { budget_->Take(n); }
+
+void ByteReservation::Release() {
+  if (budget_ != nullptr) budget_->Give(bytes_);
+  budget_ = nullptr;
+}
+
+int64_t ByteBudget::taken() const {
+  absl::MutexLock l(&mu_);
+  return taken_;
+}
+
+absl::Status FrameIo::ReadFrameStart(google::protobuf::MessageLite* message, uint64_t* payload_bytes,
+                                     ByteBudget* budget) {
   closed_between_frames_ = false;
   char header[kFrameHeaderBytes];
   if (absl::Status s = ArmTimeout(SO_RCVTIMEO); !s.ok()) return s;
@@ -181,8 +216,23 @@ absl::Status FrameIo::ReadFrameStart(google::protobuf::MessageLite* message, uin
   if (absl::Status s = Read(header + 1, kFrameHeaderBytes - 1); !s.ok()) return s;
   uint32_t message_bytes = 0;
   if (absl::Status s = DecodeFrameHeader(header, &message_bytes, payload_bytes); !s.ok()) return s;
-  std::string body(message_bytes, '\0');
-  if (absl::Status s = Read(body.data(), body.size()); !s.ok()) return s;
+  // Grown piece by piece as bytes arrive: announcing a large message allocates nothing.
+  constexpr size_t kPiece = size_t{64} << 10;
+  std::string body;
+  int64_t taken = 0;
+  absl::Status read;
+  while (read.ok() && body.size() < message_bytes) {
+    const size_t k = std::min<size_t>(kPiece, message_bytes - body.size());
+    if (budget != nullptr) {
+      read = budget->TryTake(static_cast<int64_t>(k));
+      if (!read.ok()) break;
+      taken += static_cast<int64_t>(k);
+    }
+    body.resize(body.size() + k);
+    read = Read(body.data() + body.size() - k, k);
+  }
+  if (budget != nullptr) budget->Give(taken);
+  if (!read.ok()) return read;
   if (!message->ParseFromString(body)) {
     return absl::InternalError("tensor channel out of step: a frame's message does not parse");
   }

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message_lite.h"
 
@@ -26,6 +27,41 @@ inline constexpr absl::string_view kTensorChannelPreface("PSTRNTC1", 8);
 // Messages in a frame are small (names, shapes, versions); anything larger is a corrupt stream.
 inline constexpr uint32_t kMaxFrameMessageBytes = uint32_t{16} << 20;
 inline constexpr size_t kFrameHeaderBytes = 16;
+
+// Bytes a receiver has agreed to take in but not yet received, shared by its connections: a bound
+// on what announced-but-undelivered messages and payloads can make it allocate, whatever a peer
+// announces. Thread-safe.
+class ByteBudget {
+ public:
+  explicit ByteBudget(int64_t limit) : limit_(limit) {}
+  // Takes `n` bytes now, or ResourceExhausted when that would pass the limit.
+  absl::Status TryTake(int64_t n);
+  // Takes `n` bytes once they fit (or nothing else is taken, so one request larger than the
+  // limit still proceeds alone).
+  void Take(int64_t n);
+  void Give(int64_t n);
+  int64_t taken() const;
+
+ private:
+  const int64_t limit_;
+  mutable absl::Mutex mu_;
+  int64_t taken_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Room taken from a ByteBudget (ByteBudget::Take) until Release or destruction: held from the
+// moment a payload is announced until its bytes have arrived. Not thread-safe; one per payload.
+class ByteReservation {
+ public:
+  ByteReservation(ByteBudget* budget, int64_t n);  // REQUIRES: budget outlives the reservation
+  ~ByteReservation() { Release(); }
+  ByteReservation(const ByteReservation&) = delete;
+  ByteReservation& operator=(const ByteReservation&) = delete;
+  void Release();
+
+ private:
+  ByteBudget* budget_;
+  const int64_t bytes_;
+};
 
 // Blocking I/O on a connected socket, each call bounded by one deadline.
 class FrameIo {
@@ -45,8 +81,11 @@ class FrameIo {
   absl::Status WriteFrame(const google::protobuf::MessageLite& message, const std::vector<absl::string_view>& payload);
   // Reads a frame's header and message; the caller then reads exactly `*payload_bytes` bytes.
   // Internal for a malformed frame (bad magic, oversized or unparsable message): the connection
-  // is out of step and must be closed.
-  absl::Status ReadFrameStart(google::protobuf::MessageLite* message, uint64_t* payload_bytes);
+  // is out of step and must be closed. The message's memory grows only as its bytes arrive; with
+  // `budget`, those bytes are taken from it until the message is parsed (ResourceExhausted when
+  // it is spent: close the connection).
+  absl::Status ReadFrameStart(google::protobuf::MessageLite* message, uint64_t* payload_bytes,
+                              ByteBudget* budget = nullptr);
 
   // Whether the last failure was the peer closing the connection before any byte of a frame.
   bool closed_between_frames() const { return closed_between_frames_; }

@@ -11,6 +11,7 @@
 #include "worker/ctr_evaluation.h"
 #include "worker/data/dataset.h"
 #include "worker/data/shard_iterator.h"
+#include "worker/divergence_check.h"
 #include "worker/table_rows.h"
 #include "worker/worker.h"
 
@@ -124,7 +125,7 @@ absl::Status LocalTrainer::ForEachTable(const std::function<absl::Status(size_t)
   return absl::OkStatus();
 }
 
-absl::Status LocalTrainer::Step(float loss_scale, BatchMetrics* metrics) {
+absl::Status LocalTrainer::Step(int64_t step, float loss_scale, BatchMetrics* metrics) {
   train_->Next(job_.batch_size, &batch_);
   if (dedupe_ != nullptr) {
     RETURN_IF_ERROR(dedupe_->Build(&batch_, &lookup_));
@@ -133,13 +134,26 @@ absl::Status LocalTrainer::Step(float loss_scale, BatchMetrics* metrics) {
       return absl::OkStatus();
     }));
   }
+  const double loss_before = metrics->loss_sum;
+  const int64_t examples_before = metrics->examples;
   RETURN_IF_ERROR(replicas_->Compute(params_, batch_, loss_scale, &grads_, metrics));
+  const std::string at = absl::StrCat("step ", step + 1);
+  const bool check = job_.terminate_on_nan;
+  if (check) {
+    const double loss = (metrics->loss_sum - loss_before) / std::max<int64_t>(1, metrics->examples - examples_before);
+    RETURN_IF_ERROR(CheckStepFinite(at, loss, variables_, grads_));
+  }
   if (dedupe_ != nullptr) {
-    RETURN_IF_ERROR(ForEachTable([this](size_t i) {
-      return updater_->ApplySparse(static_cast<int>(i), lookup_.unique_ids[i], grads_[i], &tables_[i]);
+    RETURN_IF_ERROR(ForEachTable([this, check](size_t i) {
+      RETURN_IF_ERROR(updater_->ApplySparse(static_cast<int>(i), lookup_.unique_ids[i], grads_[i], &tables_[i]));
+      // The updated rows, for the check below: a step changes no other row of a table.
+      if (check) GatherRows(tables_[i], lookup_.unique_ids[i], &params_[i]);
+      return absl::OkStatus();
     }));
   }
-  return updater_->Apply(grads_, &params_);
+  RETURN_IF_ERROR(updater_->Apply(grads_, &params_));
+  if (check) RETURN_IF_ERROR(CheckVariablesFinite(at, "after the step's update", variables_, params_));
+  return absl::OkStatus();
 }
 
 absl::Status LocalTrainer::Run(const std::function<void(const EpochReport&)>& on_epoch) {
@@ -154,7 +168,7 @@ absl::Status LocalTrainer::Run(const std::function<void(const EpochReport&)>& on
     AucAverage train_auc;
     const auto start = std::chrono::steady_clock::now();
     for (int64_t k = 0; k < per_epoch && step < total; ++k, ++step) {
-      RETURN_IF_ERROR(Step(loss_scale, &chunk));
+      RETURN_IF_ERROR(Step(step, loss_scale, &chunk));
       if (chunk.logits.empty() || (k + 1) % auc_chunk == 0 || k + 1 == per_epoch || step + 1 == total) {
         if (!chunk.logits.empty()) train_auc.Add(ExactAuc(chunk.labels, chunk.logits), chunk.examples);
         chunk.logits.clear();

@@ -107,7 +107,7 @@ class LocalTrainer {
  private:
   LocalTrainer() = default;
   // One training step on the next batch (CTR models: dedupe, gather, sparse and dense apply).
-  absl::Status Step(float loss_scale, BatchMetrics* metrics);
+  absl::Status Step(int64_t step, float loss_scale, BatchMetrics* metrics);
   // CTR models: fn(i) for every table i, the tables spread over table_pool_'s threads; the first
   // error in table order.
   absl::Status ForEachTable(const std::function<absl::Status(size_t)>& fn);

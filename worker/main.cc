@@ -10,11 +10,13 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
 #include "common/cpu_level.h"
 #include "common/exit_codes.h"
+#include "common/task_flags.h"
+#include "common/value_range.h"
 #include "common/metrics_endpoint.h"
 #include "common/process_metrics.h"
 #include "common/stop_signals.h"
@@ -53,11 +55,14 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
   WorkerConfig out;
   out.options.task = config->task->ToString();
   const int threads = absl::GetFlag(FLAGS_threads);
+  absl::Status s_threads = pstrain::CheckInRange(
+      threads, pstrain::IntBetween(0, pstrain::kMaxThreads, "(0: all cores)"), "--threads");
+  if (!s_threads.ok()) return s_threads;
   out.options.threads = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
   out.options.replicas = absl::GetFlag(FLAGS_replicas);
-  if (threads < 0 || out.options.replicas < 1) {
-    return absl::InvalidArgumentError("--threads must be >= 0 and --replicas >= 1");
-  }
+  absl::Status s_replicas =
+      pstrain::CheckInRange(out.options.replicas, pstrain::IntBetween(1, pstrain::kMaxThreads), "--replicas");
+  if (!s_replicas.ok()) return s_replicas;
   out.options.data_dir = absl::GetFlag(FLAGS_data_dir);
   absl::StatusOr<pstrain::GradientComputerFactory> compute =
       pstrain::ComputeFactoryForDevice(absl::GetFlag(FLAGS_device), out.options.replicas);
@@ -79,7 +84,8 @@ pstrain::PsClientFactory MeteredPsClients(pstrain::MetricsRegistry* metrics) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
+  absl::SetProgramUsageMessage("pstrain-worker [--device=cpu|cuda[:N]] [--threads=N]   (TF_CONFIG in the environment, task type worker)");
+  if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-worker")) return *exit_now;
   absl::StatusOr<WorkerConfig> config = LoadConfig();
   if (!config.ok()) {
     std::cerr << "pstrain-worker: bad configuration: " << config.status().message() << "\n";

@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
-#include <optional>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -11,7 +11,9 @@
 #include "common/cpu_level.h"
 #include "common/exit_codes.h"
 #include "common/json_util.h"
+#include "common/memory_budget.h"
 #include "common/status_macros.h"
+#include "ps/optimizer.h"
 #include "worker/data/ctr_dataset.h"
 #include "worker/device.h"
 #include "worker/keras_updater.h"
@@ -28,20 +30,40 @@ const std::vector<FlagDef>& TrainFlags() {
       {"threads", "", "compute threads (default: all cores)"},
       {"replicas", "1", "local replicas: each batch is split over them, gradients summed"},
       {"device", "cpu", "where gradients are computed: cpu, cuda or cuda:N (builds with CUDA)"},
-      {"data_dir", "", "directory of the dataset files (overrides the job's data.dir; criteo: the cache of the default set)"},
+      {"data_dir", "",
+       "directory of the dataset files (overrides the job's data.dir; criteo: the cache of the default set)"},
       {"train_files", "", "criteo jobs: comma-separated training files or globs (overrides data.train_files)"},
       {"test_files", "", "criteo jobs: comma-separated test files or globs (overrides data.test_files)"},
       {"seed", "", "job seed (initial weights and shuffles)"},
       {"eval", "true", "evaluate on the test set after every epoch", true},
+      {"terminate_on_nan", "",
+       "stop when a loss, gradient or variable turns NaN/Inf, naming the step and variable (default: the job's "
+       "terminate_on_nan, true unless it says false)",
+       true},
+      {"memory_budget_bytes", "0",
+       "most memory the model, gradients, optimizer slots, data and activations may take (0: half of this "
+       "host's memory)"},
   };
   return *flags;
 }
 
-absl::StatusOr<int64_t> IntFlag(const CommandLine& cl, const std::string& name, int64_t fallback, int64_t min) {
+absl::StatusOr<int64_t> IntFlag(const CommandLine& cl, const std::string& name, int64_t fallback,
+                                const IntRange& range) {
   if (!cl.Given(name) && cl.Get(name).empty()) return fallback;
-  ASSIGN_OR_RETURN(int64_t v, cl.GetInt(name));
-  if (v < min) return absl::InvalidArgumentError(absl::StrCat("--", name, " must be at least ", min, ", got ", v));
-  return v;
+  return cl.GetInt(name, range);
+}
+
+// Refuses a job whose model, gradients, optimizer slots, data and activations exceed the budget.
+absl::Status CheckTrainMemory(const CommandLine& cl, const JobSpec& job) {
+  ASSIGN_OR_RETURN(int64_t flag, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
+  ASSIGN_OR_RETURN(int64_t budget, MemoryBudgetBytes(Env::Default(), flag));
+  ASSIGN_OR_RETURN(int slots, OptimizerSlotCount(job.optimizer));
+  const int64_t examples = ExamplesInMemory(job.data);
+  const int64_t batch = examples > 0 ? std::min(job.batch_size, examples) : job.batch_size;
+  ASSIGN_OR_RETURN(ComputeBytes bytes,
+                   EstimateComputeBytes(job.model, batch, examples, slots, /*applies_updates=*/true));
+  return CheckMemoryBudget("pstrain train", bytes.total(), bytes.Describe(), budget,
+                           absl::StrCat("raise ", kMemoryBudgetFlag, ", lower batch_size, or make the model smaller"));
 }
 
 nlohmann::json NumberOrNull(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -65,8 +87,8 @@ nlohmann::json ReportJson(const EpochReport& r, bool binary) {
 
 // "epoch 1/1  step 196  train loss 0.4512 auc 0.7712  test loss 0.4421 auc 0.7902  12.3s  45000 examples/s".
 std::string EpochLine(const EpochReport& r, int64_t epochs, bool classification, bool binary, bool evaluated) {
-  std::string line = absl::StrFormat("epoch %lld/%lld  step %lld  train loss %.4f", r.epoch, epochs, r.steps,
-                                     r.train_loss);
+  std::string line =
+      absl::StrFormat("epoch %lld/%lld  step %lld  train loss %.4f", r.epoch, epochs, r.steps, r.train_loss);
   if (classification) absl::StrAppendFormat(&line, " acc %.4f", r.train_accuracy);
   if (binary) absl::StrAppendFormat(&line, " auc %.4f", r.train_auc);
   if (evaluated) absl::StrAppendFormat(&line, "  test loss %.4f", r.test_loss);
@@ -80,12 +102,17 @@ absl::Status RunTrain(const CommandLine& cl) {
   ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(cl.Get("job")));
   LocalTrainOptions options;
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  ASSIGN_OR_RETURN(int64_t threads, IntFlag(cl, "threads", cores, 1));
-  ASSIGN_OR_RETURN(int64_t replicas, IntFlag(cl, "replicas", 1, 1));
-  ASSIGN_OR_RETURN(options.epochs, IntFlag(cl, "epochs", 0, 1));
-  ASSIGN_OR_RETURN(options.steps, IntFlag(cl, "steps", 0, 1));
-  ASSIGN_OR_RETURN(int64_t seed, IntFlag(cl, "seed", static_cast<int64_t>(job.seed), 0));
+  ASSIGN_OR_RETURN(int64_t threads,
+                   IntFlag(cl, "threads", std::min<int64_t>(cores, kMaxThreads), IntBetween(1, kMaxThreads)));
+  ASSIGN_OR_RETURN(int64_t replicas, IntFlag(cl, "replicas", 1, IntBetween(1, kMaxThreads)));
+  ASSIGN_OR_RETURN(options.epochs, IntFlag(cl, "epochs", 0, DimensionRange()));
+  ASSIGN_OR_RETURN(options.steps, IntFlag(cl, "steps", 0, DimensionRange()));
+  ASSIGN_OR_RETURN(int64_t seed, IntFlag(cl, "seed", static_cast<int64_t>(job.seed), IntAtLeast(0)));
   ASSIGN_OR_RETURN(options.evaluate, cl.GetBool("eval"));
+  if (cl.Given("terminate_on_nan")) {
+    ASSIGN_OR_RETURN(job.terminate_on_nan, cl.GetBool("terminate_on_nan"));
+  }
+  RETURN_IF_ERROR(CheckTrainMemory(cl, job));
   options.threads = static_cast<int>(threads);
   options.replicas = static_cast<int>(replicas);
   options.data_dir = cl.Get("data_dir");
@@ -94,7 +121,8 @@ absl::Status RunTrain(const CommandLine& cl) {
   std::optional<CtrSyntheticSummary> default_data;
   if (job.model.is_ctr() && UsesDefaultCtrData(job.data)) {
     ASSIGN_OR_RETURN(default_data, EnsureJobDefaultCtrData(Env::Default(), job.data, options.data_dir));
-    std::fprintf(stderr, "pstrain train: the default synthetic CTR set: %s, %s (give --train_files/--test_files for yours)\n",
+    std::fprintf(stderr,
+                 "pstrain train: the default synthetic CTR set: %s, %s (give --train_files/--test_files for yours)\n",
                  default_data->train_path.c_str(), default_data->test_path.c_str());
   }
   ASSIGN_OR_RETURN(GradientComputerFactory compute, ComputeFactoryForDevice(cl.Get("device"), options.replicas));
@@ -108,7 +136,8 @@ absl::Status RunTrain(const CommandLine& cl) {
                static_cast<long long>(job.batch_size), options.threads, options.replicas, DescribeCpuLevel().c_str());
   const bool classification = job.model.loss == "sparse_categorical_crossentropy";
   const bool binary = job.model.loss == "binary_crossentropy";
-  for (const std::string& warning : trainer->data_warnings()) std::fprintf(stderr, "pstrain train: %s\n", warning.c_str());
+  for (const std::string& warning : trainer->data_warnings())
+    std::fprintf(stderr, "pstrain train: %s\n", warning.c_str());
   nlohmann::json per_epoch_json = nlohmann::json::array();
   double train_seconds = 0, examples = 0;
   EpochReport last;
@@ -146,8 +175,10 @@ absl::Status RunTrain(const CommandLine& cl) {
       summary["bayes_test_auc"] = default_data->test.bayes_auc;
       summary["bayes_test_logloss"] = default_data->test.bayes_logloss;
       if (options.evaluate) {
-        std::fprintf(stderr, "pstrain train: test AUC %.4f, log loss %.4f (Bayes-optimal on this set: AUC %.4f, log loss %.4f)\n",
-                     last.test_auc, last.test_loss, default_data->test.bayes_auc, default_data->test.bayes_logloss);
+        std::fprintf(
+            stderr,
+            "pstrain train: test AUC %.4f, log loss %.4f (Bayes-optimal on this set: AUC %.4f, log loss %.4f)\n",
+            last.test_auc, last.test_loss, default_data->test.bayes_auc, default_data->test.bayes_logloss);
       }
     }
   }

@@ -7,19 +7,21 @@
 #include "common/model_variables.h"
 #include "common/protocol_version.h"
 #include "common/status_macros.h"
-#include "worker/data/dataset.h"
-#include "worker/data/shard_iterator.h"
 #include "worker/ctr_evaluation.h"
 #include "worker/data/ctr_dataset.h"
+#include "worker/data/dataset.h"
+#include "worker/data/shard_iterator.h"
+#include "worker/divergence_check.h"
 #include "worker/variable_exchange.h"
 
 namespace pstrain {
 
 struct Worker::Job {
   JobSpec spec;
+  std::vector<VariableSpec> variables;
   int worker_index = 0, num_workers = 1;
-  int64_t batch = 0;        // this worker's examples per step
-  float loss_scale = 1.f;   // 1 / (examples one ps update covers)
+  int64_t batch = 0;       // this worker's examples per step
+  float loss_scale = 1.f;  // 1 / (examples one ps update covers)
   bool sync = false;
   std::vector<std::unique_ptr<PsClient>> ps;
   std::unique_ptr<VariableExchange> exchange;
@@ -60,8 +62,8 @@ absl::StatusOr<std::unique_ptr<Worker::Job>> Worker::BuildJob(const ConfigureReq
   job->num_workers = request.num_workers();
   job->worker_index = request.worker_index();
   if (job->num_workers < 1 || job->worker_index < 0 || job->worker_index >= job->num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat("worker_index ", job->worker_index, " is out of range for ",
-                                                   job->num_workers, " workers"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker_index ", job->worker_index, " is out of range for ", job->num_workers, " workers"));
   }
   job->batch = WorkerBatchSize(job->spec.batch_size, job->worker_index, job->num_workers);
   if (job->batch < 1) {
@@ -72,7 +74,8 @@ absl::StatusOr<std::unique_ptr<Worker::Job>> Worker::BuildJob(const ConfigureReq
   // Sync: the ps adds the pushes of all workers for one update, so each pushes grad/global batch.
   // Async: every push is an update of its own, covering this worker's batch.
   job->loss_scale = 1.f / static_cast<float>(job->sync ? job->spec.batch_size : job->batch);
-  ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(job->spec.model));
+  ASSIGN_OR_RETURN(job->variables, ModelVariables(job->spec.model));
+  const std::vector<VariableSpec>& variables = job->variables;
   std::vector<PsClient*> ps;
   for (int i = 0; i < request.ps_addresses_size(); ++i) {
     ASSIGN_OR_RETURN(auto client, ps_factory_(request.ps_addresses(i), i));
@@ -93,12 +96,12 @@ absl::StatusOr<std::unique_ptr<Worker::Job>> Worker::BuildJob(const ConfigureReq
     job->test = std::make_shared<const Dataset>(std::move(test));
   }
   if (!parts && train.size <= job->worker_index) {
-    return absl::InvalidArgumentError(absl::StrCat("the training set has ", train.size, " examples, too few for ",
-                                                   job->num_workers, " workers"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the training set has ", train.size, " examples, too few for ", job->num_workers, " workers"));
   }
-  job->train = std::make_unique<ShardIterator>(std::make_shared<const Dataset>(std::move(train)),
-                                               parts ? 0 : job->worker_index, parts ? 1 : job->num_workers,
-                                               TrainShuffleSeed(job->spec));
+  job->train =
+      std::make_unique<ShardIterator>(std::make_shared<const Dataset>(std::move(train)), parts ? 0 : job->worker_index,
+                                      parts ? 1 : job->num_workers, TrainShuffleSeed(job->spec));
   return job;
 }
 
@@ -132,7 +135,19 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
     const int64_t t1 = env->NowMicros();
     RETURN_IF_ERROR(job.exchange->PullAll(job.sync ? request.first_step() + k : 0, &job.params, lookup));
     const int64_t t2 = env->NowMicros();
+    const std::string step = job.sync
+                                 ? absl::StrCat("global step ", request.first_step() + k, " on ", options_.task)
+                                 : absl::StrCat(options_.task, "'s step ", k + 1, " of closure ", request.closure_id());
+    if (job.spec.terminate_on_nan) {  // a table's entry holds only the rows pulled for this step
+      RETURN_IF_ERROR(CheckVariablesFinite(step, "as pulled from the ps", job.variables, job.params));
+    }
+    const double loss_before = metrics.loss_sum;
+    const int64_t examples_before = metrics.examples;
     RETURN_IF_ERROR(job.replicas->Compute(job.params, job.batch_buffer, job.loss_scale, &job.grads, &metrics));
+    if (job.spec.terminate_on_nan) {
+      const double loss = (metrics.loss_sum - loss_before) / std::max<int64_t>(1, metrics.examples - examples_before);
+      RETURN_IF_ERROR(CheckStepFinite(step, loss, job.variables, job.grads));
+    }
     const int64_t t3 = env->NowMicros();
     ASSIGN_OR_RETURN(int64_t stale, job.exchange->PushAll(job.worker_index, job.sync, job.grads, lookup));
     const int64_t t4 = env->NowMicros();
@@ -156,19 +171,25 @@ absl::Status Worker::Evaluate(const EvaluateRequest& request, EvaluateResponse* 
   absl::MutexLock lock(&mu_);
   if (job_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(options_.task, " is not configured yet"));
   if (request.num_shards() < 1 || request.shard_index() < 0 || request.shard_index() >= request.num_shards()) {
-    return absl::InvalidArgumentError(absl::StrCat("evaluation shard ", request.shard_index(), " of ",
-                                                   request.num_shards(), " is out of range"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("evaluation shard ", request.shard_index(), " of ", request.num_shards(), " is out of range"));
   }
   Job& job = *job_;
   if (job.test == nullptr) {
     return absl::FailedPreconditionError("the job has no test data to evaluate: set data.test_file in the job spec");
   }
+  const std::string at = absl::StrCat("evaluation on ", options_.task);
+  auto pull = [&job, &at](const SparseLookup* lookup, std::vector<Tensor>* params) -> absl::Status {
+    RETURN_IF_ERROR(job.exchange->PullAll(0, params, lookup));
+    if (!job.spec.terminate_on_nan) return absl::OkStatus();
+    return CheckVariablesFinite(at, "as pulled from the ps", job.variables, *params);
+  };
   auto [begin, end] = EvalRange(job.test->size, request.shard_index(), request.num_shards());
   BatchMetrics metrics;
   if (job.dedupe != nullptr) {
     CtrEvalSteps steps;
-    steps.fetch_rows = [&job](const SparseLookup& lookup, std::vector<Tensor>* params) {
-      return job.exchange->PullAll(0, params, &lookup);
+    steps.fetch_rows = [&pull](const SparseLookup& lookup, std::vector<Tensor>* params) {
+      return pull(&lookup, params);
     };
     steps.evaluate = [&job](absl::Span<const Tensor> params, const Batch& batch, BatchMetrics* m) {
       return job.replicas->Evaluate(params, batch, m);
@@ -178,7 +199,7 @@ absl::Status Worker::Evaluate(const EvaluateRequest& request, EvaluateResponse* 
     response->set_logits(metrics.logits.data(), metrics.logits.size() * sizeof(float));
     response->set_labels(metrics.labels.data(), metrics.labels.size() * sizeof(float));
   } else {
-    RETURN_IF_ERROR(job.exchange->PullAll(0, &job.params));
+    RETURN_IF_ERROR(pull(nullptr, &job.params));
     constexpr int64_t kEvalBatch = 256;  // keeps activations cache-sized
     for (int64_t b = begin; b < end; b += kEvalBatch) {
       FillRange(*job.test, b, std::min(end, b + kEvalBatch), &job.batch_buffer);

@@ -40,6 +40,10 @@ WorkerGrpcServer::~WorkerGrpcServer() { Shutdown(absl::Seconds(1)); }
 void WorkerGrpcServer::Shutdown(absl::Duration grace) {
   if (stopped_) return;
   stopped_ = true;
+  if (server_ == nullptr) {  // Start failed (the port is taken): nothing runs
+    done_ = true;
+    return;
+  }
   if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();

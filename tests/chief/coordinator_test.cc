@@ -9,75 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/chief/coordinator_fixture.h"
 #include "tests/chief/fake_clients.h"
 
 namespace pstrain {
 namespace {
 
 using ::testing::HasSubstr;
-
-class CoordinatorTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto spec = LoadJobSpec("linear");
-    ASSERT_TRUE(spec.ok());
-    spec_ = *spec;
-    spec_.schedule.steps = 40;
-    spec_.schedule.steps_per_closure = 5;
-    Build(2, 2);
-    options_.wait.timeout_ms = 2000;
-    options_.wait.retry_interval_ms = 10;
-    options_.pool.poll_interval_ms = 10;
-    options_.progress_interval_ms = 1;
-    options_.log = [this](const std::string& line) {
-      absl::MutexLock lock(&log_mu_);
-      log_ += line + "\n";
-    };
-  }
-
-  void Build(int num_ps, int num_workers) {
-    ps_.clear();
-    workers_.clear();
-    for (int i = 0; i < num_ps; ++i) ps_.push_back(std::make_unique<FakePs>(i));
-    for (int i = 0; i < num_workers; ++i) workers_.push_back(std::make_unique<FakeWorker>(i));
-  }
-
-  std::unique_ptr<Coordinator> Make() {
-    std::vector<PsClient*> ps;
-    std::vector<std::string> addresses;
-    for (auto& p : ps_) {
-      ps.push_back(p.get());
-      addresses.push_back(p->peer());
-    }
-    std::vector<WorkerClient*> workers;
-    for (auto& w : workers_) workers.push_back(w.get());
-    return std::make_unique<Coordinator>(Env::Default(), spec_, ps, workers, addresses, options_);
-  }
-
-  int64_t TotalWorkerSteps() {
-    int64_t n = 0;
-    for (auto& w : workers_) n += w->steps_run;
-    return n;
-  }
-
-  std::string log() {
-    absl::MutexLock lock(&log_mu_);
-    return log_;
-  }
-
-  std::string TempDir(const std::string& name) {
-    std::string dir = absl::StrCat(::testing::TempDir(), "/coordinator_test_", name, "_", ::getpid());
-    std::filesystem::remove_all(dir);
-    return dir;
-  }
-
-  JobSpec spec_;
-  CoordinatorOptions options_;
-  std::vector<std::unique_ptr<FakePs>> ps_;
-  std::vector<std::unique_ptr<FakeWorker>> workers_;
-  absl::Mutex log_mu_;
-  std::string log_ ABSL_GUARDED_BY(log_mu_);
-};
 
 TEST_F(CoordinatorTest, AsyncJobRunsEveryStepAndEvaluatesEachShardOnce) {
   auto summary = Make()->Run();
@@ -275,8 +213,12 @@ TEST_F(CoordinatorTest, CorruptCheckpointIsSkippedForTheOneBefore) {
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_TRUE(found->has_value());
   EXPECT_EQ((*found)->dir, options_.model_dir + "/ckpt-20");
-  ASSERT_EQ(warnings.size(), 1u);
+  ASSERT_EQ(warnings.size(), 2u);
   EXPECT_THAT(warnings[0], HasSubstr("ignoring checkpoint " + options_.model_dir + "/ckpt-40"));
+  // Kept, but out of the way of the resumed run's saves and pruning.
+  EXPECT_THAT(warnings[1], HasSubstr("moved the unusable checkpoint " + options_.model_dir + "/ckpt-40 aside"));
+  EXPECT_TRUE(std::filesystem::exists(options_.model_dir + "/ckpt-40.unusable/index.json"));
+  EXPECT_FALSE(std::filesystem::exists(options_.model_dir + "/ckpt-40"));
 }
 
 }  // namespace

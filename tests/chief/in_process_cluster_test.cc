@@ -1,13 +1,16 @@
 // The chief's Coordinator driving real ps servers and real Worker objects in one process (no
 // network): training makes the test loss fall, `pstrain evaluate`'s code agrees with the chief's
 // final evaluation, and sync mode with 2 workers equals 1 worker on the global batch.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "chief/checkpoint_evaluator.h"
+#include "chief/checkpoint_manager.h"
 #include "chief/coordinator.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps/local_ps_client.h"
 #include "ps/ps_server.h"
@@ -134,6 +137,50 @@ TEST(InProcessClusterTest, SyncTwoWorkersEqualOneWorkerWithTheGlobalBatch) {
     }
   }
   EXPECT_TRUE(moved);
+}
+
+// TerminateOnNaN in the cluster (class: training garbage in silence): a learning rate that blows up
+// after step 40 stops the job naming the step and the variable, and the checkpoints saved before
+// stay the newest, complete and finite.
+TEST(DivergenceTest, StopsTheClusterAndKeepsTheLastGoodCheckpoint) {
+  JobSpec spec = LinearJob();
+  spec.optimizer.type = "sgd";
+  spec.optimizer.learning_rate.schedule = "piecewise_constant";
+  spec.optimizer.learning_rate.boundaries = {40};
+  spec.optimizer.learning_rate.values = {0.01, 1e30};
+  spec.schedule.steps = 400;
+  spec.schedule.steps_per_closure = 5;
+  spec.schedule.checkpoint_every_steps = 20;
+  const std::string dir = FreshDir("diverge");
+  InProcessCluster cluster(1, 1);
+  absl::StatusOr<JobSummary> summary = cluster.Run(spec, dir);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_EQ(summary.status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string message(summary.status().message());
+  EXPECT_THAT(message, ::testing::HasSubstr("at global step "));
+  EXPECT_THAT(message, ::testing::HasSubstr("training diverged at worker:0's step"));
+  EXPECT_THAT(message, ::testing::ContainsRegex("variable dense/(kernel|bias)|gradient of variable dense/"));
+  CheckpointManager checkpoints(Env::Default(), dir, 5, {});
+  auto found = checkpoints.FindLatest(nullptr, /*remove_incomplete=*/false);
+  ASSERT_TRUE(found.ok() && found->has_value()) << found.status();
+  EXPECT_LE((*found)->index.global_step, 60);
+  auto params = LoadModelVariables(Env::Default(), (*found)->dir, (*found)->index, spec.model);
+  ASSERT_TRUE(params.ok()) << params.status();
+  for (const Tensor& t : *params) {
+    for (float v : t.flat()) EXPECT_TRUE(std::isfinite(v));
+  }
+}
+
+TEST(DivergenceTest, TurnedOffTheJobGoesOn) {
+  JobSpec spec = LinearJob();
+  spec.optimizer.type = "sgd";
+  spec.optimizer.learning_rate.initial = 1e30;
+  spec.schedule.steps = 40;
+  spec.terminate_on_nan = false;
+  InProcessCluster cluster(1, 1);
+  absl::StatusOr<JobSummary> summary = cluster.Run(spec, FreshDir("diverge_off"));
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->global_step, 40);
 }
 
 }  // namespace

@@ -5,24 +5,15 @@
 #include "chief/training_budget.h"
 #include "common/job_spec.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/forwarding_env.h"
 
 namespace pstrain {
 namespace {
 
-class ManualClockEnv : public Env {
+class ManualClockEnv : public ForwardingEnv {
  public:
   int64_t NowMicros() override { return now; }
   void SleepForMicros(int64_t micros) override { now += micros; }
-  absl::Status WriteFileAtomic(const std::string& p, absl::string_view d) override {
-    return Env::Default()->WriteFileAtomic(p, d);
-  }
-  absl::StatusOr<std::string> ReadFile(const std::string& p) override { return Env::Default()->ReadFile(p); }
-  bool FileExists(const std::string& p) override { return Env::Default()->FileExists(p); }
-  absl::Status CreateDirs(const std::string& p) override { return Env::Default()->CreateDirs(p); }
-  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& p) override { return Env::Default()->ListDir(p); }
-  absl::Status Rename(const std::string& a, const std::string& b) override { return Env::Default()->Rename(a, b); }
-  absl::Status RemoveAll(const std::string& p) override { return Env::Default()->RemoveAll(p); }
-  absl::Status SyncDir(const std::string& p) override { return Env::Default()->SyncDir(p); }
   int64_t now = 1000000;
 };
 

@@ -113,6 +113,35 @@ TEST(ClusterSpecTest, MissingTfConfig) {
   EXPECT_THAT(ErrorOf(R"({"task": {"type": "ps"}})"), HasSubstr("TF_CONFIG has no \"cluster\""));
 }
 
+// Integers beyond int64, deep nesting, huge values and typos in TF_CONFIG (classes: integer
+// overflow into wrong messages, nesting, bounded excerpts).
+TEST(ClusterSpecTest, HostileTfConfigsGetTheRightMessage) {
+  const std::string cluster = R"("cluster": {"worker": ["a:1"], "ps": ["p:4"]})";
+  struct Case {
+    std::string doc;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"{" + cluster + R"(, "task": {"type": "worker", "index": 18446744073709551615}})",
+       "task.index 18446744073709551615 is out of range"},
+      {"{" + cluster + R"(, "task": {"type": "worker", "index": 9223372036854775807}})", "is out of range"},
+      {"{" + cluster + R"(, "task": {"type": "worker", "index": "99999999999999999999"}})", "is out of range"},
+      {"{" + cluster + R"(, "task": {"type": "worker", "index": 1.5}})", "must be an integer or a string of digits"},
+      {R"({"cluster": {"worker": {"4294967296": "a:1"}}})", "is not a task index"},
+      {R"({"cluster": {"wokrer": ["a:1"]}})", "(did you mean \"worker\"?)"},
+      {"{" + cluster + R"(, "task": {"type": "wroker", "index": 0}})", "(did you mean \"worker\"?)"},
+      {"{\"cluster\": " + std::string(100000, '[') + std::string(100000, ']') + "}", "deeper than 64 levels"},
+      {R"({"clsuter": {"worker": ["a:1"]}})", "did you mean \"cluster\" for \"clsuter\"?"},
+  };
+  for (const Case& c : cases) EXPECT_THAT(ErrorOf(c.doc), HasSubstr(c.message)) << c.doc.substr(0, 80);
+  // A megabyte of task type is quoted in part, not whole.
+  const std::string huge = "{" + cluster + R"(, "task": {"type": ")" + std::string(1 << 20, 'w') + R"(", "index": 0}})";
+  EXPECT_LT(ErrorOf(huge).size(), 400u);
+  auto no_task = ParseTfConfig("{" + cluster + R"(, "tsak": {"type": "worker", "index": 0}})");
+  ASSERT_TRUE(no_task.ok());
+  EXPECT_THAT(std::string(ValidateTaskForRole(*no_task, "worker").message()), HasSubstr("did you mean \"task\""));
+}
+
 }  // namespace
 }  // namespace pstrain
 

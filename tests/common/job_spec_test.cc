@@ -1,5 +1,7 @@
 #include "common/job_spec.h"
 
+#include <fstream>
+
 #include "common/job_presets.h"
 #include "common/json_util.h"
 #include "common/model_variables.h"
@@ -85,6 +87,136 @@ TEST(JobSpecTest, ErrorsNameTheField) {
   EXPECT_THAT(ErrorOf(doc), HasSubstr("mode"));
 }
 
+// Every value checked against its valid range (class: training garbage in silence), with the
+// rule's origin where Keras, TensorFlow or PyTorch has one.
+TEST(JobSpecTest, ValuesOutsideTheirRangeAreRefused) {
+  struct Case {
+    const char* pointer;  // JSON pointer into the cnn preset
+    nlohmann::json value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"/optimizer/learning_rate", 1e300, "optimizer.learning_rate must be at most 3.4e+38, got 1e+300"},
+      {"/optimizer/learning_rate", 0, "optimizer.learning_rate must be positive"},
+      {"/optimizer/beta_1", 1, "optimizer.beta_1 must be less than 1, got 1 (as PyTorch's Adam"},
+      {"/optimizer/beta_2", -0.1, "optimizer.beta_2 must not be negative"},
+      {"/optimizer/momentum", 1.5, "optimizer.momentum must be at most 1, got 1.5 (as Keras's SGD)"},
+      {"/optimizer/rho", 1, "optimizer.rho must be less than 1"},
+      {"/optimizer/epsilon", 0, "optimizer.epsilon must be positive"},
+      {"/optimizer/initial_accumulator_value", -1, "must not be negative, got -1 (as Keras's Adagrad)"},
+      {"/optimizer/learning_rate",
+       {{"schedule", "piecewise_constant"}, {"boundaries", {100}}, {"values", {0.1, -0.01}}},
+       "optimizer.learning_rate.values[1] must be positive, got -0.01"},
+      {"/optimizer/learning_rate",
+       {{"schedule", "piecewise_constant"}, {"boundaries", {100, 50}}, {"values", {0.1, 0.01, 0.001}}},
+       "boundaries must increase"},
+      {"/optimizer/learning_rate",
+       {{"schedule", "exponential_decay"}, {"decay_steps", 10}, {"decay_rate", 0}},
+       "decay_rate must be positive"},
+      {"/optimizer/learning_rate",
+       {{"schedule", "exponential_decay"}, {"decay_steps", 0}},
+       "decay_steps must be positive"},
+      {"/model/layers/0/kernel_initializer",
+       {{"type", "random_normal"}, {"stddev", -1}},
+       "stddev must not be negative"},
+      {"/model/layers/0/kernel_initializer",
+       {{"type", "random_uniform"}, {"minval", 1}, {"maxval", 0}},
+       "minval 1 is larger than maxval 0"},
+      {"/schedule/keep_checkpoints", 0, "keep_checkpoints must be positive"},
+      {"/schedule/steps_per_closure", 4294967296, "steps_per_closure must be at most 2147483647"},
+      {"/schedule/checkpoint_every_secs", -5, "checkpoint_every_secs must not be negative"},
+      {"/sync_timeout_ms", 0, "sync_timeout_ms must be positive"},
+      {"/seed", -1, "seed must not be negative"},
+      {"/data/label_column", -2, "label_column must be at least -1"},
+  };
+  for (const Case& c : cases) {
+    auto doc = Cnn();
+    doc[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    EXPECT_THAT(ErrorOf(doc), HasSubstr(c.message)) << c.pointer << " = " << c.value.dump();
+  }
+}
+
+// Sizes bounded before anything is allocated, and never wrapped (classes: sizes trusted before
+// allocating, integer overflow into wrong messages).
+TEST(JobSpecTest, SizesAreBoundedAndNeverWrap) {
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"/model/layers/5/units", 1000000000000, "model.layers[5].units must be at most 2147483647"},
+      {"/model/layers/5/units", nlohmann::json::parse("18446744073709551615"),
+       "= 18446744073709551615 is out of range"},
+      {"/model/layers/0/filters", -3, "model.layers[0].filters must be positive, got -3"},
+      {"/batch_size", 1000000000000, "batch_size must be at most 2147483647"},
+      {"/model/input_shape", {28, 28, 0}, "model.input_shape[2] must be positive"},
+      {"/model/input_shape", {1, 2, 3, 4, 5, 6, 7, 8, 9}, "has 9 entries, at most 8"},
+      {"/schedule/steps", 1e300, "schedule.steps = 1e+300 is out of range"},
+  };
+  for (const Case& c : cases) {
+    auto doc = Cnn();
+    doc[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    EXPECT_THAT(ErrorOf(doc), HasSubstr(c.message)) << c.pointer;
+  }
+  // In range each, too large together: the product is checked, never wrapped ([2^40, 2^40] read
+  // as [0, 16] before).
+  auto doc = Cnn();
+  doc["model"]["input_shape"] = {1 << 30, 1 << 30, 1 << 30};
+  auto spec = JobSpecFromJson(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto vars = ModelVariables(spec->model);
+  ASSERT_FALSE(vars.ok());
+  EXPECT_THAT(std::string(vars.status().message()), HasSubstr("more than pstrain can hold"));
+  doc = Cnn();
+  doc["model"]["layers"][5]["units"] = 2147483647;  // a dense kernel of 1600 x (2^31 - 1) floats
+  doc["model"]["layers"][6]["units"] = 2147483647;
+  spec = JobSpecFromJson(doc);
+  ASSERT_TRUE(spec.ok());
+  vars = ModelVariables(spec->model);
+  ASSERT_FALSE(vars.ok());
+  EXPECT_THAT(std::string(vars.status().message()), HasSubstr("variable dense_1/kernel"));
+}
+
+// Unknown keys at every level are refused, naming the nearest known key (class: processes and
+// flags).
+TEST(JobSpecTest, UnknownKeysAreRefusedWithTheNearestKnownOne) {
+  struct Case {
+    const char* pointer;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"/optimiser", "unknown key \"optimiser\" in the top level; did you mean \"optimizer\"?"},
+      {"/optimizer/learing_rate", "unknown key \"learing_rate\" in optimizer; did you mean \"learning_rate\"?"},
+      {"/model/layers/5/unit", "in model.layers[5]; did you mean \"units\"?"},
+      {"/model/inputshape", "did you mean \"input_shape\"?"},
+      {"/data/datset", "in data; did you mean \"dataset\"?"},
+      {"/schedule/epoch", "in schedule; did you mean \"epochs\"?"},
+      {"/partitioner/max_shard", "in partitioner; did you mean \"max_shards\"?"},
+      {"/model/layers/0/kernel_initializer/sttdev", "did you mean \"stddev\"?"},
+      {"/dropout", "unknown key \"dropout\" in the top level (known keys:"},
+  };
+  for (const Case& c : cases) {
+    auto doc = Cnn();
+    if (std::string(c.pointer).find("kernel_initializer") != std::string::npos) {
+      doc["model"]["layers"][0]["kernel_initializer"] = {{"type", "random_normal"}};
+    }
+    doc[nlohmann::json::json_pointer(c.pointer)] = 1;
+    EXPECT_THAT(ErrorOf(doc), HasSubstr(c.message)) << c.pointer;
+  }
+  // The canonical form (every field explicit) has no unknown key.
+  auto spec = LoadJobSpec("cnn");
+  EXPECT_TRUE(JobSpecFromJson(JobSpecToJson(*spec)).ok());
+}
+
+TEST(JobSpecTest, DeeplyNestedJobFilesAreRefused) {
+  const std::string path = ::testing::TempDir() + "/nested_job.json";
+  std::ofstream(path) << "{\"model\": " << std::string(100000, '[') << std::string(100000, ']') << "}";
+  auto spec = LoadJobSpec(path);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("deeper than 64 levels"));
+}
+
 TEST(JobSpecTest, StrategyAndFtrlFieldsParseRoundTripAndAreChecked) {
   auto doc = Cnn();
   doc["partitioner"] = {{"type", "fixed_shards"}, {"num_shards", 2}, {"strategy", "mod"}};
@@ -110,12 +242,20 @@ TEST(JobSpecTest, StrategyAndFtrlFieldsParseRoundTripAndAreChecked) {
   EXPECT_EQ(JobSpecFromJson(Cnn())->partitioner.strategy, "div");  // the default
 
   doc["partitioner"]["strategy"] = "hash";
-  EXPECT_THAT(ErrorOf(doc), HasSubstr("partitioner.strategy"));
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("partitioner.strategy \"hash\" is not one of: div, mod"));
   doc = Cnn();
   doc["optimizer"] = {{"type", "ftrl"}, {"learning_rate_power", 0.5}};
-  EXPECT_THAT(ErrorOf(doc), HasSubstr("optimizer.learning_rate_power must be <= 0"));
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("optimizer.learning_rate_power must be at most 0, got 0.5 (as Keras's Ftrl)"));
   doc["optimizer"] = {{"type", "ftrl"}, {"l1_regularization_strength", -1}};
-  EXPECT_THAT(ErrorOf(doc), HasSubstr("optimizer.l1_regularization_strength must be >= 0"));
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("optimizer.l1_regularization_strength must not be negative, got -1"));
+  doc["optimizer"] = {{"type", "ftrl"}, {"initial_accumulator_value", 0}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("optimizer.initial_accumulator_value must be positive, got 0"));
+  doc["optimizer"] = {{"type", "ftrl"}, {"beta", -0.5}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("optimizer.beta must not be negative"));
+  doc["optimizer"] = {{"type", "ftrl"}, {"l2_shrinkage_regularisation_strength", 1}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("did you mean \"l2_shrinkage_regularization_strength\"?"));
+  doc["optimizer"] = {{"type", "adagrad"}, {"initial_accumulator_value", 0}};  // Keras's Adagrad allows 0
+  EXPECT_TRUE(JobSpecFromJson(doc).ok());
   doc["optimizer"] = {{"type", "lazy_adam"}};
   EXPECT_TRUE(JobSpecFromJson(doc).ok());
 }
@@ -226,13 +366,14 @@ TEST(JobSpecTest, CtrErrorsNameTheField) {
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].embedding_dim must be positive"));
   doc = Ctr();
   doc["model"]["fields"][0]["embedding_dim"] = 1 << 20;
-  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].embedding_dim must be in [1, 65536]"));
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].embedding_dim must be at most 65536"));
   doc = Ctr();
   doc["model"]["fields"][0].erase("vocabulary_size");
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].vocabulary_size is missing"));
   doc = Ctr();
-  doc["model"]["fields"][0]["vocab_size"] = 5;
-  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].vocab_size is not a known key; did you mean vocabulary_size?"));
+  doc["model"]["fields"][0]["vocabulary_sise"] = 5;
+  EXPECT_THAT(ErrorOf(doc),
+              HasSubstr("unknown key \"vocabulary_sise\" in model.fields[0]; did you mean \"vocabulary_size\"?"));
   doc = Ctr();
   doc["model"]["fields"][0]["name"] = "user";
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].name cannot name several fields"));
@@ -248,7 +389,7 @@ TEST(JobSpecTest, CtrErrorsNameTheField) {
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields must be a non-empty list"));
   doc = Ctr();
   doc["model"]["numeric_inputs"] = -2;
-  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.numeric_inputs must be in [0, "));
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.numeric_inputs must not be negative"));
   doc = Ctr();
   doc["model"]["input_shape"] = {429};
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.input_shape must not be given with model.fields"));
@@ -279,6 +420,61 @@ TEST(JobSpecTest, CtrErrorsNameTheField) {
   doc = Cnn();
   doc["data"]["skip_bad_lines"] = true;
   EXPECT_THAT(ErrorOf(doc), HasSubstr("are for criteo data"));
+}
+
+// The CTR keys go through the same reader as every other field: unknown keys name the nearest
+// known one, values outside their range name the bound, and sizes are checked before they are
+// multiplied.
+TEST(JobSpecTest, CtrFieldsAreCheckedLikeEveryField) {
+  auto doc = Ctr();
+  doc["model"]["feilds"] = doc["model"]["fields"];
+  doc["model"].erase("fields");
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("unknown key \"feilds\" in model; did you mean \"fields\"?"));
+  doc = Ctr();
+  doc["model"]["numeric_input"] = 13;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("did you mean \"numeric_inputs\"?"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["embeddings_initializer"] = {{"type", "uniform"}, {"minvl", -1}};
+  EXPECT_THAT(ErrorOf(doc),
+              HasSubstr("unknown key \"minvl\" in model.fields[0].embeddings_initializer; did you mean \"minval\"?"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["embeddings_initializer"] = "unifrom";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("did you mean \"uniform\"?"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["count"] = 0;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].count must be positive"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["vocabulary_size"] = 2.5;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].vocabulary_size"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["vocabulary_size"] = (int64_t{1} << 40) + 1;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].vocabulary_size must be at most 1099511627776"));
+  // 17 tables of 2^40 x 2^16 float32 (2^58 bytes each) pass one by one and overflow together.
+  doc = Ctr();
+  doc["model"]["fields"] = {{{"vocabulary_size", int64_t{1} << 40}, {"embedding_dim", 65536}, {"count", 17}}};
+  std::string error = ErrorOf(doc);
+  EXPECT_THAT(error, HasSubstr("model.fields[0] (table embedding_16)"));
+  EXPECT_THAT(error, HasSubstr("more than pstrain can hold (at most 2^62 bytes)"));
+  doc["model"]["fields"][0]["count"] = 16;  // 2^62 bytes: the most a size may be
+  EXPECT_TRUE(JobSpecFromJson(doc).ok());
+  // The tower's input width is a dimension: 40000 fields of 65536 columns are more than 2^31 - 1.
+  doc = Ctr();
+  doc["model"]["fields"] = {{{"vocabulary_size", 10}, {"embedding_dim", 65536}, {"count", 40000}}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model: the dense layers' input width must be at most 2147483647"));
+  doc = Ctr();
+  doc["data"]["skip_bad_lines"] = "yes";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.skip_bad_lines must be true or false"));
+  doc = Ctr();
+  doc["data"]["skip_bad_line"] = true;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("unknown key \"skip_bad_line\" in data; did you mean \"skip_bad_lines\"?"));
+  doc = Ctr();
+  doc["data"]["train_files"] = {"a.txt", ""};
+  doc["data"]["test_files"] = "b.txt";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.train_files[1] must not be empty"));
+  doc["data"]["train_files"] = {"a.txt"};
+  auto spec = JobSpecFromJson(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->data.test_files, (std::vector<std::string>{"b.txt"}));
 }
 
 TEST(JobSpecTest, CtrDataFilesFromTheCommandLine) {

@@ -109,7 +109,7 @@ TEST(PlanCommandTest, BadFlagsExitTwoWithAMessage) {
     std::string flags, message;
   } cases[] = {
       {"--shape=10 --num_ps=2 --partitioner=bogus", "unknown partitioner \"bogus\""},
-      {"--shape=10 --num_ps=0", "--num_ps must be at least 1"},
+      {"--shape=10 --num_ps=0", "--num_ps must be positive"},
       {"--shape=10", "give --num_ps=N"},
       {"--shape=10,x --num_ps=1", "not a comma-separated list"},
       {"--shape=0,4 --num_ps=1 --partitioner=fixed_shards --num_shards=2", "has no elements"},

@@ -30,7 +30,7 @@ expect_exit2 job-mode "mode" env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-
 expect_exit2 evaluate-missing "no-such-dir" "$BIN/pstrain" evaluate --checkpoint="$WORK/no-such-dir"
 # Nobody answers: the chief gives up after --wait_timeout_secs naming every silent task.
 rc=0
-TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job=linear --wait_timeout_secs=1 >"$WORK/silent.log" 2>&1 || rc=$?
+TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job=linear --wait_timeout_secs=1 --ephemeral >"$WORK/silent.log" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "chief with a silent cluster exited $rc, expected 1"
 for task in "ps:0 at 127.0.0.1:${PS_PORTS[0]}" "worker:0 at 127.0.0.1:${WORKER_PORTS[0]}"; do
   grep -q "$task" "$WORK/silent.log" || fail "the chief did not name $task as silent: $(cat "$WORK/silent.log")"

@@ -10,7 +10,7 @@ start worker 0 pstrain-worker --threads=1
 W0=$LAST_PID
 start worker 1 pstrain-worker --threads=1 --data_dir="$WORK/no-such-dir"
 W1=$LAST_PID
-start chief 0 pstrain-chief --job=mlp --steps=50 --wait_timeout_secs=30
+start chief 0 pstrain-chief --job=mlp --steps=50 --wait_timeout_secs=30 --model_dir="$WORK/model"
 CHIEF=$LAST_PID
 wait_pid "$CHIEF" 60
 [ "$WAIT_RC" != 0 ] || fail "the chief exited 0 although worker:1 cannot read its data"

@@ -99,3 +99,41 @@ wait_for_line() {
 json_get() {
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
 }
+
+# expect_exit CODE NAME PATTERN COMMAND...: runs COMMAND (output in $WORK/NAME.log) and fails unless
+# it exits CODE with output matching the grep -E PATTERN and without a crash or sanitizer report.
+# Counts the cases in CASES.
+CASES=0
+expect_exit() {
+  local code=$1 name=$2 pattern=$3 rc=0
+  shift 3
+  "$@" >"$WORK/$name.log" 2>&1 || rc=$?
+  if grep -Eq "Sanitizer|runtime error:|terminate called|Segmentation fault|core dumped" "$WORK/$name.log"; then
+    fail "$name crashed (exit $rc): $(head -c 3000 "$WORK/$name.log")"
+  fi
+  [ "$rc" = "$code" ] || fail "$name: exit status $rc, expected $code: $(head -c 3000 "$WORK/$name.log")"
+  grep -Eq -- "$pattern" "$WORK/$name.log" || fail "$name: output does not match '$pattern': $(head -c 3000 "$WORK/$name.log")"
+  CASES=$((CASES + 1))
+}
+
+# save_pristine DIR, then restore_pristine: DIR (a model dir) kept aside, and put back as it was.
+save_pristine() { PRISTINE_OF=$1; rm -rf "$WORK/pristine"; cp -a "$1" "$WORK/pristine"; }
+restore_pristine() { rm -rf "$PRISTINE_OF"; cp -a "$WORK/pristine" "$PRISTINE_OF"; }
+
+# write_job FILE JSON: a job spec file.
+write_job() { printf '%s\n' "$2" >"$1"; }
+
+# nested N: N nested JSON arrays.
+nested() { python3 -c "import sys; n=int(sys.argv[1]); print('['*n + ']'*n)" "$1"; }
+
+# train_linear MODEL_DIR STEPS [CHIEF_ARGS...]: a linear job on a fresh 1 ps + 1 worker cluster
+# (stopped afterwards), checkpointing every 20 steps; its exit status in TRAIN_RC, log chief-0.log.
+train_linear() {
+  local model=$1 steps=$2 pids_before=${#PIDS[@]} i
+  shift 2
+  make_cluster 1 1
+  start_servers 1 1 --threads=1
+  TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job=linear --steps="$steps" --checkpoint_every_steps=20 \
+    --model_dir="$model" --wait_timeout_secs=30 --progress_secs=1 "$@" >"$WORK/chief-0.log" 2>&1 && TRAIN_RC=0 || TRAIN_RC=$?
+  for ((i = pids_before; i < ${#PIDS[@]}; i++)); do kill -9 "${PIDS[$i]}" 2>/dev/null || true; wait "${PIDS[$i]}" 2>/dev/null || true; done
+}

@@ -1,5 +1,6 @@
 #include "worker/data/dataset.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <random>
 
@@ -7,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/checked_math.h"
+#include "common/json_util.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
 #include "worker/data/ctr_dataset.h"
@@ -36,12 +39,11 @@ absl::Status CheckIdx(const std::string& path, const std::string& data, uint32_t
     return absl::DataLossError(absl::StrCat("IDX file ", path, " is truncated: ", data.size(),
                                             " bytes, shorter than its ", header, "-byte header"));
   }
-  int64_t payload = 1;
   dims->clear();
-  for (int i = 0; i < rank; ++i) {
-    dims->push_back(BigEndian32(data, 4 + 4 * i));
-    payload *= dims->back();
-  }
+  for (int i = 0; i < rank; ++i) dims->push_back(BigEndian32(data, 4 + 4 * i));
+  absl::StatusOr<int64_t> payload_or = CheckedNumElements(*dims, absl::StrCat("IDX file ", path, "'s header"));
+  if (!payload_or.ok()) return absl::DataLossError(payload_or.status().message());
+  const int64_t payload = *payload_or;
   const int64_t have = static_cast<int64_t>(data.size() - header);
   if (have < payload) {
     return absl::DataLossError(absl::StrCat("IDX file ", path, " is truncated: its header promises ", payload,
@@ -127,16 +129,16 @@ absl::StatusOr<Dataset> LoadCsvDataset(const std::string& path, int64_t label_co
     }
     for (int64_t c = 0; c < columns; ++c) {
       float v = 0;
-      if (!absl::SimpleAtof(absl::StripAsciiWhitespace(cells[c]), &v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ":", line_no, ": column ", c, " is not a number: \"", cells[c], "\""));
+      if (!absl::SimpleAtof(absl::StripAsciiWhitespace(cells[c]), &v) || !std::isfinite(v)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": column ", c,
+                                                       " is not a finite number: ", QuotedExcerpt(cells[c])));
       }
       if (c != label_column) {
         d.features.push_back(v);
       } else if (classification) {
-        if (v < 0 || v != static_cast<float>(static_cast<int32_t>(v))) {
+        if (v < 0 || v > 1e9f || v != static_cast<float>(static_cast<int32_t>(v))) {
           return absl::InvalidArgumentError(
-              absl::StrCat(path, ":", line_no, ": label ", cells[c], " is not a class id (0, 1, 2, ...)"));
+              absl::StrCat(path, ":", line_no, ": label ", QuotedExcerpt(cells[c]), " is not a class id (0, 1, 2, ...)"));
         }
         d.labels.push_back(static_cast<int32_t>(v));
       } else {

@@ -10,6 +10,9 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/checked_math.h"
+#include "common/env.h"
+#include "common/memory_budget.h"
 
 namespace pstrain {
 namespace {
@@ -51,9 +54,15 @@ absl::Status ReadMaybeGzipFileInChunks(const std::string& path, size_t chunk_byt
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadMaybeGzipFile(const std::string& path) {
+absl::StatusOr<std::string> ReadMaybeGzipFile(const std::string& path, int64_t max_bytes) {
+  if (max_bytes <= 0) max_bytes = MemoryBudgetBytes(Env::Default(), 0).value_or(kFallbackMemoryBudgetBytes);
   std::string out;
-  absl::Status status = ReadMaybeGzipFileInChunks(path, 1 << 16, [&out](absl::string_view chunk) {
+  absl::Status status = ReadMaybeGzipFileInChunks(path, 1 << 16, [&](absl::string_view chunk) {
+    if (chunk.size() > static_cast<uint64_t>(max_bytes) - out.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("data file ", path, " holds more than ", FormatBytes(max_bytes),
+                                                     " (uncompressed), more than the memory budget (",
+                                                     kMemoryBudgetFlag, ")"));
+    }
     out.append(chunk.data(), chunk.size());
     return absl::OkStatus();
   });
