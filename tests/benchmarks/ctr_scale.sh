@@ -50,7 +50,7 @@ JSON
 
 make_cluster 4 2
 start_servers 4 2 --threads=1
-start chief 0 pstrain-chief --job="$WORK/job.json" --wait_timeout_secs=600 --progress_secs=5
+start chief 0 pstrain-chief --job="$WORK/job.json" --ephemeral --wait_timeout_secs=600 --progress_secs=5
 CHIEF=$LAST_PID
 wait_pid "$CHIEF" 3000
 [ "$WAIT_RC" = 0 ] || fail "chief exited with $WAIT_RC"
