@@ -7,9 +7,12 @@
 #include "common/json_util.h"
 #include "common/model_variables.h"
 #include "common/status_macros.h"
+#include "common/binary_metrics.h"
 #include "worker/cpu/cpu_gradient_computer.h"
+#include "worker/ctr_evaluation.h"
 #include "worker/data/dataset.h"
 #include "worker/data/shard_iterator.h"
+#include "worker/table_rows.h"
 
 namespace pstrain {
 
@@ -48,23 +51,40 @@ absl::StatusOr<EvalResult> EvaluateCheckpoint(Env* env, const std::string& dir, 
   if (options.data.has_value()) job.data = *options.data;  // the user's data, never the checkpoint's
   ASSIGN_OR_RETURN(Dataset test, LoadDataset(job, Split::kTest, options.data_dir));
   ASSIGN_OR_RETURN(std::unique_ptr<GradientComputer> computer, NewCpuGradientComputer(job.model, options.threads));
+  auto evaluate = [&computer](absl::Span<const Tensor> p, const Batch& batch, BatchMetrics* m) {
+    return computer->Evaluate(p, batch, m);
+  };
+  BatchMetrics m;
+  if (job.model.is_ctr()) {
+    // The tables move out of `params` (which then holds each chunk's gathered rows).
+    ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(job.model));
+    std::vector<Tensor> tables(params.size());
+    for (size_t i = 0; i < variables.size(); ++i) {
+      if (variables[i].sparse) tables[i] = std::move(params[i]);
+    }
+    IdDeduper dedupe(variables);
+    CtrEvalSteps steps;
+    steps.fetch_rows = [&tables](const SparseLookup& lookup, std::vector<Tensor>* p) {
+      GatherLookupRows(tables, lookup, p);
+      return absl::OkStatus();
+    };
+    steps.evaluate = evaluate;
+    RETURN_IF_ERROR(EvaluateCtrRange(test, 0, test.size, steps, &dedupe, &params, &m));
+  } else {
+    Batch batch;
+    for (int64_t begin = 0; begin < test.size; begin += options.batch_size) {
+      FillRange(test, begin, std::min(test.size, begin + options.batch_size), &batch);
+      RETURN_IF_ERROR(evaluate(params, batch, &m));
+    }
+  }
+  if (m.examples == 0) return absl::FailedPreconditionError("the test set is empty");
   EvalResult r;
   r.step = index.global_step;
-  double loss_sum = 0.0;
-  int64_t correct = 0;
-  Batch batch;
-  for (int64_t begin = 0; begin < test.size; begin += options.batch_size) {
-    const int64_t end = std::min(test.size, begin + options.batch_size);
-    FillRange(test, begin, end, &batch);
-    BatchMetrics m;
-    RETURN_IF_ERROR(computer->Evaluate(params, batch, &m));
-    r.examples += m.examples;
-    loss_sum += m.loss_sum;
-    correct += m.correct;
-  }
-  if (r.examples == 0) return absl::FailedPreconditionError("the test set is empty");
-  r.loss = loss_sum / r.examples;
-  r.accuracy = job.model.loss == "mse" ? std::nan("") : static_cast<double>(correct) / r.examples;
+  r.examples = m.examples;
+  r.loss = m.loss_sum / m.examples;
+  const MetricsKind kind = MetricsKindOf(job.model);
+  r.accuracy = kind == MetricsKind::kClassification ? static_cast<double>(m.correct) / m.examples : std::nan("");
+  if (kind == MetricsKind::kBinary) r.auc = ExactAuc(m.labels, m.logits);
   return r;
 }
 

@@ -20,6 +20,7 @@
 #include "ps/client/grpc_ps_client.h"
 #include "ps/client/metered_ps_client.h"
 #include "ps/client/ps_stats_format.h"
+#include "worker/data/ctr_dataset.h"
 #include "worker/grpc_worker_client.h"
 
 namespace pstrain {
@@ -168,6 +169,16 @@ int RunChief(const ChiefConfig& config) {
     }
     return ExitCodeFor(summary.status());
   }
+  std::string bayes;
+  if (config.job.model.is_ctr() && UsesDefaultCtrData(config.job.data)) {
+    // The default synthetic set knows its best possible AUC: say how close the run came.
+    absl::StatusOr<CtrSyntheticSummary> data = EnsureJobDefaultCtrData(Env::Default(), config.job.data, "");
+    if (data.ok()) {
+      summary->bayes_test_auc = data->test.bayes_auc;
+      bayes = absl::StrFormat(" (Bayes-optimal on this set: AUC %.4f, log loss %.4f)", data->test.bayes_auc,
+                              data->test.bayes_logloss);
+    }
+  }
   nlohmann::json doc = summary->ToJson();
   doc["ps_stats"] = CollectPsStats(ps, ps_indices);
   const std::string json = DumpJson(doc, 2);
@@ -176,7 +187,8 @@ int RunChief(const ChiefConfig& config) {
   }
   std::cout << json << std::endl;
   if (summary->final_eval.has_value()) {
-    LogLine("chief", absl::StrCat("done: ", summary->global_step, " steps; final ", FormatEval(*summary->final_eval)));
+    LogLine("chief", absl::StrCat("done: ", summary->global_step, " steps; final ", FormatEval(*summary->final_eval),
+                                  bayes));
   }
   if (!summary->checkpoint.empty()) LogLine("chief", "checkpoint: " + summary->checkpoint);
   if (!summary->metrics_file.empty()) LogLine("chief", "metrics: " + summary->metrics_file);

@@ -1,5 +1,6 @@
 #include "chief/coordinator.h"
 
+#include <cmath>
 #include <future>
 #include <utility>
 
@@ -8,8 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "chief/job_protos.h"
 #include "chief/model_dir.h"
-#include "common/memory_budget.h"
 #include "common/json_util.h"
+#include "common/memory_budget.h"
 #include "common/model_variables.h"
 #include "common/protocol_version.h"
 #include "common/status_macros.h"
@@ -29,7 +30,14 @@ nlohmann::json JobSummary::ToJson() const {
   j["train_seconds"] = train_seconds;
   j["examples_per_second"] = examples_per_second;
   j["final_test_loss"] = final_eval ? nlohmann::json(final_eval->loss) : nlohmann::json(nullptr);
-  j["final_test_accuracy"] = final_eval ? nlohmann::json(final_eval->accuracy) : nlohmann::json(nullptr);
+  j["final_test_accuracy"] = final_eval && std::isfinite(final_eval->accuracy) ? nlohmann::json(final_eval->accuracy)
+                                                                               : nlohmann::json(nullptr);
+  if (final_eval && std::isfinite(final_eval->auc)) {
+    j["final_test_auc"] = final_eval->auc;
+    j["final_test_logloss"] = final_eval->loss;
+  }
+  if (std::isfinite(final_train_auc)) j["final_train_auc"] = final_train_auc;
+  if (std::isfinite(bayes_test_auc)) j["bayes_test_auc"] = bayes_test_auc;
   j["final_test_examples"] = final_eval ? final_eval->examples : 0;
   j["checkpoint"] = checkpoint;
   j["metrics_file"] = metrics_file;
@@ -108,6 +116,7 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   summary.seconds = (env_->NowMicros() - start_micros_) * 1e-6;
   summary.train_seconds = train_seconds_;
   summary.examples_per_second = train_seconds_ > 0 ? summary.examples / train_seconds_ : 0.0;
+  summary.final_train_auc = tracker_->last_auc();
   summary.metrics_file = metrics_ != nullptr ? metrics_->path() : "";
   absl::MutexLock lock(&mu_);
   summary.checkpoint = last_checkpoint_;
@@ -115,9 +124,7 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   return summary;
 }
 
-bool Coordinator::HasTestData() const {
-  return spec_.data.dataset != "csv" || !spec_.data.test_file.empty();
-}
+bool Coordinator::HasTestData() const { return spec_.data.dataset != "csv" || !spec_.data.test_file.empty(); }
 
 absl::StatusOr<JobSummary> Coordinator::InitOnly() {
   if (checkpoints_ == nullptr) return absl::InvalidArgumentError("initializing only needs a model dir");
@@ -160,11 +167,11 @@ absl::Status Coordinator::Prepare() {
     events_ = std::make_unique<RunEvents>(options_.model_dir, start_unix);
   }
   tracker_ = std::make_unique<ProgressTracker>(env_, num_workers_, spec_.batch_size, budget_.total_steps,
-                                               budget_.steps_per_epoch, start_step_, spec_.model.loss != "mse");
+                                               budget_.steps_per_epoch, start_step_, MetricsKindOf(spec_.model));
   if (!options_.init_only) RETURN_IF_ERROR(ConfigureAll());
   if (!HasTestData()) Log("the job has no test data (data.test_file is not set): no evaluation");
-  pool_ = std::make_unique<WorkerPool>(env_, workers_, &queue_, this,
-                                       [this](int worker) { return MakeConfigure(worker); }, options_.pool);
+  pool_ = std::make_unique<WorkerPool>(
+      env_, workers_, &queue_, this, [this](int worker) { return MakeConfigure(worker); }, options_.pool);
   last_report_micros_ = last_checkpoint_micros_ = train_start_micros_ = env_->NowMicros();
   sync_next_step_ = start_step_;
   absl::MutexLock lock(&mu_);
@@ -188,7 +195,8 @@ absl::Status Coordinator::CheckMemory(const VariablePlan& plan) const {
   int64_t batch = (spec_.batch_size + num_workers_ - 1) / num_workers_;
   const int64_t examples = ExamplesInMemory(spec_.data);
   if (examples > 0) batch = std::min(batch, examples / num_workers_ + 1);
-  ASSIGN_OR_RETURN(ComputeBytes worker, EstimateComputeBytes(spec_.model, batch, examples, /*slots=*/0));
+  ASSIGN_OR_RETURN(ComputeBytes worker,
+                   EstimateComputeBytes(spec_.model, batch, examples, /*slots=*/0, /*applies_updates=*/false));
   return CheckMemoryBudget(workers_.empty() ? "a worker" : workers_[0]->peer(), worker.total(), worker.Describe(),
                            budget, absl::StrCat(raise, ", lower batch_size, or make the model smaller"));
 }
@@ -205,7 +213,9 @@ absl::Status Coordinator::PrepareModelDir() {
     return absl::FailedPreconditionError(absl::StrCat(
         "the model dir ", options_.model_dir, " holds an earlier run (", absl::StrJoin(earlier, ", "),
         "); --restore=false would mix the two runs' checkpoints and metrics. Give --start_over to move the earlier "
-        "run aside into ", options_.model_dir, "/previous-run-<time>/ and train from step 0, or use another "
+        "run aside into ",
+        options_.model_dir,
+        "/previous-run-<time>/ and train from step 0, or use another "
         "--model_dir"));
   }
   return absl::OkStatus();
@@ -303,9 +313,9 @@ absl::Status Coordinator::OnWorkerLost(int worker, const absl::Status& cause) {
   const std::string peer = workers_[worker]->peer();
   gauges_->OnWorkerLost(peer);
   if (spec_.mode == "sync") {
-    return absl::UnavailableError(absl::StrCat(
-        "lost ", peer, " (", cause.message(), "): sync mode needs every worker for every step; restart it "
-        "and the chief, which resumes from the last checkpoint"));
+    return absl::UnavailableError(absl::StrCat("lost ", peer, " (", cause.message(),
+                                               "): sync mode needs every worker for every step; restart it "
+                                               "and the chief, which resumes from the last checkpoint"));
   }
   Log(absl::StrCat("lost ", peer, " (", cause.message(), "); its closure goes to another worker, polling it"));
   absl::MutexLock lock(&mu_);
@@ -326,9 +336,10 @@ absl::Status Coordinator::CheckPsAlive() {
     HandshakeResponse response;
     absl::Status s = ps->Handshake(hello, &response);
     if (!s.ok()) {
-      return absl::UnavailableError(absl::StrCat(
-          "lost ", ps->peer(), " (", s.message(), "): the job stops because a lost ps cannot be recovered yet; "
-          "start the ps again and then the chief: it resumes from the last checkpoint"));
+      return absl::UnavailableError(
+          absl::StrCat("lost ", ps->peer(), " (", s.message(),
+                       "): the job stops because a lost ps cannot be recovered yet; "
+                       "start the ps again and then the chief: it resumes from the last checkpoint"));
     }
   }
   return absl::OkStatus();

@@ -72,6 +72,8 @@ struct JobSummary {
   double train_seconds = 0.0;            // the training loop (inline evaluations included)
   double examples_per_second = 0.0;      // examples / train_seconds
   std::optional<EvalResult> final_eval;
+  double final_train_auc = std::nan("");  // binary models: the last progress window's training AUC
+  double bayes_test_auc = std::nan("");   // the default synthetic CTR set: the Bayes-optimal test AUC
   std::string checkpoint;                // newest checkpoint written ("" when none)
   std::string metrics_file;
   std::vector<std::string> lost_workers;
@@ -110,7 +112,8 @@ class Coordinator : public WorkerPoolSink {
   absl::Status PrepareModelDir();
   absl::Status CheckMemory(const VariablePlan& plan) const;
   absl::StatusOr<JobSummary> InitOnly();
-  bool HasTestData() const;  // csv jobs without data.test_file cannot evaluate
+  bool HasTestData() const;
+  nlohmann::json PsStatsJson() const;  // the ps tasks' stats for the summary  // csv jobs without data.test_file cannot evaluate
   absl::Status CreateOrRestore();
   absl::Status ConfigureAll();
   ConfigureRequest MakeConfigure(int worker) const;

@@ -129,13 +129,13 @@ absl::StatusOr<EvalResult> Coordinator::Evaluate() {
     eval_ = nullptr;
   }
   RETURN_IF_ERROR(s);
-  ASSIGN_OR_RETURN(EvalResult r, acc.Combine(tracker_->global_step(), spec_.model.loss != "mse"));
+  ASSIGN_OR_RETURN(EvalResult r, acc.Combine(tracker_->global_step(), MetricsKindOf(spec_.model)));
   Log(absl::StrCat("evaluation at step ", r.step, ": ", FormatEval(r)));
   gauges_->OnEval(r, (env_->NowMicros() - eval_start_micros) * 1e-6);
-  nlohmann::json j = {{"kind", "eval"},           {"step", r.step},
-                      {"wall_time", (env_->NowMicros() - tracker_start_micros_) * 1e-6},
-                      {"test_loss", r.loss},      {"test_accuracy", r.accuracy},
-                      {"test_examples", r.examples}};
+  nlohmann::json j = EvalJson(r);
+  j["kind"] = "eval";
+  j["step"] = r.step;
+  j["wall_time"] = (env_->NowMicros() - tracker_start_micros_) * 1e-6;
   Record(j);
   absl::MutexLock lock(&mu_);
   last_eval_ = r;

@@ -1,5 +1,6 @@
 #include "chief/evaluate_command.h"
 
+#include <cmath>
 #include <iostream>
 
 #include "absl/strings/str_format.h"
@@ -95,9 +96,13 @@ int EvaluateMain(int argc, char** argv) {
     return ExitCodeFor(r.status());
   }
   if (cl->Get("format") == "json") {
-    std::cout << DumpJson({{"checkpoint", *dir}, {"step", r->step}, {"test_loss", r->loss},
-                           {"test_accuracy", r->accuracy}, {"test_examples", r->examples}})
-              << "\n";
+    nlohmann::json j = EvalJson(*r);
+    j["checkpoint"] = *dir;
+    j["step"] = r->step;
+    std::cout << DumpJson(j) << "\n";
+  } else if (std::isfinite(r->auc)) {
+    std::cout << absl::StrFormat("%s (step %d): test AUC %.6f, log loss %.6f (%d examples)\n", *dir, r->step, r->auc,
+                                 r->loss, r->examples);
   } else {
     std::cout << absl::StrFormat("%s (step %d): test loss %.6f, test accuracy %.4f (%d examples)\n", *dir, r->step,
                                  r->loss, r->accuracy, r->examples);

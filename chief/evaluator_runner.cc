@@ -83,9 +83,10 @@ int RunEvaluator(const EvaluatorConfig& config) {
       if (r.ok()) {
         LogLine("evaluator", absl::StrCat(dir, ": ", FormatEval(*r)));
         gauges.OnEval(*r, (env->NowMicros() - eval_start_micros) * 1e-6);
-        const nlohmann::json record = {{"kind", "eval"},         {"step", r->step},
-                                       {"checkpoint", dir},      {"test_loss", r->loss},
-                                       {"test_accuracy", r->accuracy}, {"test_examples", r->examples}};
+        nlohmann::json record = EvalJson(*r);
+        record["kind"] = "eval";
+        record["step"] = r->step;
+        record["checkpoint"] = dir;
         (*metrics)->Write(record).IgnoreError();
         absl::Status written = events.Record(record);
         if (!written.ok()) LogLine("evaluator", std::string(written.message()));

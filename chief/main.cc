@@ -22,7 +22,7 @@
 #include "common/task_flags.h"
 #include "common/value_range.h"
 
-ABSL_FLAG(std::string, job, "cnn", "job spec: a preset (linear, mlp, cnn) or a JSON file");
+ABSL_FLAG(std::string, job, "cnn", "job spec: a preset (linear, mlp, cnn, ctr) or a JSON file");
 ABSL_FLAG(std::string, model_dir, "",
           "directory for checkpoints, metrics.jsonl and summary.json (required, unless --ephemeral)");
 ABSL_FLAG(bool, ephemeral, false, "train without a model dir: no checkpoint, no metrics file, nothing is kept");
@@ -57,7 +57,11 @@ ABSL_FLAG(bool, restore, true,
 ABSL_FLAG(bool, init_only, false,
           "create (or restore) the variables on the ps, save a checkpoint in --model_dir and stop (no workers "
           "needed): for inspecting initial weights or re-partitioning a checkpoint");
-ABSL_FLAG(std::string, data_dir, "", "evaluator: data directory (overrides the job's data.dir)");
+ABSL_FLAG(std::string, data_dir, "",
+          "data directory (overrides the job's data.dir; criteo: the cache of the default synthetic set)");
+ABSL_FLAG(std::string, train_files, "",
+          "criteo jobs: comma-separated training files or globs (overrides data.train_files)");
+ABSL_FLAG(std::string, test_files, "", "criteo jobs: comma-separated test files or globs (overrides data.test_files)");
 ABSL_FLAG(int64_t, eval_poll_secs, 2, "evaluator: how often to look for a new checkpoint");
 ABSL_FLAG(std::string, tls_dir, "",
           "mutual TLS: directory of the cluster's ca.crt and this task's certificate and key (pstrain certs); also "
@@ -110,6 +114,7 @@ absl::StatusOr<JobSpec> JobFromFlags() {
   if (Given(FLAGS_mode)) job.mode = absl::GetFlag(FLAGS_mode);
   if (Given(FLAGS_terminate_on_nan)) job.terminate_on_nan = absl::GetFlag(FLAGS_terminate_on_nan);
   if (!absl::GetFlag(FLAGS_data_dir).empty()) job.data.dir = absl::GetFlag(FLAGS_data_dir);
+  RETURN_IF_ERROR(OverrideCtrDataFiles(absl::GetFlag(FLAGS_train_files), absl::GetFlag(FLAGS_test_files), "--", &job));
   return JobSpecFromJson(JobSpecToJson(job));  // validates the overrides too
 }
 

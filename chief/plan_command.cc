@@ -22,7 +22,7 @@ namespace {
 
 const std::vector<FlagDef>& PlanFlags() {
   static const auto* flags = new std::vector<FlagDef>{
-      {"job", "", "job spec: a preset (linear, mlp, cnn) or a JSON file"},
+      {"job", "", "job spec: a preset (linear, mlp, cnn, ctr) or a JSON file"},
       {"num_ps", "", "number of ps tasks (default: the ps count in TF_CONFIG)"},
       {"tf_config", "", "read TF_CONFIG from this file instead of the environment"},
       {"format", "table", "table or json"},

@@ -21,7 +21,7 @@ std::string FormatDuration(double seconds) {
 }
 
 ProgressTracker::ProgressTracker(Env* env, int num_workers, int64_t batch_size, int64_t total_steps,
-                                 int64_t steps_per_epoch, int64_t start_step, bool classification)
+                                 int64_t steps_per_epoch, int64_t start_step, MetricsKind kind)
     : env_(env),
       num_workers_(std::max(1, num_workers)),
       batch_size_(batch_size),
@@ -29,12 +29,13 @@ ProgressTracker::ProgressTracker(Env* env, int num_workers, int64_t batch_size, 
       steps_per_epoch_(std::max<int64_t>(1, steps_per_epoch)),
       start_step_(start_step),
       start_micros_(env->NowMicros()),
-      classification_(classification) {
+      kind_(kind) {
   absl::MutexLock lock(&mu_);
   window_start_micros_ = start_micros_;
   window_staleness_.assign(num_workers_, 0);
   last_loss_ = kNaN;
   last_accuracy_ = kNaN;
+  last_auc_ = kNaN;
 }
 
 void ProgressTracker::OnTrainResult(int worker, int64_t worker_steps, const RunStepsResponse& response) {
@@ -44,12 +45,13 @@ void ProgressTracker::OnTrainResult(int worker, int64_t worker_steps, const RunS
   window_examples_ += response.examples();
   window_loss_sum_ += response.loss_sum();
   window_correct_ += response.correct();
+  if (kind_ == MetricsKind::kBinary) window_auc_.Add(response.train_auc(), response.examples());
   if (worker >= 0 && worker < num_workers_) {
     window_staleness_[worker] = std::max(window_staleness_[worker], response.max_staleness());
   }
   if (response.examples() > 0) {
     last_loss_ = response.loss_sum() / response.examples();
-    if (classification_) last_accuracy_ = static_cast<double>(response.correct()) / response.examples();
+    if (kind_ == MetricsKind::kClassification) last_accuracy_ = static_cast<double>(response.correct()) / response.examples();
   }
 }
 
@@ -66,6 +68,11 @@ int64_t ProgressTracker::worker_steps() const {
 double ProgressTracker::last_loss() const {
   absl::MutexLock lock(&mu_);
   return last_loss_;
+}
+
+double ProgressTracker::last_auc() const {
+  absl::MutexLock lock(&mu_);
+  return last_auc_;
 }
 
 double ProgressTracker::last_accuracy() const {
@@ -95,8 +102,12 @@ ProgressWindow ProgressTracker::TakeWindow() {
   const double window_secs = (now - window_start_micros_) * 1e-6;
   w.examples_per_second = window_secs > 0 ? window_examples_ / window_secs : 0.0;
   w.loss = window_examples_ > 0 ? window_loss_sum_ / window_examples_ : kNaN;
-  w.accuracy = window_examples_ > 0 && classification_ ? static_cast<double>(window_correct_) / window_examples_
-                                                       : kNaN;
+  w.accuracy = window_examples_ > 0 && kind_ == MetricsKind::kClassification
+                   ? static_cast<double>(window_correct_) / window_examples_
+                   : kNaN;
+  w.auc = window_auc_.Mean();
+  if (std::isfinite(w.auc)) last_auc_ = w.auc;
+  window_auc_ = AucAverage{};
   const int64_t done = w.global_step - start_step_;
   w.eta_seconds = done > 0 ? w.wall_seconds / done * (total_steps_ - w.global_step) : kNaN;
   w.max_staleness = window_staleness_;
@@ -113,6 +124,7 @@ std::string ProgressTracker::FormatLine(const ProgressWindow& w) {
                                      w.epoch, w.examples_per_second);
   if (std::isfinite(w.loss)) absl::StrAppendFormat(&line, " | loss %.4f", w.loss);
   if (std::isfinite(w.accuracy)) absl::StrAppendFormat(&line, " | accuracy %.1f%%", 100.0 * w.accuracy);
+  if (std::isfinite(w.auc)) absl::StrAppendFormat(&line, " | AUC %.4f", w.auc);
   absl::StrAppendFormat(&line, " | ETA %s", FormatDuration(w.eta_seconds));
   return line;
 }
@@ -125,6 +137,7 @@ nlohmann::json ProgressTracker::ToJson(const ProgressWindow& w) {
   j["examples_per_second"] = w.examples_per_second;
   j["loss"] = std::isfinite(w.loss) ? nlohmann::json(w.loss) : nlohmann::json(nullptr);
   j["accuracy"] = std::isfinite(w.accuracy) ? nlohmann::json(w.accuracy) : nlohmann::json(nullptr);
+  if (std::isfinite(w.auc)) j["auc"] = w.auc;
   j["staleness"] = w.max_staleness;
   return j;
 }

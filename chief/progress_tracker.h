@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "chief/evaluation.h"
+#include "common/auc_average.h"
 #include "common/env.h"
 #include "nlohmann/json.hpp"
 #include "proto/worker.pb.h"
@@ -25,17 +27,20 @@ struct ProgressWindow {
   double wall_seconds = 0.0;      // since the tracker started
   double examples_per_second = 0.0;
   double loss = 0.0;              // mean per-example loss over the window (NaN when no examples)
-  double accuracy = 0.0;          // over the window (NaN when no examples)
+  double accuracy = 0.0;          // over the window (NaN when no examples or not classification)
+  // Binary (CTR) models: the training AUC over the window, the mean of the closures' exact AUCs
+  // (each over its own examples) weighted by examples (common/auc_average.h); NaN otherwise.
+  double auc = 0.0;
   double eta_seconds = 0.0;       // at the rate since the tracker started
   std::vector<int64_t> max_staleness;  // per worker, over the window
 };
 
 class ProgressTracker {
  public:
-  // `env` is not owned. `start_step` is where this run began (resumed jobs).
-  // `classification` false (mse models): no accuracy is reported.
+  // `env` is not owned. `start_step` is where this run began (resumed jobs). Accuracy is reported
+  // for classification, AUC for binary models, neither for regression.
   ProgressTracker(Env* env, int num_workers, int64_t batch_size, int64_t total_steps, int64_t steps_per_epoch,
-                  int64_t start_step, bool classification = true);
+                  int64_t start_step, MetricsKind kind = MetricsKind::kClassification);
 
   void OnTrainResult(int worker, int64_t worker_steps, const RunStepsResponse& response);
 
@@ -43,15 +48,18 @@ class ProgressTracker {
   int64_t worker_steps() const;   // counted since the start of the job (start_step * num_workers + ...)
   double last_loss() const;
   double last_accuracy() const;
+  double last_auc() const;  // the training AUC of the most recent window that had one (NaN: none)
   double examples_per_second() const;  // since start
   int64_t examples() const;            // trained in this run
 
   // Closes the current window and opens the next one.
   ProgressWindow TakeWindow();
 
-  // "step 120/9380 (epoch 0.13) | 1234.5 examples/s | loss 0.5321 | accuracy 81.2% | ETA 3m12s".
+  // "step 120/9380 (epoch 0.13) | 1234.5 examples/s | loss 0.5321 | accuracy 81.2% | ETA 3m12s"
+  // (binary models: "| AUC 0.7712" instead of the accuracy).
   static std::string FormatLine(const ProgressWindow& w);
-  // {"step", "wall_time", "loss", "accuracy", "examples_per_second", "epoch", "staleness": [...]}.
+  // {"step", "wall_time", "loss", "accuracy", "examples_per_second", "epoch", "staleness": [...]},
+  // and "auc" for binary models.
   static nlohmann::json ToJson(const ProgressWindow& w);
 
  private:
@@ -62,7 +70,7 @@ class ProgressTracker {
   const int64_t steps_per_epoch_;
   const int64_t start_step_;
   const int64_t start_micros_;
-  const bool classification_;
+  const MetricsKind kind_;
 
   mutable absl::Mutex mu_;
   int64_t worker_steps_ ABSL_GUARDED_BY(mu_) = 0;  // in this run
@@ -70,6 +78,8 @@ class ProgressTracker {
   int64_t window_examples_ ABSL_GUARDED_BY(mu_) = 0;
   double window_loss_sum_ ABSL_GUARDED_BY(mu_) = 0.0;
   int64_t window_correct_ ABSL_GUARDED_BY(mu_) = 0;
+  AucAverage window_auc_ ABSL_GUARDED_BY(mu_);
+  double last_auc_ ABSL_GUARDED_BY(mu_);
   int64_t window_start_micros_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int64_t> window_staleness_ ABSL_GUARDED_BY(mu_);
   double last_loss_ ABSL_GUARDED_BY(mu_);

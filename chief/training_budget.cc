@@ -6,7 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/checked_math.h"
+#include "common/env.h"
 #include "common/value_range.h"
+#include "worker/data/ctr_dataset.h"
 
 namespace pstrain {
 
@@ -23,19 +25,20 @@ absl::StatusOr<int64_t> TrainExamples(const DataSpec& data) {
     }
     return data.header && lines > 0 ? lines - 1 : lines;
   }
+  if (data.dataset == "criteo") return CountCtrLines(Env::Default(), data, Split::kTrain, "");
   return absl::InvalidArgumentError(absl::StrCat("unknown data.dataset \"", data.dataset, "\""));
 }
 
 absl::StatusOr<TrainingBudget> ComputeBudget(const JobSpec& spec, int64_t train_examples, int num_workers) {
   if (spec.batch_size < num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat("batch_size ", spec.batch_size, " is smaller than the ",
-                                                   num_workers, " workers: each worker needs at least one "
+    return absl::InvalidArgumentError(absl::StrCat("batch_size ", spec.batch_size, " is smaller than the ", num_workers,
+                                                   " workers: each worker needs at least one "
                                                    "example per step"));
   }
   if (spec.mode == "sync" && spec.batch_size % num_workers != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sync mode: batch_size ", spec.batch_size, " must be a multiple of the number of workers (", num_workers,
-        ") so that every worker computes an equal share of each global batch"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sync mode: batch_size ", spec.batch_size, " must be a multiple of the number of workers (",
+                     num_workers, ") so that every worker computes an equal share of each global batch"));
   }
   TrainingBudget b;
   b.train_examples = train_examples;

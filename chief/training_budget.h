@@ -19,7 +19,9 @@ struct TrainingBudget {
 };
 
 // Number of training examples of the job's data set: 60000 for Fashion-MNIST, num_examples for
-// synthetic_linear, the data lines of a CSV file. NotFound naming the file when a CSV is missing.
+// synthetic_linear, the data lines of a CSV file, the lines of a criteo job's training files (the
+// default synthetic set generated first when the job names none). NotFound naming the file when a
+// file is missing.
 absl::StatusOr<int64_t> TrainExamples(const DataSpec& data);
 
 // InvalidArgument when neither steps nor epochs is positive or the batch does not fit the

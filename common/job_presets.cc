@@ -54,6 +54,21 @@ constexpr Preset kPresets[] = {
   "partitioner": {"type": "min_size", "min_shard_bytes": 262144, "max_shards": 2},
   "seed": 42
 })"},
+    {"ctr", R"({
+  "name": "ctr",
+  "model": {"numeric_inputs": 13,
+            "fields": [{"vocabulary_size": 100000, "embedding_dim": 16, "count": 26}],
+            "layers": [{"type": "dense", "units": 512, "activation": "relu"},
+                       {"type": "dense", "units": 256, "activation": "relu"},
+                       {"type": "dense", "units": 1}],
+            "loss": "binary_crossentropy"},
+  "optimizer": {"type": "adagrad", "learning_rate": 0.02, "initial_accumulator_value": 1e-6, "epsilon": 1e-7},
+  "data": {"dataset": "criteo"},
+  "batch_size": 1024,
+  "schedule": {"epochs": 1, "steps_per_closure": 10},
+  "partitioner": {"type": "min_size", "min_shard_bytes": 262144, "max_shards": 2, "strategy": "mod"},
+  "seed": 42
+})"},
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/checked_math.h"
 #include "common/job_presets.h"
+#include "common/job_spec_parse.h"
 #include "common/json_fields.h"
 #include "common/json_util.h"
 #include "common/status_macros.h"
@@ -14,49 +15,19 @@
 namespace pstrain {
 namespace {
 
+using internal_job_spec::InitializerToJson;
+using internal_job_spec::Invalid;
+using internal_job_spec::kPrefix;
+using internal_job_spec::ParseInitializer;
 using nlohmann::json;
 
-constexpr char kPrefix[] = "job spec: ";
 constexpr size_t kMaxLayers = 10000;
 constexpr size_t kMaxRank = 8;
 constexpr size_t kMaxScheduleEntries = 10000;
 
-absl::Status Invalid(const std::string& path, const std::string& why) {
-  return absl::InvalidArgumentError(absl::StrCat(kPrefix, path, " ", why));
-}
-
 // Learning rates are applied in float32 on the ps: a larger one is infinite there.
 NumberRange LearningRateRange() {
   return NumberBetween(0, true, 3.4e38, false, "(a learning rate must be a positive float32)");
-}
-
-absl::StatusOr<InitializerSpec> ParseInitializer(JsonFields& parent, const std::string& key, InitializerSpec spec) {
-  const json* value = parent.Find(key);
-  if (value == nullptr) return spec;
-  const std::string where = parent.Where(key);
-  const std::vector<std::string> types = {"zeros",          "ones",           "constant",       "random_normal",
-                                          "random_uniform", "truncated_normal", "glorot_uniform", "he_normal"};
-  if (value->is_string()) {
-    spec = InitializerSpec{value->get<std::string>()};
-    if (std::find(types.begin(), types.end(), spec.type) == types.end()) {
-      return Invalid(where, NotOneOfMessage(spec.type, types));
-    }
-    return spec;
-  }
-  RETURN_IF_ERROR(JsonFields::RequireObject(*value, where, kPrefix));
-  JsonFields f(*value, where, kPrefix);
-  InitializerSpec d;
-  ASSIGN_OR_RETURN(spec.type, f.String("type", "", types));
-  ASSIGN_OR_RETURN(spec.value, f.Number("value", d.value, AnyNumber()));
-  ASSIGN_OR_RETURN(spec.mean, f.Number("mean", d.mean, AnyNumber()));
-  ASSIGN_OR_RETURN(spec.stddev, f.Number("stddev", d.stddev, NonNegativeNumber("(as Keras's RandomNormal)")));
-  ASSIGN_OR_RETURN(spec.minval, f.Number("minval", d.minval, AnyNumber()));
-  ASSIGN_OR_RETURN(spec.maxval, f.Number("maxval", d.maxval, AnyNumber()));
-  RETURN_IF_ERROR(f.NoUnknownKeys());
-  if (spec.minval > spec.maxval) {
-    return Invalid(where, absl::StrCat("minval ", spec.minval, " is larger than maxval ", spec.maxval));
-  }
-  return spec;
 }
 
 std::string KerasBaseName(const std::string& type) {
@@ -86,7 +57,8 @@ absl::StatusOr<LayerSpec> ParseLayer(const json& value, const std::string& path)
   ASSIGN_OR_RETURN(layer.pool_size, f.Int("pool_size", 2, LayerSize(pool, "MaxPooling2D")));
   ASSIGN_OR_RETURN(layer.activation, f.String("activation", "linear", {"linear", "relu", ""}));
   ASSIGN_OR_RETURN(layer.use_bias, f.Bool("use_bias", true));
-  ASSIGN_OR_RETURN(layer.kernel_initializer, ParseInitializer(f, "kernel_initializer", InitializerSpec{"glorot_uniform"}));
+  ASSIGN_OR_RETURN(layer.kernel_initializer,
+                   ParseInitializer(f, "kernel_initializer", InitializerSpec{"glorot_uniform"}));
   ASSIGN_OR_RETURN(layer.bias_initializer, ParseInitializer(f, "bias_initializer", InitializerSpec{"zeros"}));
   RETURN_IF_ERROR(f.NoUnknownKeys());
   if (layer.activation == "linear") layer.activation = "";
@@ -98,15 +70,30 @@ absl::Status ParseModel(JsonFields& top, ModelSpec* model) {
   if (value == nullptr) return Invalid("model", "is missing; give {\"input_shape\": [...], \"layers\": [...]}");
   RETURN_IF_ERROR(JsonFields::RequireObject(*value, "model", kPrefix));
   JsonFields f(*value, "model", kPrefix);
-  ASSIGN_OR_RETURN(model->input_shape, f.IntList("input_shape", DimensionRange(), kMaxRank));
-  if (model->input_shape.empty()) return Invalid("model.input_shape", "is missing or empty, e.g. [28, 28, 1]");
-  ASSIGN_OR_RETURN(model->loss, f.String("loss", "sparse_categorical_crossentropy", {"sparse_categorical_crossentropy", "mse"}));
-  const json* layers = f.Find("layers");
+  // The model's keys are declared before any check between them, so a misspelt key ("feilds") is
+  // named as such rather than reported as the dense or CTR model it leaves.
+  for (const char* key : {"input_shape", "fields", "numeric_inputs", "loss", "layers"}) f.Find(key);
   RETURN_IF_ERROR(f.NoUnknownKeys());
+  RETURN_IF_ERROR(internal_job_spec::ParseCtrModel(f, model));
+  if (!model->is_ctr()) {
+    ASSIGN_OR_RETURN(model->input_shape, f.IntList("input_shape", DimensionRange(), kMaxRank));
+    if (model->input_shape.empty()) {
+      return Invalid("model.input_shape", "is missing or empty, e.g. [28, 28, 1] (or give model.fields for CTR)");
+    }
+  }
+  const char* default_loss = model->is_ctr() ? "binary_crossentropy" : "sparse_categorical_crossentropy";
+  ASSIGN_OR_RETURN(model->loss,
+                   f.String("loss", default_loss, {"sparse_categorical_crossentropy", "binary_crossentropy", "mse"}));
+  if (model->is_ctr() != (model->loss == "binary_crossentropy")) {
+    return Invalid("model.loss", model->is_ctr() ? "must be binary_crossentropy for a model with fields (CTR)"
+                                                 : "binary_crossentropy needs model.fields (a CTR model)");
+  }
+  const json* layers = f.Find("layers");
   if (layers == nullptr || !layers->is_array() || layers->empty()) {
     return Invalid("model.layers", "must be a non-empty list of layers");
   }
-  if (layers->size() > kMaxLayers) return Invalid("model.layers", absl::StrCat("has more than ", kMaxLayers, " layers"));
+  if (layers->size() > kMaxLayers)
+    return Invalid("model.layers", absl::StrCat("has more than ", kMaxLayers, " layers"));
   std::map<std::string, int> counts;
   std::set<std::string> names;
   for (size_t i = 0; i < layers->size(); ++i) {
@@ -121,6 +108,24 @@ absl::Status ParseModel(JsonFields& top, ModelSpec* model) {
     }
     model->layers.push_back(std::move(layer));
   }
+  for (const EmbeddingFieldSpec& f : model->fields) {
+    if (names.count(f.name)) {
+      return Invalid("model.fields", absl::StrCat("name \"", f.name, "\" is also a layer's name"));
+    }
+  }
+  for (size_t i = 0; model->is_ctr() && i < model->layers.size(); ++i) {
+    if (model->layers[i].type != "dense") {
+      return Invalid(absl::StrCat("model.layers[", i, "].type"),
+                     absl::StrCat("is ", model->layers[i].type, ": a CTR model's layers must all be dense"));
+    }
+  }
+  if (model->is_ctr()) {
+    const LayerSpec& last = model->layers.back();
+    if (last.type != "dense" || last.units != 1 || last.activation == "relu") {
+      return Invalid(absl::StrCat("model.layers[", layers->size() - 1, "]"),
+                     "must be a dense layer of 1 unit without activation: a CTR model ends in one logit");
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -134,12 +139,15 @@ absl::Status ParseLearningRate(JsonFields& opt, LearningRateSpec* s) {
   }
   if (!lr->is_object()) return Invalid(lp, "must be a number or a schedule object");
   JsonFields f(*lr, lp, kPrefix);
-  ASSIGN_OR_RETURN(s->schedule, f.String("schedule", "constant", {"constant", "exponential_decay", "piecewise_constant"}));
+  ASSIGN_OR_RETURN(s->schedule,
+                   f.String("schedule", "constant", {"constant", "exponential_decay", "piecewise_constant"}));
   const bool decay = s->schedule == "exponential_decay";
   ASSIGN_OR_RETURN(s->initial, f.Number("initial", s->initial, LearningRateRange()));
-  ASSIGN_OR_RETURN(s->decay_steps,
-                   f.Int("decay_steps", 0, decay ? DimensionRange("(as Keras's ExponentialDecay)") : IntBetween(0, kMaxDimension)));
-  ASSIGN_OR_RETURN(s->decay_rate, f.Number("decay_rate", 1.0, PositiveNumber("(a rate of 0 or less stops or reverses learning)")));
+  ASSIGN_OR_RETURN(
+      s->decay_steps,
+      f.Int("decay_steps", 0, decay ? DimensionRange("(as Keras's ExponentialDecay)") : IntBetween(0, kMaxDimension)));
+  ASSIGN_OR_RETURN(s->decay_rate,
+                   f.Number("decay_rate", 1.0, PositiveNumber("(a rate of 0 or less stops or reverses learning)")));
   ASSIGN_OR_RETURN(s->staircase, f.Bool("staircase", false));
   ASSIGN_OR_RETURN(s->boundaries, f.IntList("boundaries", IntAtLeast(0), kMaxScheduleEntries));
   ASSIGN_OR_RETURN(s->values, f.NumberList("values", LearningRateRange(), kMaxScheduleEntries + 1));
@@ -171,26 +179,27 @@ absl::Status ParseOptimizer(JsonFields& top, OptimizerSpec* opt) {
   JsonFields f(*value, "optimizer", kPrefix);
   OptimizerSpec d;
   ASSIGN_OR_RETURN(opt->type, f.String("type", "adam", types));
-  ASSIGN_OR_RETURN(opt->momentum, f.Number("momentum", d.momentum, NumberBetween(0, false, 1, false, "(as Keras's SGD)")));
+  ASSIGN_OR_RETURN(opt->momentum,
+                   f.Number("momentum", d.momentum, NumberBetween(0, false, 1, false, "(as Keras's SGD)")));
   ASSIGN_OR_RETURN(opt->nesterov, f.Bool("nesterov", d.nesterov));
   ASSIGN_OR_RETURN(opt->beta_1, f.Number("beta_1", d.beta_1,
                                          NumberBetween(0, false, 1, true,
                                                        "(as PyTorch's Adam checks; at 1 Adam's bias correction "
                                                        "divides by zero)")));
-  ASSIGN_OR_RETURN(opt->beta_2, f.Number("beta_2", d.beta_2, NumberBetween(0, false, 1, true, "(as PyTorch's Adam checks)")));
+  ASSIGN_OR_RETURN(opt->beta_2,
+                   f.Number("beta_2", d.beta_2, NumberBetween(0, false, 1, true, "(as PyTorch's Adam checks)")));
   ASSIGN_OR_RETURN(opt->epsilon, f.Number("epsilon", d.epsilon, PositiveNumber()));
-  ASSIGN_OR_RETURN(opt->initial_accumulator_value,
-                   f.Number("initial_accumulator_value", d.initial_accumulator_value,
-                            NonNegativeNumber("(as Keras's Adagrad)")));
+  ASSIGN_OR_RETURN(opt->initial_accumulator_value, f.Number("initial_accumulator_value", d.initial_accumulator_value,
+                                                            NonNegativeNumber("(as Keras's Adagrad)")));
   ASSIGN_OR_RETURN(opt->rho, f.Number("rho", d.rho,
                                       NumberBetween(0, false, 1, true,
                                                     "(at 1 RMSprop's average of squared gradients never moves)")));
   ASSIGN_OR_RETURN(opt->centered, f.Bool("centered", d.centered));
   // Ftrl's arguments, under Keras's names, with Keras's checks.
   const std::string ftrl = "(as Keras's Ftrl)";
-  ASSIGN_OR_RETURN(opt->learning_rate_power, f.Number("learning_rate_power", d.learning_rate_power,
-                                                      NumberBetween(-std::numeric_limits<double>::max(), false, 0,
-                                                                    false, ftrl)));
+  ASSIGN_OR_RETURN(opt->learning_rate_power,
+                   f.Number("learning_rate_power", d.learning_rate_power,
+                            NumberBetween(-std::numeric_limits<double>::max(), false, 0, false, ftrl)));
   ASSIGN_OR_RETURN(opt->l1, f.Number("l1_regularization_strength", d.l1, NonNegativeNumber(ftrl)));
   ASSIGN_OR_RETURN(opt->l2, f.Number("l2_regularization_strength", d.l2, NonNegativeNumber(ftrl)));
   ASSIGN_OR_RETURN(opt->l2_shrinkage,
@@ -212,19 +221,33 @@ absl::Status ParseData(JsonFields& top, DataSpec* data) {
   RETURN_IF_ERROR(JsonFields::RequireObject(*value, "data", kPrefix));
   JsonFields f(*value, "data", kPrefix);
   DataSpec d;
-  ASSIGN_OR_RETURN(data->dataset, f.String("dataset", d.dataset, {"fashion_mnist", "csv", "synthetic_linear"}));
+  ASSIGN_OR_RETURN(data->dataset,
+                   f.String("dataset", d.dataset, {"fashion_mnist", "csv", "synthetic_linear", "criteo"}));
   const bool synthetic = data->dataset == "synthetic_linear";
-  ASSIGN_OR_RETURN(data->dir, f.String("dir", d.dir));
+  const bool criteo = data->dataset == "criteo";
+  ASSIGN_OR_RETURN(data->dir, f.String("dir", criteo ? "" : d.dir));
+  ASSIGN_OR_RETURN(data->train_files, f.StringList("train_files", internal_job_spec::kMaxDataFiles));
+  ASSIGN_OR_RETURN(data->test_files, f.StringList("test_files", internal_job_spec::kMaxDataFiles));
+  ASSIGN_OR_RETURN(data->skip_bad_lines, f.Bool("skip_bad_lines", false));
   ASSIGN_OR_RETURN(data->train_file, f.String("train_file", ""));
   ASSIGN_OR_RETURN(data->test_file, f.String("test_file", ""));
-  ASSIGN_OR_RETURN(data->label_column, f.Int("label_column", -1, IntBetween(-1, kMaxDimension, "(-1: the last column)")));
+  ASSIGN_OR_RETURN(data->label_column,
+                   f.Int("label_column", -1, IntBetween(-1, kMaxDimension, "(-1: the last column)")));
   ASSIGN_OR_RETURN(data->header, f.Bool("header", false));
   ASSIGN_OR_RETURN(data->num_examples,
                    f.Int("num_examples", 0, synthetic ? DimensionRange() : IntBetween(0, kMaxDimension)));
   ASSIGN_OR_RETURN(data->shuffle_seed, f.Int("shuffle_seed", 0, AnyInt()));
   RETURN_IF_ERROR(f.NoUnknownKeys());
+  if (!criteo && (!data->train_files.empty() || !data->test_files.empty() || data->skip_bad_lines)) {
+    return Invalid("data", "train_files, test_files and skip_bad_lines are for criteo data");
+  }
+  if (criteo && data->train_files.empty() != data->test_files.empty()) {
+    return Invalid(data->train_files.empty() ? "data.train_files" : "data.test_files",
+                   "is missing: give both train_files and test_files, or neither for the default synthetic set");
+  }
   if (data->dataset == "csv" && data->train_file.empty()) return Invalid("data.train_file", "is required for csv data");
-  if (synthetic && data->num_examples <= 0) return Invalid("data.num_examples", "must be positive for synthetic_linear data");
+  if (synthetic && data->num_examples <= 0)
+    return Invalid("data.num_examples", "must be positive for synthetic_linear data");
   return absl::OkStatus();
 }
 
@@ -260,10 +283,13 @@ absl::Status ParsePartitioner(JsonFields& top, PartitionerSpec* spec) {
     PartitionerSpec d;
     ASSIGN_OR_RETURN(kind, f.String("type", "none"));
     ASSIGN_OR_RETURN(spec->num_shards, f.Int("num_shards", d.num_shards, IntBetween(0, kMaxDimension)));
-    ASSIGN_OR_RETURN(spec->min_shard_bytes, f.Int("min_shard_bytes", d.min_shard_bytes, IntBetween(0, kMaxCheckedBytes)));
-    ASSIGN_OR_RETURN(spec->max_shard_bytes, f.Int("max_shard_bytes", d.max_shard_bytes, IntBetween(0, kMaxCheckedBytes)));
+    ASSIGN_OR_RETURN(spec->min_shard_bytes,
+                     f.Int("min_shard_bytes", d.min_shard_bytes, IntBetween(0, kMaxCheckedBytes)));
+    ASSIGN_OR_RETURN(spec->max_shard_bytes,
+                     f.Int("max_shard_bytes", d.max_shard_bytes, IntBetween(0, kMaxCheckedBytes)));
     ASSIGN_OR_RETURN(spec->max_shards, f.Int("max_shards", d.max_shards, IntBetween(-1, kMaxDimension)));
-    ASSIGN_OR_RETURN(spec->bytes_per_string, f.Int("bytes_per_string", d.bytes_per_string, IntBetween(0, kMaxDimension)));
+    ASSIGN_OR_RETURN(spec->bytes_per_string,
+                     f.Int("bytes_per_string", d.bytes_per_string, IntBetween(0, kMaxDimension)));
     ASSIGN_OR_RETURN(spec->strategy, f.String("strategy", d.strategy, {"div", "mod"}));
     RETURN_IF_ERROR(f.NoUnknownKeys());
   }
@@ -273,11 +299,6 @@ absl::Status ParsePartitioner(JsonFields& top, PartitionerSpec* spec) {
   absl::Status valid = ValidatePartitioner(*spec);
   if (!valid.ok()) return Invalid(p, std::string(valid.message()));
   return absl::OkStatus();
-}
-
-json InitializerToJson(const InitializerSpec& s) {
-  return json{{"type", s.type},     {"value", s.value},   {"mean", s.mean},
-              {"stddev", s.stddev}, {"minval", s.minval}, {"maxval", s.maxval}};
 }
 
 }  // namespace
@@ -291,6 +312,10 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
   RETURN_IF_ERROR(ParseModel(top, &spec.model));
   RETURN_IF_ERROR(ParseOptimizer(top, &spec.optimizer));
   RETURN_IF_ERROR(ParseData(top, &spec.data));
+  if (spec.model.is_ctr() != (spec.data.dataset == "criteo")) {
+    return Invalid("data.dataset", spec.model.is_ctr() ? "must be criteo for a model with fields (CTR)"
+                                                       : "criteo needs a CTR model (model.fields)");
+  }
   RETURN_IF_ERROR(ParseSchedule(top, &spec.schedule));
   RETURN_IF_ERROR(ParsePartitioner(top, &spec.partitioner));
   ASSIGN_OR_RETURN(spec.batch_size, top.Int("batch_size", 64, DimensionRange()));
@@ -323,9 +348,20 @@ json JobSpecToJson(const JobSpec& spec) {
   const PartitionerSpec& p = spec.partitioner;
   const ScheduleSpec& s = spec.schedule;
   const DataSpec& d = spec.data;
+  json model = {{"input_shape", spec.model.input_shape}, {"layers", layers}, {"loss", spec.model.loss}};
+  internal_job_spec::CtrModelToJson(spec.model, &model);
+  json data = {{"dataset", d.dataset},           {"dir", d.dir},
+               {"train_file", d.train_file},     {"test_file", d.test_file},
+               {"label_column", d.label_column}, {"header", d.header},
+               {"num_examples", d.num_examples}, {"shuffle_seed", d.shuffle_seed}};
+  if (d.dataset == "criteo") {
+    data["train_files"] = d.train_files;
+    data["test_files"] = d.test_files;
+    data["skip_bad_lines"] = d.skip_bad_lines;
+  }
   return json{
       {"name", spec.name},
-      {"model", {{"input_shape", spec.model.input_shape}, {"layers", layers}, {"loss", spec.model.loss}}},
+      {"model", model},
       {"optimizer",
        {{"type", o.type},
         {"learning_rate",
@@ -349,15 +385,7 @@ json JobSpecToJson(const JobSpec& spec) {
         {"l2_regularization_strength", o.l2},
         {"l2_shrinkage_regularization_strength", o.l2_shrinkage},
         {"beta", o.beta}}},
-      {"data",
-       {{"dataset", d.dataset},
-        {"dir", d.dir},
-        {"train_file", d.train_file},
-        {"test_file", d.test_file},
-        {"label_column", d.label_column},
-        {"header", d.header},
-        {"num_examples", d.num_examples},
-        {"shuffle_seed", d.shuffle_seed}}},
+      {"data", data},
       {"batch_size", spec.batch_size},
       {"schedule",
        {{"epochs", s.epochs},
@@ -388,8 +416,8 @@ absl::StatusOr<JobSpec> LoadJobSpec(const std::string& name_or_path) {
     return JobSpecFromJson(doc);
   }
   if (name_or_path.find('/') == std::string::npos && name_or_path.find('.') == std::string::npos) {
-    return absl::NotFoundError(absl::StrCat("job \"", name_or_path, "\" is neither a preset (",
-                                            JobPresetNames(), ") nor a JSON file path"));
+    return absl::NotFoundError(
+        absl::StrCat("job \"", name_or_path, "\" is neither a preset (", JobPresetNames(), ") nor a JSON file path"));
   }
   ASSIGN_OR_RETURN(json doc, ReadJsonFile(name_or_path));
   return JobSpecFromJson(doc);

@@ -1,4 +1,5 @@
-// The job spec: what to train (a Keras-Sequential-like model), with which optimizer, on which
+// The job spec: what to train (a Keras-Sequential-like model, or a CTR model: embedding tables
+// per categorical field and numeric inputs feeding a dense tower), with which optimizer, on which
 // data, for how long, partitioned how, in which mode. Parsed from JSON (a file or a preset), with
 // every field validated and named in errors ("model.layers[2].units must be positive").
 // Thread-safety: plain values.
@@ -17,8 +18,8 @@ namespace pstrain {
 
 // Keras initializer and its arguments (Keras defaults).
 struct InitializerSpec {
-  std::string type = "zeros";  // zeros, ones, constant, random_normal, random_uniform,
-                               // truncated_normal, glorot_uniform, he_normal
+  std::string type = "zeros";  // zeros, ones, constant, random_normal, random_uniform (alias
+                               // "uniform", Keras's name), truncated_normal, glorot_uniform, he_normal
   double value = 0.0;          // constant
   double mean = 0.0;           // random_normal, truncated_normal
   double stddev = 0.05;        // random_normal, truncated_normal
@@ -40,10 +41,30 @@ struct LayerSpec {
   InitializerSpec bias_initializer{"zeros"};
 };
 
+// One categorical input of a CTR model, looked up in its own embedding table (Keras Embedding):
+// a [vocabulary_size, embedding_dim] float32 variable "<name>/embeddings" whose rows move sparsely.
+struct EmbeddingFieldSpec {
+  std::string name;             // layer name; Keras-style automatic: embedding, embedding_1, ...
+  int64_t vocabulary_size = 0;  // rows: ids are in [0, vocabulary_size)
+  int64_t embedding_dim = 0;
+  // Keras Embedding's default "uniform" = RandomUniform(-0.05, 0.05).
+  InitializerSpec embeddings_initializer{"random_uniform"};
+};
+
 struct ModelSpec {
-  std::vector<int64_t> input_shape;  // per example, e.g. [28,28,1] (NHWC) or [2]
+  // Per example, e.g. [28,28,1] (NHWC) or [2]. CTR models: derived, [numeric_inputs + sum of the
+  // fields' embedding_dim] (the dense tower's input), never written in the JSON.
+  std::vector<int64_t> input_shape;
   std::vector<LayerSpec> layers;
-  std::string loss = "sparse_categorical_crossentropy";  // from logits; or "mse"
+  // From logits: sparse_categorical_crossentropy, or binary_crossentropy (CTR models, one logit);
+  // or "mse".
+  std::string loss = "sparse_categorical_crossentropy";
+  // CTR models (fields non-empty): per example, numeric_inputs floats and one id per field; the
+  // numeric features then the fields' embeddings, in field order, are concatenated into the
+  // input of `layers`.
+  int64_t numeric_inputs = 0;
+  std::vector<EmbeddingFieldSpec> fields;
+  bool is_ctr() const { return !fields.empty(); }
 };
 
 struct LearningRateSpec {
@@ -77,14 +98,21 @@ struct OptimizerSpec {
 };
 
 struct DataSpec {
-  std::string dataset = "fashion_mnist";  // fashion_mnist | csv | synthetic_linear
-  std::string dir = "/usr/share/datasets/fashion-mnist";  // fashion_mnist IDX files
+  std::string dataset = "fashion_mnist";  // fashion_mnist | csv | synthetic_linear | criteo
+  // fashion_mnist: the IDX files. criteo: where the default synthetic set is cached ("" = the
+  // user's cache directory), used when train_files is empty.
+  std::string dir = "/usr/share/datasets/fashion-mnist";
   std::string train_file;      // csv
   std::string test_file;       // csv
   int64_t label_column = -1;   // csv: -1 = last column
   bool header = false;         // csv: skip the first line
   int64_t num_examples = 0;    // synthetic_linear: training examples (test: a quarter)
   int64_t shuffle_seed = 0;    // 0: derive from the job seed
+  // criteo: TSV files `label \t numeric... \t categorical...` (plain or .gz), each entry a path or
+  // a glob. Both empty: the default synthetic set, generated into `dir` on first use.
+  std::vector<std::string> train_files;
+  std::vector<std::string> test_files;
+  bool skip_bad_lines = false;  // criteo: skip and count malformed lines instead of failing
 };
 
 struct ScheduleSpec {
@@ -120,6 +148,13 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const nlohmann::json& doc);
 
 // The canonical JSON form (every field explicit); JobSpecFromJson(JobSpecToJson(s)) == s.
 nlohmann::json JobSpecToJson(const JobSpec& spec);
+
+// Command-line overrides of a criteo job's data files (--train_files / --test_files): each a
+// comma-separated list of paths or globs, "" leaving that split as it is. InvalidArgument naming
+// `flag_prefix` + the flag when the job is not a criteo job, or when only one split would then
+// have files (give both, or neither for the default synthetic set).
+absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::string& test_files,
+                                  const std::string& flag_prefix, JobSpec* job);
 
 // Loads `name_or_path`: a preset name (see job_presets.h) or a JSON file path.
 absl::StatusOr<JobSpec> LoadJobSpec(const std::string& name_or_path);

@@ -111,6 +111,29 @@ absl::StatusOr<std::vector<double>> JsonFields::NumberList(const std::string& ke
   return out;
 }
 
+absl::StatusOr<std::vector<std::string>> JsonFields::StringList(const std::string& key, size_t max_size) {
+  std::vector<std::string> out;
+  const nlohmann::json* one = Find(key);
+  if (one != nullptr && one->is_string()) {
+    if (one->get_ref<const std::string&>().empty()) return Invalid(key, "must not be empty");
+    out.push_back(one->get<std::string>());
+    return out;
+  }
+  ASSIGN_OR_RETURN(const nlohmann::json* v, List(key, "strings", max_size));
+  if (v == nullptr) return out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const std::string where = absl::StrCat(Where(key), "[", i, "]");
+    if (!(*v)[i].is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(prefix_, where, " must be a string, got ", JsonExcerpt((*v)[i])));
+    }
+    if ((*v)[i].get_ref<const std::string&>().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(prefix_, where, " must not be empty"));
+    }
+    out.push_back((*v)[i].get<std::string>());
+  }
+  return out;
+}
+
 absl::Status JsonFields::NoUnknownKeys() const {
   if (!obj_.is_object()) return absl::OkStatus();
   const std::vector<std::string> known(known_.begin(), known_.end());

@@ -43,6 +43,8 @@ class JsonFields {
   // Lists (absent or null: empty), each entry in range, at most `max_size` entries.
   absl::StatusOr<std::vector<int64_t>> IntList(const std::string& key, const IntRange& each, size_t max_size);
   absl::StatusOr<std::vector<double>> NumberList(const std::string& key, const NumberRange& each, size_t max_size);
+  // A string or a list of strings (absent or null: empty), each non-empty, at most `max_size`.
+  absl::StatusOr<std::vector<std::string>> StringList(const std::string& key, size_t max_size);
   // A field the caller parses itself (a sub-object, a number-or-object, ...): declares the key
   // known and returns it, or nullptr when absent or null.
   const nlohmann::json* Find(const std::string& key);

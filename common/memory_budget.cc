@@ -32,8 +32,7 @@ absl::StatusOr<int64_t> HostMemoryBytes(Env* env) {
     if (!absl::ConsumePrefix(&line, "MemTotal:")) continue;
     absl::string_view kb = absl::StripAsciiWhitespace(line);
     absl::ConsumeSuffix(&kb, "kB");
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(kb), &total) || total <= 0 ||
-        !CheckedMul(total, 1024, &total)) {
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(kb), &total) || total <= 0 || !CheckedMul(total, 1024, &total)) {
       return absl::NotFoundError("/proc/meminfo has an unreadable MemTotal");
     }
   }
@@ -47,8 +46,8 @@ absl::StatusOr<int64_t> HostMemoryBytes(Env* env) {
 
 absl::StatusOr<int64_t> MemoryBudgetBytes(Env* env, int64_t flag_bytes) {
   if (flag_bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(kMemoryBudgetFlag, " must not be negative, got ", flag_bytes,
-                                                   " (0: half of this host's memory)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(kMemoryBudgetFlag, " must not be negative, got ", flag_bytes, " (0: half of this host's memory)"));
   }
   if (flag_bytes > 0) return flag_bytes;
   absl::StatusOr<int64_t> host = HostMemoryBytes(env);
@@ -91,14 +90,25 @@ std::string ComputeBytes::Describe() const {
 }
 
 absl::StatusOr<ComputeBytes> EstimateComputeBytes(const ModelSpec& model, int64_t batch, int64_t examples_in_memory,
-                                                  int slots) {
+                                                  int slots, bool applies_updates) {
   ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(model));
   ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> outputs, LayerOutputShapes(model));
   ComputeBytes b;
   const std::string what = "the model's memory";
   for (const VariableSpec& v : variables) {
     ASSIGN_OR_RETURN(int64_t bytes, CheckedNumBytes(v.shape, DTypeSize(v.dtype), what));
-    ASSIGN_OR_RETURN(bytes, CheckedSizeProduct(bytes, 2 + slots, what));  // values, gradients, slots
+    int64_t copies = 2 + slots;  // values, gradients, slots
+    if (v.sparse) {
+      // A step's rows (gathered values and their gradient rows), and the whole table with its slots
+      // where the updates are applied.
+      const std::vector<int64_t> rows = {std::min(batch, v.shape[0]), v.shape[1]};
+      ASSIGN_OR_RETURN(int64_t step_bytes, CheckedNumBytes(rows, 2 * DTypeSize(v.dtype), what));
+      if (!applies_updates) bytes = 0;
+      ASSIGN_OR_RETURN(bytes, CheckedSizeProduct(bytes, 1 + slots, what));
+      ASSIGN_OR_RETURN(bytes, CheckedSizeSum(bytes, step_bytes, what));
+      copies = 1;
+    }
+    ASSIGN_OR_RETURN(bytes, CheckedSizeProduct(bytes, copies, what));
     ASSIGN_OR_RETURN(b.variables, CheckedSizeSum(b.variables, bytes, what));
   }
   ASSIGN_OR_RETURN(const int64_t example_bytes, CheckedNumBytes(model.input_shape, sizeof(float), what));

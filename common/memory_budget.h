@@ -48,14 +48,17 @@ absl::StatusOr<std::vector<int64_t>> PsTaskBytes(const VariablePlan& plan, int s
 // What a process computing the job's gradients holds, estimated: the variables and their
 // gradients (plus `slots` optimizer slots each when it applies updates itself, as `pstrain train`),
 // `examples_in_memory` examples of the data set, and the activations (forward and backward) of
-// `batch` examples. InvalidArgument when a size overflows.
+// `batch` examples. An embedding table (VariableSpec::sparse) is held whole, with its slots, only
+// by a process that applies updates (`applies_updates`); a cluster worker holds only the rows one
+// step touches (at most batch rows per table: values and gradients). InvalidArgument when a size
+// overflows.
 struct ComputeBytes {
   int64_t variables = 0, data = 0, activations = 0;
   int64_t total() const { return variables + data + activations; }
   std::string Describe() const;  // "1.2 GiB of variables, gradients and slots, 180 MiB of data, ..."
 };
 absl::StatusOr<ComputeBytes> EstimateComputeBytes(const ModelSpec& model, int64_t batch, int64_t examples_in_memory,
-                                                  int slots);
+                                                  int slots, bool applies_updates);
 
 // Training plus test examples a job's data set loads into memory (0 when unknown: csv files,
 // whose reader is bounded by the file reader's limit instead).

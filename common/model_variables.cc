@@ -62,6 +62,10 @@ absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model)
     RETURN_IF_ERROR(CheckedNumElements(outputs[i], LayerName(i, model.layers[i]) + " output").status());
   }
   std::vector<VariableSpec> vars;
+  for (const EmbeddingFieldSpec& f : model.fields) {
+    vars.push_back({f.name + "/embeddings", {f.vocabulary_size, f.embedding_dim}, DType::kFloat32,
+                    f.embeddings_initializer, /*sparse=*/true});
+  }
   std::vector<int64_t> in = model.input_shape;
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const LayerSpec& layer = model.layers[i];

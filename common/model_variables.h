@@ -1,5 +1,7 @@
 // The trainable variables a model declares, in creation order, with shapes inferred layer by layer
-// from the input shape (Keras naming: "conv2d/kernel", "conv2d/bias", "dense_1/kernel", ...).
+// from the input shape (Keras naming: "conv2d/kernel", "conv2d/bias", "dense_1/kernel", ...). A
+// CTR model declares its embedding tables first ("embedding/embeddings", "embedding_1/embeddings",
+// ... in field order), then the dense tower's variables.
 // Thread-safety: pure functions.
 #ifndef PSTRAIN_COMMON_MODEL_VARIABLES_H_
 #define PSTRAIN_COMMON_MODEL_VARIABLES_H_
@@ -18,8 +20,8 @@ struct VariableSpec {
   std::vector<int64_t> shape;
   DType dtype = DType::kFloat32;
   InitializerSpec initializer;
-  // An embedding table: partitioned like any variable, but never moved whole: workers pull and
-  // push only the rows a step touches. Tables are 2-D [vocabulary_size, embedding_dim], float32.
+  // An embedding table [vocabulary_size, embedding_dim], float32: partitioned like any variable
+  // (axis 0), but never moved whole: a step pulls and pushes only the rows its batch touches.
   bool sparse = false;
 };
 
@@ -27,8 +29,9 @@ struct VariableSpec {
 // naming the layer when a layer cannot take its input (e.g. dense on an unflattened image).
 absl::StatusOr<std::vector<std::vector<int64_t>>> LayerOutputShapes(const ModelSpec& model);
 
-// Variables in creation order: for each layer its kernel, then its bias. InvalidArgument naming the
-// layer or variable when a shape's size overflows (checked arithmetic, see checked_math.h).
+// Variables in creation order: the embedding tables (CTR models), then for each layer its kernel,
+// then its bias. InvalidArgument naming the layer or variable when a shape's size overflows (checked
+// arithmetic, see checked_math.h).
 absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model);
 
 }  // namespace pstrain

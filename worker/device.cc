@@ -12,7 +12,14 @@ absl::StatusOr<GradientComputerFactory> ComputeFactoryForDevice(const std::strin
   if (device == "cpu") return GradientComputerFactory(NewCpuGradientComputer);
   if (absl::StartsWith(device, "cuda")) {
     ASSIGN_OR_RETURN(CudaComputerFactory cuda, CudaFactoryForDevice(device, std::max(1, replicas)));
-    return GradientComputerFactory(std::move(cuda));
+    return GradientComputerFactory(
+        [cuda = std::move(cuda)](const ModelSpec& model, int threads) -> absl::StatusOr<std::unique_ptr<GradientComputer>> {
+          if (model.is_ctr()) {
+            return absl::InvalidArgumentError(
+                "CTR models (model.fields) compute on the CPU only: run with --device=cpu");
+          }
+          return cuda(model, threads);
+        });
   }
   return absl::InvalidArgumentError(absl::StrCat("--device=", device, " is not a device; use cpu, cuda or cuda:N"));
 }

@@ -13,7 +13,8 @@ namespace pstrain {
 
 // `replicas` local replicas will be built from the factory (on GPUs they occupy consecutive
 // devices). InvalidArgument for an unknown device or GPU index; FailedPrecondition when CUDA
-// support was not built or no GPU is visible.
+// support was not built or no GPU is visible. A CUDA factory refuses CTR models (InvalidArgument):
+// they run on CPU workers.
 absl::StatusOr<GradientComputerFactory> ComputeFactoryForDevice(const std::string& device, int replicas);
 
 }  // namespace pstrain

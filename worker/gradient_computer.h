@@ -1,6 +1,8 @@
 // GradientComputer: computes a model's loss and gradients for one batch on some device. The CPU
 // implementation (worker/cpu) is the reference; the CUDA one (worker/cuda) must agree with it.
-// Parameters and gradients are full variables in ModelVariables() order, in host memory.
+// Parameters and gradients are in ModelVariables() order, in host memory: whole dense variables,
+// and for an embedding table (a sparse variable) the rows of its SparseLookup::unique_ids,
+// [U_i, dim], in that order; its gradient is likewise [U_i, dim], summed per unique id.
 //
 // Loss scaling (the seeds' contract): gradients are the SUM over the batch of per-example loss
 // gradients multiplied by `loss_scale` (the caller passes 1 / global batch), so N workers with B
@@ -21,8 +23,19 @@ namespace pstrain {
 struct BatchMetrics {
   int64_t examples = 0;
   double loss_sum = 0.0;   // sum of per-example losses (unscaled)
-  int64_t correct = 0;     // classification: argmax(logits) == label
+  int64_t correct = 0;     // classification: argmax(logits) == label; binary: (logit > 0) == label
+  // Binary (CTR) models: each example's logit and label, in batch order, for AUC.
+  std::vector<float> logits, labels;
 };
+
+// Adds `part` (the metrics of the next examples in batch order) to `total`.
+inline void AddBatchMetrics(const BatchMetrics& part, BatchMetrics* total) {
+  total->examples += part.examples;
+  total->loss_sum += part.loss_sum;
+  total->correct += part.correct;
+  total->logits.insert(total->logits.end(), part.logits.begin(), part.logits.end());
+  total->labels.insert(total->labels.end(), part.labels.begin(), part.labels.end());
+}
 
 class GradientComputer {
  public:

@@ -1,7 +1,9 @@
 // The pieces that make single-process training start and move exactly as the cluster does: the
 // ps's initializers (same seed, name and full shape give the same values as the shards of any
 // partitioning) and the ps's Keras optimizers applied to whole variables.
-// Thread-safety: InitializeVariable is a pure function; an updater is used by one thread.
+// Thread-safety: InitializeVariable is a pure function; an updater is used by one thread, except
+// that ApplySparse calls for different tables may run at once (each touches only its table and
+// slots; the optimizer is immutable).
 #ifndef PSTRAIN_WORKER_KERAS_UPDATER_H_
 #define PSTRAIN_WORKER_KERAS_UPDATER_H_
 

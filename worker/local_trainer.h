@@ -6,6 +6,7 @@
 #ifndef PSTRAIN_WORKER_LOCAL_TRAINER_H_
 #define PSTRAIN_WORKER_LOCAL_TRAINER_H_
 
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,10 +18,12 @@
 #include "common/model_variables.h"
 #include "common/tensor.h"
 #include "worker/replica_set.h"
+#include "worker/sparse_lookup.h"
 
 namespace pstrain {
 
 class ShardIterator;
+class ThreadPool;
 struct Dataset;
 
 // Writes the initial value of `var` (full shape, already allocated) from the job seed.
@@ -38,6 +41,7 @@ class ParameterUpdater {
   // summed first, untouched rows and their optimizer slots unchanged (optimizers that update every
   // row, such as adam, move them all as the ps does). Call it for each table of a step BEFORE the
   // step's Apply. InvalidArgument for an id outside the table, a shape mismatch or a dense variable.
+  // Calls for DIFFERENT tables may run concurrently (they share no state); never with Apply.
   virtual absl::Status ApplySparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,
                                    Tensor* table) {
     return absl::UnimplementedError("this updater has no sparse apply");
@@ -61,8 +65,19 @@ struct EpochReport {
   int64_t steps = 0;  // global steps done so far
   double train_loss = 0, train_accuracy = 0;
   double test_loss = 0, test_accuracy = 0;  // NaN-free zeros when not evaluated
+  // Binary (CTR) models, NaN otherwise: the training AUC (AucAverage over chunks of
+  // steps_per_closure steps) and the exact AUC over the whole test set.
+  double train_auc = std::nan(""), test_auc = std::nan("");
   double train_seconds = 0, eval_seconds = 0;
   double examples_per_second = 0;  // training examples over training time
+};
+
+// The metrics of one pass over the test set.
+struct TestMetrics {
+  int64_t examples = 0;
+  double loss = 0;            // mean per-example loss (binary models: the log loss)
+  double accuracy = 0;        // classification; binary: (logit > 0) == label
+  double auc = std::nan("");  // binary models: exact over the whole set
 };
 
 class LocalTrainer {
@@ -80,18 +95,36 @@ class LocalTrainer {
   // Trains to the end of the schedule, calling `on_epoch` after each epoch.
   absl::Status Run(const std::function<void(const EpochReport&)>& on_epoch);
 
-  // Loss and accuracy over the whole test set with the current parameters.
-  absl::Status EvaluateTest(double* loss, double* accuracy);
+  // Loss, accuracy and (binary models) AUC over the whole test set with the current parameters.
+  absl::Status EvaluateTest(TestMetrics* metrics);
 
-  const std::vector<Tensor>& params() const { return params_; }
+  // What loading the data noticed and a user should hear (bad lines skipped, with the first's error).
+  const std::vector<std::string>& data_warnings() const { return data_warnings_; }
+
+  // The model's variables in ModelVariables() order, tables whole (a copy).
+  std::vector<Tensor> Variables() const;
 
  private:
   LocalTrainer() = default;
+  // One training step on the next batch (CTR models: dedupe, gather, sparse and dense apply).
+  absl::Status Step(int64_t step, float loss_scale, BatchMetrics* metrics);
+  // CTR models: fn(i) for every table i, the tables spread over table_pool_'s threads; the first
+  // error in table order.
+  absl::Status ForEachTable(const std::function<absl::Status(size_t)>& fn);
+  void NoteBadLines(const std::string& split, const Dataset& data);
 
   JobSpec job_;
   LocalTrainOptions options_;
   std::vector<VariableSpec> variables_;
-  std::vector<Tensor> params_, grads_;
+  // params_: what a step computes with. Dense variables whole; CTR models' tables as the step's
+  // gathered rows, the whole tables living in tables_ (empty tensors for dense variables).
+  std::vector<Tensor> params_, grads_, tables_;
+  std::unique_ptr<IdDeduper> dedupe_;       // CTR models
+  std::vector<size_t> table_indices_;       // CTR models: the tables' variable indices
+  std::unique_ptr<ThreadPool> table_pool_;  // CTR models: gathers and sparse applies per table
+  std::vector<std::string> data_warnings_;
+  SparseLookup lookup_;
+  Batch batch_;
   std::unique_ptr<ParameterUpdater> updater_;
   std::unique_ptr<ReplicaSet> replicas_;
   std::unique_ptr<ShardIterator> train_;

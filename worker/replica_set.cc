@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "worker/data/shard_iterator.h"
 
 namespace pstrain {
 
@@ -32,19 +33,7 @@ ReplicaSet::ReplicaSet(std::vector<std::unique_ptr<GradientComputer>> computers)
 int ReplicaSet::SplitBatch(const Batch& batch) {
   const int64_t n = batch.size();
   const int parts = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(replicas(), n)));
-  const int64_t width = n == 0 ? 0 : batch.inputs.num_elements() / n;
-  const int64_t target_width = n == 0 ? 0 : static_cast<int64_t>(batch.targets.size()) / n;
-  for (int r = 0; r < parts; ++r) {
-    const int64_t begin = n * r / parts, end = n * (r + 1) / parts;
-    Batch& part = parts_[r];
-    std::vector<int64_t> shape = batch.inputs.shape();
-    shape[0] = end - begin;
-    if (part.inputs.shape() != shape) part.inputs = Tensor(DType::kFloat32, shape);
-    std::memcpy(part.inputs.data<float>(), batch.inputs.data<float>() + begin * width,
-                sizeof(float) * (end - begin) * width);
-    if (!batch.labels.empty()) part.labels.assign(batch.labels.begin() + begin, batch.labels.begin() + end);
-    part.targets.assign(batch.targets.begin() + begin * target_width, batch.targets.begin() + end * target_width);
-  }
+  for (int r = 0; r < parts; ++r) SliceBatch(batch, n * r / parts, n * (r + 1) / parts, &parts_[r]);
   return parts;
 }
 
@@ -67,9 +56,7 @@ absl::Status ReplicaSet::Compute(absl::Span<const Tensor> params, const Batch& b
         for (int64_t i = 0; i < (*grads)[v].num_elements(); ++i) dst[i] += src[i];
       }
     }
-    metrics->examples += part_metrics_[r].examples;
-    metrics->loss_sum += part_metrics_[r].loss_sum;
-    metrics->correct += part_metrics_[r].correct;
+    AddBatchMetrics(part_metrics_[r], metrics);
   }
   return absl::OkStatus();
 }
@@ -82,9 +69,7 @@ absl::Status ReplicaSet::Evaluate(absl::Span<const Tensor> params, const Batch& 
   pool_.Run(parts, [&](int r) { results[r] = computers_[r]->Evaluate(params, parts_[r], &part_metrics_[r]); });
   for (const absl::Status& s : results) RETURN_IF_ERROR(s);
   for (int r = 0; r < parts; ++r) {
-    metrics->examples += part_metrics_[r].examples;
-    metrics->loss_sum += part_metrics_[r].loss_sum;
-    metrics->correct += part_metrics_[r].correct;
+    AddBatchMetrics(part_metrics_[r], metrics);
   }
   return absl::OkStatus();
 }

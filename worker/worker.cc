@@ -1,11 +1,14 @@
 #include "worker/worker.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/binary_metrics.h"
 #include "common/env.h"
 #include "common/json_util.h"
 #include "common/model_variables.h"
 #include "common/protocol_version.h"
 #include "common/status_macros.h"
+#include "worker/ctr_evaluation.h"
+#include "worker/data/ctr_dataset.h"
 #include "worker/data/dataset.h"
 #include "worker/data/shard_iterator.h"
 #include "worker/divergence_check.h"
@@ -17,8 +20,8 @@ struct Worker::Job {
   JobSpec spec;
   std::vector<VariableSpec> variables;
   int worker_index = 0, num_workers = 1;
-  int64_t batch = 0;        // this worker's examples per step
-  float loss_scale = 1.f;   // 1 / (examples one ps update covers)
+  int64_t batch = 0;       // this worker's examples per step
+  float loss_scale = 1.f;  // 1 / (examples one ps update covers)
   bool sync = false;
   std::vector<std::unique_ptr<PsClient>> ps;
   std::unique_ptr<VariableExchange> exchange;
@@ -27,6 +30,8 @@ struct Worker::Job {
   std::unique_ptr<ShardIterator> train;
   std::vector<Tensor> params, grads;
   Batch batch_buffer;
+  std::unique_ptr<IdDeduper> dedupe;  // CTR models: the step's unique ids per table
+  SparseLookup lookup;
 };
 
 int64_t WorkerBatchSize(int64_t global_batch, int worker_index, int num_workers) {
@@ -57,8 +62,8 @@ absl::StatusOr<std::unique_ptr<Worker::Job>> Worker::BuildJob(const ConfigureReq
   job->num_workers = request.num_workers();
   job->worker_index = request.worker_index();
   if (job->num_workers < 1 || job->worker_index < 0 || job->worker_index >= job->num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat("worker_index ", job->worker_index, " is out of range for ",
-                                                   job->num_workers, " workers"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker_index ", job->worker_index, " is out of range for ", job->num_workers, " workers"));
   }
   job->batch = WorkerBatchSize(job->spec.batch_size, job->worker_index, job->num_workers);
   if (job->batch < 1) {
@@ -79,18 +84,24 @@ absl::StatusOr<std::unique_ptr<Worker::Job>> Worker::BuildJob(const ConfigureReq
   }
   ASSIGN_OR_RETURN(job->exchange, VariableExchange::Create(variables, request.plan(), std::move(ps)));
   ASSIGN_OR_RETURN(job->replicas, ReplicaSet::Create(job->spec.model, options_.replicas, options_.threads, compute_));
-  ASSIGN_OR_RETURN(Dataset train, LoadDataset(job->spec, Split::kTrain, options_.data_dir));
+  if (job->spec.model.is_ctr()) job->dedupe = std::make_unique<IdDeduper>(variables);
+  // CTR data can be far larger than memory allows per worker: each reads only its own part.
+  const bool parts = job->spec.model.is_ctr();
+  ASSIGN_OR_RETURN(Dataset train, parts ? LoadCtrDataset(Env::Default(), job->spec, Split::kTrain, options_.data_dir,
+                                                         job->worker_index, job->num_workers)
+                                        : LoadDataset(job->spec, Split::kTrain, options_.data_dir));
   // A csv job without a test file trains but cannot evaluate (Evaluate says so).
   if (job->spec.data.dataset != "csv" || !job->spec.data.test_file.empty()) {
     ASSIGN_OR_RETURN(Dataset test, LoadDataset(job->spec, Split::kTest, options_.data_dir));
     job->test = std::make_shared<const Dataset>(std::move(test));
   }
-  if (train.size <= job->worker_index) {
-    return absl::InvalidArgumentError(absl::StrCat("the training set has ", train.size, " examples, too few for ",
-                                                   job->num_workers, " workers"));
+  if (!parts && train.size <= job->worker_index) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the training set has ", train.size, " examples, too few for ", job->num_workers, " workers"));
   }
-  job->train = std::make_unique<ShardIterator>(std::make_shared<const Dataset>(std::move(train)), job->worker_index,
-                                               job->num_workers, TrainShuffleSeed(job->spec));
+  job->train =
+      std::make_unique<ShardIterator>(std::make_shared<const Dataset>(std::move(train)), parts ? 0 : job->worker_index,
+                                      parts ? 1 : job->num_workers, TrainShuffleSeed(job->spec));
   return job;
 }
 
@@ -115,15 +126,21 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
   for (int k = 0; k < request.num_steps(); ++k) {
     if (stopping_) return absl::CancelledError(absl::StrCat(options_.task, " is shutting down"));
     const int64_t t0 = env->NowMicros();
-    RETURN_IF_ERROR(job.exchange->PullAll(job.sync ? request.first_step() + k : 0, &job.params));
+    job.train->Next(job.batch, &job.batch_buffer);
+    const SparseLookup* lookup = nullptr;
+    if (job.dedupe != nullptr) {  // the rows this batch touches are all a CTR step pulls of a table
+      RETURN_IF_ERROR(job.dedupe->Build(&job.batch_buffer, &job.lookup));
+      lookup = &job.lookup;
+    }
     const int64_t t1 = env->NowMicros();
-    const std::string step = job.sync ? absl::StrCat("global step ", request.first_step() + k, " on ", options_.task)
-                                      : absl::StrCat(options_.task, "'s step ", k + 1, " of closure ",
-                                                     request.closure_id());
-    if (job.spec.terminate_on_nan) {
+    RETURN_IF_ERROR(job.exchange->PullAll(job.sync ? request.first_step() + k : 0, &job.params, lookup));
+    const int64_t t2 = env->NowMicros();
+    const std::string step = job.sync
+                                 ? absl::StrCat("global step ", request.first_step() + k, " on ", options_.task)
+                                 : absl::StrCat(options_.task, "'s step ", k + 1, " of closure ", request.closure_id());
+    if (job.spec.terminate_on_nan) {  // a table's entry holds only the rows pulled for this step
       RETURN_IF_ERROR(CheckVariablesFinite(step, "as pulled from the ps", job.variables, job.params));
     }
-    job.train->Next(job.batch, &job.batch_buffer);
     const double loss_before = metrics.loss_sum;
     const int64_t examples_before = metrics.examples;
     RETURN_IF_ERROR(job.replicas->Compute(job.params, job.batch_buffer, job.loss_scale, &job.grads, &metrics));
@@ -131,12 +148,12 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
       const double loss = (metrics.loss_sum - loss_before) / std::max<int64_t>(1, metrics.examples - examples_before);
       RETURN_IF_ERROR(CheckStepFinite(step, loss, job.variables, job.grads));
     }
-    const int64_t t2 = env->NowMicros();
-    ASSIGN_OR_RETURN(int64_t stale, job.exchange->PushAll(job.worker_index, job.sync, job.grads));
     const int64_t t3 = env->NowMicros();
+    ASSIGN_OR_RETURN(int64_t stale, job.exchange->PushAll(job.worker_index, job.sync, job.grads, lookup));
+    const int64_t t4 = env->NowMicros();
     if (!job.sync) staleness = std::max(staleness, stale);
-    compute_s += (t2 - t1) * 1e-6;
-    wait_s += ((t1 - t0) + (t3 - t2)) * 1e-6;
+    compute_s += ((t1 - t0) + (t3 - t2)) * 1e-6;
+    wait_s += ((t2 - t1) + (t4 - t3)) * 1e-6;
     response->set_steps_done(k + 1);
     response->set_examples(metrics.examples);
     response->set_loss_sum(metrics.loss_sum);
@@ -145,6 +162,8 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
     response->set_compute_seconds(compute_s);
     response->set_wait_seconds(wait_s);
   }
+  // Binary models: the closure's AUC over its own examples (the chief averages them by examples).
+  if (!metrics.logits.empty()) response->set_train_auc(ExactAuc(metrics.labels, metrics.logits));
   return absl::OkStatus();
 }
 
@@ -152,24 +171,40 @@ absl::Status Worker::Evaluate(const EvaluateRequest& request, EvaluateResponse* 
   absl::MutexLock lock(&mu_);
   if (job_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(options_.task, " is not configured yet"));
   if (request.num_shards() < 1 || request.shard_index() < 0 || request.shard_index() >= request.num_shards()) {
-    return absl::InvalidArgumentError(absl::StrCat("evaluation shard ", request.shard_index(), " of ",
-                                                   request.num_shards(), " is out of range"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("evaluation shard ", request.shard_index(), " of ", request.num_shards(), " is out of range"));
   }
   Job& job = *job_;
   if (job.test == nullptr) {
     return absl::FailedPreconditionError("the job has no test data to evaluate: set data.test_file in the job spec");
   }
-  RETURN_IF_ERROR(job.exchange->PullAll(0, &job.params));
-  if (job.spec.terminate_on_nan) {
-    RETURN_IF_ERROR(CheckVariablesFinite(absl::StrCat("evaluation on ", options_.task), "as pulled from the ps",
-                                         job.variables, job.params));
-  }
+  const std::string at = absl::StrCat("evaluation on ", options_.task);
+  auto pull = [&job, &at](const SparseLookup* lookup, std::vector<Tensor>* params) -> absl::Status {
+    RETURN_IF_ERROR(job.exchange->PullAll(0, params, lookup));
+    if (!job.spec.terminate_on_nan) return absl::OkStatus();
+    return CheckVariablesFinite(at, "as pulled from the ps", job.variables, *params);
+  };
   auto [begin, end] = EvalRange(job.test->size, request.shard_index(), request.num_shards());
-  constexpr int64_t kEvalBatch = 256;  // keeps activations cache-sized
   BatchMetrics metrics;
-  for (int64_t b = begin; b < end; b += kEvalBatch) {
-    FillRange(*job.test, b, std::min(end, b + kEvalBatch), &job.batch_buffer);
-    RETURN_IF_ERROR(job.replicas->Evaluate(job.params, job.batch_buffer, &metrics));
+  if (job.dedupe != nullptr) {
+    CtrEvalSteps steps;
+    steps.fetch_rows = [&pull](const SparseLookup& lookup, std::vector<Tensor>* params) {
+      return pull(&lookup, params);
+    };
+    steps.evaluate = [&job](absl::Span<const Tensor> params, const Batch& batch, BatchMetrics* m) {
+      return job.replicas->Evaluate(params, batch, m);
+    };
+    RETURN_IF_ERROR(EvaluateCtrRange(*job.test, begin, end, steps, job.dedupe.get(), &job.params, &metrics));
+    // Every logit and label of the shard: the chief computes the AUC over the whole test set.
+    response->set_logits(metrics.logits.data(), metrics.logits.size() * sizeof(float));
+    response->set_labels(metrics.labels.data(), metrics.labels.size() * sizeof(float));
+  } else {
+    RETURN_IF_ERROR(pull(nullptr, &job.params));
+    constexpr int64_t kEvalBatch = 256;  // keeps activations cache-sized
+    for (int64_t b = begin; b < end; b += kEvalBatch) {
+      FillRange(*job.test, b, std::min(end, b + kEvalBatch), &job.batch_buffer);
+      RETURN_IF_ERROR(job.replicas->Evaluate(job.params, job.batch_buffer, &metrics));
+    }
   }
   response->set_examples(metrics.examples);
   response->set_loss_sum(metrics.loss_sum);

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The local multi-process demo: builds pstrain, starts N ps, M workers and the chief as separate
 # processes on free 127.0.0.1 ports (each with its own TF_CONFIG), shows the chief's progress,
-# and ends with the final test accuracy and where the checkpoint and metrics went. Every process
-# it started is stopped on exit, Ctrl-C or any failure.
+# and ends with the final test accuracy (CTR jobs: test AUC, beside the Bayes-optimal AUC of the
+# default synthetic set) and where the checkpoint and metrics went. Every process it started is
+# stopped on exit, Ctrl-C or any failure.
 #
-#   deploy/local/demo.sh [--workers 2] [--ps 2] [--job cnn] [--epochs 1] [--steps N]
-#                        [--mode async|sync] [--tls] [--run_dir DIR] [--no-build] [-- extra chief flags]
+#   deploy/local/demo.sh [--workers 2] [--ps 2] [--job cnn|ctr|...] [--epochs 1] [--steps N]
+#                        [--mode async|sync] [--worker_threads 1] [--train_files F --test_files F]
+#                        [--tls] [--run_dir DIR] [--no-build] [-- extra chief flags]
 # (--flag=value works too.) Every task serves Prometheus metrics on a port of its own (listed at
 # the start and in RUN_DIR/prometheus-targets.json); the chief writes TensorBoard event files to
 # RUN_DIR/model/{train,eval}; at the end the curves are drawn to RUN_DIR/curves.svg. With --tls
@@ -15,9 +17,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 
-WORKERS=2 PS=2 JOB=cnn EPOCHS=1 STEPS="" MODE="" BUILD=1 RUN_DIR="" WORKER_THREADS=1 TLS=0
+WORKERS=2 PS=2 JOB=cnn EPOCHS=1 STEPS="" MODE="" BUILD=1 RUN_DIR="" WORKER_THREADS=1 TRAIN_FILES="" TEST_FILES=""
+TLS=0
 EXTRA=()
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 # shellcheck source=deploy/args.sh
 source deploy/args.sh
 args_normalize "no-build tls help" "$@"
@@ -31,6 +34,8 @@ while [ $# -gt 0 ]; do
     --steps) STEPS=$2; shift 2 ;;
     --mode) MODE=$2; shift 2 ;;
     --worker_threads) WORKER_THREADS=$2; shift 2 ;;
+    --train_files) TRAIN_FILES=$2; shift 2 ;;
+    --test_files) TEST_FILES=$2; shift 2 ;;
     --run_dir) RUN_DIR=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --tls) TLS=1; shift ;;
@@ -144,10 +149,15 @@ for ((i = 0; i < WORKERS; i++)); do start_task worker "$i" pstrain-worker --thre
 echo "demo: started $PS ps and $WORKERS workers; logs in $RUN_DIR/logs/ (one file per task)" >&2
 echo "demo: Prometheus metrics at http://127.0.0.1:PORT/metrics, chief ${METRICS_PORTS[0]}, ps ${METRICS_PORTS[*]:1:PS}, workers ${METRICS_PORTS[*]:$((1 + PS))} (targets: $RUN_DIR/prometheus-targets.json)" >&2
 
-CHIEF_ARGS=(--job="$JOB" --model_dir="$MODEL_DIR" --progress_secs=5 --metrics_port="$(metrics_port chief 0)"
+# An epoch of the ctr preset takes seconds, not minutes: report every second to draw a curve.
+PROGRESS_SECS=5
+[ "$JOB" = ctr ] && PROGRESS_SECS=1
+CHIEF_ARGS=(--job="$JOB" --model_dir="$MODEL_DIR" --progress_secs="$PROGRESS_SECS" --metrics_port="$(metrics_port chief 0)"
             "${TLS_ARGS[@]}")
 if [ -n "$STEPS" ]; then CHIEF_ARGS+=(--steps="$STEPS"); else CHIEF_ARGS+=(--epochs="$EPOCHS"); fi
 [ -n "$MODE" ] && CHIEF_ARGS+=(--mode="$MODE")
+[ -n "$TRAIN_FILES" ] && CHIEF_ARGS+=(--train_files="$TRAIN_FILES")
+[ -n "$TEST_FILES" ] && CHIEF_ARGS+=(--test_files="$TEST_FILES")
 CHIEF_ARGS+=("${EXTRA[@]}")
 TF_CONFIG="{\"cluster\":$CLUSTER,\"task\":{\"type\":\"chief\",\"index\":0}}" \
   "$BIN/pstrain-chief" "${CHIEF_ARGS[@]}" >"$RUN_DIR/summary.json" 2> >(tee "$RUN_DIR/logs/chief-0.log" >&2) &
@@ -167,11 +177,17 @@ python3 - "$RUN_DIR/summary.json" "$RUN_DIR" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 acc = d.get("final_test_accuracy")
+run = "%d steps, %.0f examples/s, %.0f s" % (d["global_step"], d["examples_per_second"], d["seconds"])
 print()
-print("final test accuracy: %s   (test loss %s, %d steps, %.0f examples/s, %.0f s)" % (
-    "%.2f%%" % (100 * acc) if acc is not None else "n/a",
-    "%.4f" % d["final_test_loss"] if d.get("final_test_loss") is not None else "n/a",
-    d["global_step"], d["examples_per_second"], d["seconds"]))
+if d.get("final_test_auc") is not None:
+    bayes = d.get("bayes_test_auc")
+    print("final test AUC: %.4f%s   (log loss %.4f, %s)" % (
+        d["final_test_auc"], "   (Bayes-optimal on this set: %.4f)" % bayes if bayes is not None else "",
+        d["final_test_logloss"], run))
+else:
+    print("final test accuracy: %s   (test loss %s, %s)" % (
+        "%.2f%%" % (100 * acc) if acc is not None else "n/a",
+        "%.4f" % d["final_test_loss"] if d.get("final_test_loss") is not None else "n/a", run))
 print("checkpoint:   %s" % d["checkpoint"])
 print("metrics:      %s" % d["metrics_file"])
 print("summary:      %s" % sys.argv[1])

@@ -1,3 +1,5 @@
+#include <cmath>
+
 #include "chief/evaluation.h"
 #include "chief/progress_tracker.h"
 #include "chief/training_budget.h"
@@ -91,6 +93,67 @@ TEST(EvalAccumulatorTest, CombinesEachShardOnceAndNamesMissingOnes) {
   EXPECT_EQ(all->examples, 30);
   EXPECT_DOUBLE_EQ(all->loss, 0.5);
   EXPECT_DOUBLE_EQ(all->accuracy, 0.8);
+}
+
+TEST(ProgressTrackerTest, BinaryModelsShowTheTrainingAucWeightedByExamples) {
+  ManualClockEnv env;
+  ProgressTracker t(&env, 2, 64, 100, 10, 0, MetricsKind::kBinary);
+  RunStepsResponse a, b, one_class;
+  a.set_examples(300);
+  a.set_loss_sum(150.0);
+  a.set_train_auc(0.7);
+  b.set_examples(100);
+  b.set_loss_sum(50.0);
+  b.set_train_auc(0.9);
+  one_class.set_examples(100);
+  one_class.set_train_auc(std::nan(""));  // undefined: skipped, not averaged in
+  t.OnTrainResult(0, 10, a);
+  t.OnTrainResult(1, 10, b);
+  t.OnTrainResult(1, 10, one_class);
+  env.now += 1000000;
+  ProgressWindow w = t.TakeWindow();
+  EXPECT_DOUBLE_EQ(w.auc, (0.7 * 300 + 0.9 * 100) / 400);
+  EXPECT_TRUE(std::isnan(w.accuracy));
+  EXPECT_NE(ProgressTracker::FormatLine(w).find("| AUC 0.7500 |"), std::string::npos) << ProgressTracker::FormatLine(w);
+  EXPECT_DOUBLE_EQ(ProgressTracker::ToJson(w)["auc"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(t.last_auc(), 0.75);
+  ProgressWindow empty = t.TakeWindow();  // no closures: no AUC, the last one kept
+  EXPECT_TRUE(std::isnan(empty.auc));
+  EXPECT_FALSE(ProgressTracker::ToJson(empty).contains("auc"));
+  EXPECT_DOUBLE_EQ(t.last_auc(), 0.75);
+}
+
+void SetScores(const std::vector<float>& logits, const std::vector<float>& labels, EvaluateResponse* r) {
+  r->set_examples(static_cast<int64_t>(logits.size()));
+  r->set_logits(logits.data(), logits.size() * sizeof(float));
+  r->set_labels(labels.data(), labels.size() * sizeof(float));
+}
+
+TEST(EvalAccumulatorTest, BinaryModelsGetTheExactAucOverAllShards) {
+  // Shard 0 alone ranks perfectly, shard 1 alone perfectly; together one pair is out of order:
+  // positives {0.9, 0.2}, negatives {0.1, 0.3} -> 3 of 4 pairs right.
+  EvalAccumulator acc(2);
+  EvaluateResponse s0, s1;
+  SetScores({0.9f, 0.1f}, {1.f, 0.f}, &s0);
+  SetScores({0.2f, 0.3f}, {1.f, 0.f}, &s1);
+  s1.set_loss_sum(1.0);
+  acc.Add(1, s1);
+  acc.Add(0, s0);
+  auto r = acc.Combine(5, MetricsKind::kBinary);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_DOUBLE_EQ(r->auc, 0.75);
+  EXPECT_DOUBLE_EQ(r->loss, 0.25);
+  EXPECT_TRUE(std::isnan(r->accuracy));
+  EXPECT_EQ(FormatEval(*r), "test AUC 0.7500, log loss 0.2500 (4 examples)");
+  EXPECT_DOUBLE_EQ(EvalJson(*r)["test_auc"].get<double>(), 0.75);
+  EXPECT_TRUE(EvalJson(*r)["test_accuracy"].is_null());
+
+  EvalAccumulator short_shard(1);
+  EvaluateResponse bad;
+  SetScores({0.5f}, {1.f}, &bad);
+  bad.set_examples(2);
+  short_shard.Add(0, bad);
+  EXPECT_EQ(short_shard.Combine(5, MetricsKind::kBinary).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "common/job_presets.h"
 #include "common/json_util.h"
 #include "common/model_variables.h"
+#include "common/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -22,7 +23,7 @@ std::string ErrorOf(const nlohmann::json& doc) {
 }
 
 TEST(JobSpecTest, PresetsParse) {
-  for (const char* name : {"linear", "mlp", "cnn"}) {
+  for (const char* name : {"linear", "mlp", "cnn", "ctr"}) {
     auto spec = LoadJobSpec(name);
     ASSERT_TRUE(spec.ok()) << name << ": " << spec.status();
     EXPECT_TRUE(ModelVariables(spec->model).ok()) << name;
@@ -109,12 +110,17 @@ TEST(JobSpecTest, ValuesOutsideTheirRangeAreRefused) {
       {"/optimizer/learning_rate",
        {{"schedule", "piecewise_constant"}, {"boundaries", {100, 50}}, {"values", {0.1, 0.01, 0.001}}},
        "boundaries must increase"},
-      {"/optimizer/learning_rate", {{"schedule", "exponential_decay"}, {"decay_steps", 10}, {"decay_rate", 0}},
+      {"/optimizer/learning_rate",
+       {{"schedule", "exponential_decay"}, {"decay_steps", 10}, {"decay_rate", 0}},
        "decay_rate must be positive"},
-      {"/optimizer/learning_rate", {{"schedule", "exponential_decay"}, {"decay_steps", 0}},
+      {"/optimizer/learning_rate",
+       {{"schedule", "exponential_decay"}, {"decay_steps", 0}},
        "decay_steps must be positive"},
-      {"/model/layers/0/kernel_initializer", {{"type", "random_normal"}, {"stddev", -1}}, "stddev must not be negative"},
-      {"/model/layers/0/kernel_initializer", {{"type", "random_uniform"}, {"minval", 1}, {"maxval", 0}},
+      {"/model/layers/0/kernel_initializer",
+       {{"type", "random_normal"}, {"stddev", -1}},
+       "stddev must not be negative"},
+      {"/model/layers/0/kernel_initializer",
+       {{"type", "random_uniform"}, {"minval", 1}, {"maxval", 0}},
        "minval 1 is larger than maxval 0"},
       {"/schedule/keep_checkpoints", 0, "keep_checkpoints must be positive"},
       {"/schedule/steps_per_closure", 4294967296, "steps_per_closure must be at most 2147483647"},
@@ -140,7 +146,8 @@ TEST(JobSpecTest, SizesAreBoundedAndNeverWrap) {
   };
   const Case cases[] = {
       {"/model/layers/5/units", 1000000000000, "model.layers[5].units must be at most 2147483647"},
-      {"/model/layers/5/units", nlohmann::json::parse("18446744073709551615"), "= 18446744073709551615 is out of range"},
+      {"/model/layers/5/units", nlohmann::json::parse("18446744073709551615"),
+       "= 18446744073709551615 is out of range"},
       {"/model/layers/0/filters", -3, "model.layers[0].filters must be positive, got -3"},
       {"/batch_size", 1000000000000, "batch_size must be at most 2147483647"},
       {"/model/input_shape", {28, 28, 0}, "model.input_shape[2] must be positive"},
@@ -261,6 +268,230 @@ TEST(JobSpecTest, ShapeErrorsNameTheLayer) {
   auto vars = ModelVariables(spec->model);
   ASSERT_FALSE(vars.ok());
   EXPECT_THAT(std::string(vars.status().message()), HasSubstr("add a flatten layer"));
+}
+
+nlohmann::json Ctr() { return *JobPresetJson("ctr"); }
+
+TEST(JobSpecTest, CtrPresetMatchesThePeer) {
+  auto spec = LoadJobSpec("ctr");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->model.is_ctr());
+  EXPECT_EQ(spec->model.numeric_inputs, 13);
+  ASSERT_EQ(spec->model.fields.size(), 26u);
+  EXPECT_EQ(spec->model.input_shape, (std::vector<int64_t>{13 + 26 * 16}));
+  EXPECT_EQ(spec->model.loss, "binary_crossentropy");
+  EXPECT_EQ(spec->batch_size, 1024);
+  EXPECT_EQ(spec->optimizer.type, "adagrad");
+  EXPECT_DOUBLE_EQ(spec->optimizer.learning_rate.initial, 0.02);
+  EXPECT_DOUBLE_EQ(spec->optimizer.initial_accumulator_value, 1e-6);
+  EXPECT_DOUBLE_EQ(spec->optimizer.epsilon, 1e-7);
+  EXPECT_EQ(spec->data.dataset, "criteo");
+  EXPECT_EQ(spec->schedule.epochs, 1);
+  auto vars = ModelVariables(spec->model);
+  ASSERT_TRUE(vars.ok()) << vars.status();
+  ASSERT_EQ(vars->size(), 26u + 6u);
+  EXPECT_EQ((*vars)[0].name, "embedding/embeddings");
+  EXPECT_EQ((*vars)[1].name, "embedding_1/embeddings");
+  EXPECT_EQ((*vars)[25].name, "embedding_25/embeddings");
+  for (int i = 0; i < 26; ++i) {
+    EXPECT_TRUE((*vars)[i].sparse);
+    EXPECT_EQ((*vars)[i].shape, (std::vector<int64_t>{100000, 16}));
+    EXPECT_EQ((*vars)[i].initializer.type, "random_uniform");
+    EXPECT_DOUBLE_EQ((*vars)[i].initializer.minval, -0.05);
+    EXPECT_DOUBLE_EQ((*vars)[i].initializer.maxval, 0.05);
+  }
+  std::vector<std::string> tower;
+  int64_t dense_params = 0;
+  for (size_t i = 26; i < vars->size(); ++i) {
+    EXPECT_FALSE((*vars)[i].sparse);
+    tower.push_back((*vars)[i].name);
+    dense_params += NumElements((*vars)[i].shape);
+  }
+  EXPECT_EQ(tower, (std::vector<std::string>{"dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias",
+                                             "dense_2/kernel", "dense_2/bias"}));
+  EXPECT_EQ((*vars)[26].shape, (std::vector<int64_t>{429, 512}));
+  EXPECT_EQ((*vars)[26].initializer.type, "glorot_uniform");
+  EXPECT_EQ((*vars)[27].initializer.type, "zeros");
+  EXPECT_EQ(dense_params, 429 * 512 + 512 + 512 * 256 + 256 + 256 + 1);
+}
+
+TEST(JobSpecTest, CtrRoundTripsThroughCanonicalJson) {
+  auto spec = LoadJobSpec("ctr");
+  ASSERT_TRUE(spec.ok());
+  spec->data.train_files = {"/data/day_*.gz"};
+  spec->data.test_files = {"/data/test.txt"};
+  spec->data.skip_bad_lines = true;
+  const nlohmann::json canonical = JobSpecToJson(*spec);
+  EXPECT_FALSE(canonical["model"].contains("input_shape"));
+  auto again = JobSpecFromJson(canonical);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(JobSpecToJson(*again), canonical);
+  EXPECT_EQ(again->model.fields.size(), 26u);
+  EXPECT_EQ(again->data.train_files, spec->data.train_files);
+  EXPECT_TRUE(again->data.skip_bad_lines);
+}
+
+TEST(JobSpecTest, CtrFieldsNamedAndInitializedAsKeras) {
+  auto doc = Ctr();
+  doc["model"]["fields"] = {{{"name", "user"}, {"vocabulary_size", 10}, {"embedding_dim", 4}},
+                            {{"vocabulary_size", 20}, {"embedding_dim", 8}, {"embeddings_initializer", "uniform"}},
+                            {{"vocabulary_size", 30},
+                             {"embedding_dim", 2},
+                             {"count", 2},
+                             {"embeddings_initializer", {{"type", "random_normal"}, {"stddev", 0.01}}}}};
+  auto spec = JobSpecFromJson(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto vars = ModelVariables(spec->model);
+  ASSERT_TRUE(vars.ok()) << vars.status();
+  EXPECT_EQ((*vars)[0].name, "user/embeddings");
+  EXPECT_EQ((*vars)[1].name, "embedding/embeddings");
+  EXPECT_EQ((*vars)[2].name, "embedding_1/embeddings");
+  EXPECT_EQ((*vars)[3].name, "embedding_2/embeddings");
+  EXPECT_EQ((*vars)[1].initializer.type, "random_uniform");
+  EXPECT_EQ((*vars)[3].initializer.type, "random_normal");
+  EXPECT_DOUBLE_EQ((*vars)[3].initializer.stddev, 0.01);
+  EXPECT_EQ(spec->model.input_shape, (std::vector<int64_t>{13 + 4 + 8 + 2 + 2}));
+  EXPECT_EQ((*vars)[4].shape, (std::vector<int64_t>{29, 512}));
+}
+
+TEST(JobSpecTest, CtrErrorsNameTheField) {
+  auto doc = Ctr();
+  doc["model"]["fields"] = {{{"vocabulary_size", 10}, {"embedding_dim", 4}},
+                            {{"vocabulary_size", 10}, {"embedding_dim", 4}},
+                            {{"vocabulary_size", 10}, {"embedding_dim", 4}},
+                            {{"vocabulary_size", 0}, {"embedding_dim", 4}}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("job spec: model.fields[3].vocabulary_size must be positive"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["embedding_dim"] = -1;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].embedding_dim must be positive"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["embedding_dim"] = 1 << 20;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].embedding_dim must be at most 65536"));
+  doc = Ctr();
+  doc["model"]["fields"][0].erase("vocabulary_size");
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].vocabulary_size is missing"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["vocabulary_sise"] = 5;
+  EXPECT_THAT(ErrorOf(doc),
+              HasSubstr("unknown key \"vocabulary_sise\" in model.fields[0]; did you mean \"vocabulary_size\"?"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["name"] = "user";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].name cannot name several fields"));
+  doc = Ctr();
+  doc["model"]["fields"] = {{{"name", "dense"}, {"vocabulary_size", 10}, {"embedding_dim", 4}}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("\"dense\" is also a layer's name"));
+  doc = Ctr();
+  doc["model"]["fields"] = {{{"name", "a"}, {"vocabulary_size", 10}, {"embedding_dim", 4}},
+                            {{"name", "a"}, {"vocabulary_size", 10}, {"embedding_dim", 4}}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[1].name \"a\" is used twice"));
+  doc = Ctr();
+  doc["model"]["fields"] = nlohmann::json::array();
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields must be a non-empty list"));
+  doc = Ctr();
+  doc["model"]["numeric_inputs"] = -2;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.numeric_inputs must not be negative"));
+  doc = Ctr();
+  doc["model"]["input_shape"] = {429};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.input_shape must not be given with model.fields"));
+  doc = Ctr();
+  doc["model"]["loss"] = "mse";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.loss must be binary_crossentropy"));
+  doc = Ctr();
+  doc["model"]["layers"][2]["units"] = 2;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.layers[2] must be a dense layer of 1 unit"));
+  doc = Ctr();
+  doc["model"]["layers"][0] = {{"type", "relu"}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.layers[0].type is relu: a CTR model's layers must all be dense"));
+  doc = Ctr();
+  doc["data"]["dataset"] = "fashion_mnist";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.dataset must be criteo"));
+  doc = Ctr();
+  doc["data"]["train_files"] = "train.txt";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.test_files is missing"));
+  doc = Ctr();
+  doc["data"]["train_files"] = {"a.txt", 3};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.train_files[1] must be a string"));
+  doc = Cnn();
+  doc["model"]["loss"] = "binary_crossentropy";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("binary_crossentropy needs model.fields"));
+  doc = Cnn();
+  doc["model"]["numeric_inputs"] = 3;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.numeric_inputs needs model.fields"));
+  doc = Cnn();
+  doc["data"]["skip_bad_lines"] = true;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("are for criteo data"));
+}
+
+// The CTR keys go through the same reader as every other field: unknown keys name the nearest
+// known one, values outside their range name the bound, and sizes are checked before they are
+// multiplied.
+TEST(JobSpecTest, CtrFieldsAreCheckedLikeEveryField) {
+  auto doc = Ctr();
+  doc["model"]["feilds"] = doc["model"]["fields"];
+  doc["model"].erase("fields");
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("unknown key \"feilds\" in model; did you mean \"fields\"?"));
+  doc = Ctr();
+  doc["model"]["numeric_input"] = 13;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("did you mean \"numeric_inputs\"?"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["embeddings_initializer"] = {{"type", "uniform"}, {"minvl", -1}};
+  EXPECT_THAT(ErrorOf(doc),
+              HasSubstr("unknown key \"minvl\" in model.fields[0].embeddings_initializer; did you mean \"minval\"?"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["embeddings_initializer"] = "unifrom";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("did you mean \"uniform\"?"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["count"] = 0;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].count must be positive"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["vocabulary_size"] = 2.5;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].vocabulary_size"));
+  doc = Ctr();
+  doc["model"]["fields"][0]["vocabulary_size"] = (int64_t{1} << 40) + 1;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].vocabulary_size must be at most 1099511627776"));
+  // 17 tables of 2^40 x 2^16 float32 (2^58 bytes each) pass one by one and overflow together.
+  doc = Ctr();
+  doc["model"]["fields"] = {{{"vocabulary_size", int64_t{1} << 40}, {"embedding_dim", 65536}, {"count", 17}}};
+  std::string error = ErrorOf(doc);
+  EXPECT_THAT(error, HasSubstr("model.fields[0] (table embedding_16)"));
+  EXPECT_THAT(error, HasSubstr("more than pstrain can hold (at most 2^62 bytes)"));
+  doc["model"]["fields"][0]["count"] = 16;  // 2^62 bytes: the most a size may be
+  EXPECT_TRUE(JobSpecFromJson(doc).ok());
+  // The tower's input width is a dimension: 40000 fields of 65536 columns are more than 2^31 - 1.
+  doc = Ctr();
+  doc["model"]["fields"] = {{{"vocabulary_size", 10}, {"embedding_dim", 65536}, {"count", 40000}}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model: the dense layers' input width must be at most 2147483647"));
+  doc = Ctr();
+  doc["data"]["skip_bad_lines"] = "yes";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.skip_bad_lines must be true or false"));
+  doc = Ctr();
+  doc["data"]["skip_bad_line"] = true;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("unknown key \"skip_bad_line\" in data; did you mean \"skip_bad_lines\"?"));
+  doc = Ctr();
+  doc["data"]["train_files"] = {"a.txt", ""};
+  doc["data"]["test_files"] = "b.txt";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.train_files[1] must not be empty"));
+  doc["data"]["train_files"] = {"a.txt"};
+  auto spec = JobSpecFromJson(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->data.test_files, (std::vector<std::string>{"b.txt"}));
+}
+
+TEST(JobSpecTest, CtrDataFilesFromTheCommandLine) {
+  auto job = LoadJobSpec("ctr");
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(OverrideCtrDataFiles("", "", "--", &*job).ok());  // nothing given: the default set
+  EXPECT_TRUE(job->data.train_files.empty());
+  ASSERT_TRUE(OverrideCtrDataFiles("/d/day_0.gz, /d/day_1*.gz", "/d/day_23.gz", "--", &*job).ok());
+  EXPECT_EQ(job->data.train_files, (std::vector<std::string>{"/d/day_0.gz", "/d/day_1*.gz"}));
+  EXPECT_EQ(job->data.test_files, (std::vector<std::string>{"/d/day_23.gz"}));
+  auto only_train = LoadJobSpec("ctr");
+  auto s = OverrideCtrDataFiles("/d/train.txt", "", "--", &*only_train);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("--train_files needs --test_files too"));
+  auto cnn = LoadJobSpec("cnn");
+  EXPECT_THAT(std::string(OverrideCtrDataFiles("a", "b", "--", &*cnn).message()),
+              HasSubstr("--train_files is for criteo jobs"));
 }
 
 TEST(JobSpecTest, LoadErrors) {

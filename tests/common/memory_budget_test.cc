@@ -6,6 +6,7 @@
 
 #include "common/job_presets.h"
 #include "common/model_variables.h"
+#include "common/variable_planner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_util/forwarding_env.h"
@@ -75,19 +76,44 @@ TEST(MemoryBudgetTest, PsBytesCountOptimizerSlotsWithCheckedArithmetic) {
 
 TEST(MemoryBudgetTest, ComputeEstimateGrowsWithModelBatchAndData) {
   JobSpec cnn = *JobSpecFromJson(*JobPresetJson("cnn"));
-  absl::StatusOr<ComputeBytes> small = EstimateComputeBytes(cnn.model, 64, 70000, 0);
+  absl::StatusOr<ComputeBytes> small = EstimateComputeBytes(cnn.model, 64, 70000, 0, false);
   ASSERT_TRUE(small.ok());
-  EXPECT_EQ(small->variables, 121930 * 4 * 2);   // values and gradients
+  EXPECT_EQ(small->variables, 121930 * 4 * 2);  // values and gradients
   EXPECT_EQ(small->data, int64_t{70000} * (784 + 1) * 4);
   EXPECT_GT(small->activations, 64 * 784 * 4);
-  EXPECT_GT(EstimateComputeBytes(cnn.model, 640, 70000, 2)->total(), small->total());
+  EXPECT_GT(EstimateComputeBytes(cnn.model, 640, 70000, 2, true)->total(), small->total());
   EXPECT_THAT(small->Describe(), HasSubstr("of data"));
   // A model whose activations overflow: [2^31 - 1] units per layer times a huge batch.
   JobSpec wide = cnn;
   wide.model.input_shape = {1 << 30};
   wide.model.layers = {LayerSpec{"dense", "d", (int64_t{1} << 31) - 1}};
-  EXPECT_FALSE(EstimateComputeBytes(wide.model, (int64_t{1} << 31) - 1, 0, 0).ok());
+  EXPECT_FALSE(EstimateComputeBytes(wide.model, (int64_t{1} << 31) - 1, 0, 0, false).ok());
   EXPECT_EQ(ExamplesInMemory(cnn.data), 70000);
+}
+
+// Embedding tables: a worker holds only the rows a step touches; `pstrain train`, which applies the
+// updates, holds every table whole with its optimizer slots; the ps tasks hold the plan's shards of
+// every table with their slots.
+TEST(MemoryBudgetTest, TablesAreCountedWhereTheyAreHeld) {
+  JobSpec ctr = *JobSpecFromJson(*JobPresetJson("ctr"));
+  const int64_t table_bytes = int64_t{26} * 100000 * 16 * 4;
+  absl::StatusOr<ComputeBytes> worker = EstimateComputeBytes(ctr.model, 512, 0, 0, false);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  const int64_t step_rows = int64_t{26} * 512 * 16 * 4 * 2;  // values and gradients of 512 rows per table
+  const int64_t tower = (int64_t{429} * 512 + 512 + 512 * 256 + 256 + 256 + 1) * 4 * 2;
+  EXPECT_EQ(worker->variables, step_rows + tower);
+  absl::StatusOr<ComputeBytes> train = EstimateComputeBytes(ctr.model, 1024, 0, 1, true);  // Adagrad
+  ASSERT_TRUE(train.ok()) << train.status();
+  EXPECT_EQ(train->variables, table_bytes * 2 + int64_t{26} * 1024 * 16 * 4 * 2 + tower / 2 * 3);
+  absl::StatusOr<std::vector<VariableSpec>> vars = ModelVariables(ctr.model);
+  ASSERT_TRUE(vars.ok());
+  absl::StatusOr<VariablePlan> plan = PlanVariables(*vars, ctr.partitioner, 2);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<std::vector<int64_t>> ps = PsTaskBytes(*plan, 1);
+  ASSERT_TRUE(ps.ok());
+  EXPECT_EQ((*ps)[0] + (*ps)[1], (table_bytes + tower / 2) * 2);
+  // A table too large for the budget is refused before anything starts.
+  EXPECT_FALSE(CheckMemoryBudget("/job:ps/task:0", (*ps)[0], "values", table_bytes, "add ps tasks").ok());
 }
 
 }  // namespace

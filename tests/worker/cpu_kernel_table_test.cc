@@ -156,9 +156,12 @@ struct TNCase {
 };
 
 TEST_P(KernelTableTest, GemmTNMatchesReference) {
-  // 3 runs of 3: a 3x3 kernel on one channel (one register block); 600 rows cross a chunk.
-  const std::vector<TNCase> cases = {{1, 1, 1, 1},    {7, 1, 5, 10},   {100, 3, 3, 32}, {600, 3, 3, 16},
-                                     {50, 1, 13, 64}, {90, 2, 96, 64}, {33, 3, 7, 100}, {64, 1, 1600, 64}};
+  // 3 runs of 3: a 3x3 kernel on one channel (one register block); 600 rows cross a chunk. Rows
+  // of d wider than a panel (n > 64; with SSE2, n > 16) are copied per chunk and panel: 300 and
+  // 1100 rows cross chunks at every level, n = 512 is a power-of-two row (a CTR tower's layer).
+  const std::vector<TNCase> cases = {{1, 1, 1, 1},      {7, 1, 5, 10},     {100, 3, 3, 32}, {600, 3, 3, 16},
+                                     {50, 1, 13, 64},   {90, 2, 96, 64},   {33, 3, 7, 100}, {64, 1, 1600, 64},
+                                     {300, 1, 29, 200}, {260, 1, 70, 512}, {1100, 1, 5, 40}};
   for (const TNCase& c : cases) {
     SCOPED_TRACE(testing::Message() << "rows " << c.rows << " runs " << c.segments << "x" << c.segment_length << " n "
                                     << c.n);

@@ -80,9 +80,10 @@ TEST(LocalTrainerTest, ReplicasGiveTheSameWeights) {
   auto b = *LocalTrainer::Create(LinearJob(), three, SmallWeights, MakeSgd, NewCpuGradientComputer);
   ASSERT_TRUE(a->Run([](const EpochReport&) {}).ok());
   ASSERT_TRUE(b->Run([](const EpochReport&) {}).ok());
-  for (size_t v = 0; v < a->params().size(); ++v) {
-    for (int64_t i = 0; i < a->params()[v].num_elements(); ++i) {
-      EXPECT_NEAR(a->params()[v].flat()[i], b->params()[v].flat()[i], 1e-5);
+  const std::vector<Tensor> va = a->Variables(), vb = b->Variables();
+  for (size_t v = 0; v < va.size(); ++v) {
+    for (int64_t i = 0; i < va[v].num_elements(); ++i) {
+      EXPECT_NEAR(va[v].flat()[i], vb[v].flat()[i], 1e-5);
     }
   }
 }

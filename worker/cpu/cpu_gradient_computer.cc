@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "worker/cpu/cpu_kernels.h"
 #include "worker/cpu/cpu_model.h"
+#include "worker/cpu/ctr_gradient_computer.h"
 #include "worker/cpu/thread_pool.h"
 
 namespace pstrain {
@@ -22,8 +23,6 @@ class CpuGradientComputer : public GradientComputer {
 
  private:
   absl::Status Check(absl::Span<const Tensor> params, const Batch& batch) const;
-  // Calls fn(thread, first example, count) over the chunks of a batch of `n`; returns the chunk count.
-  int Split(int64_t n, const std::function<void(int, int64_t, int64_t)>& fn);
 
   std::vector<std::unique_ptr<CpuModel>> replicas_;
   ThreadPool pool_;
@@ -55,7 +54,8 @@ absl::Status CpuGradientComputer::Check(absl::Span<const Tensor> params, const B
   }
   if (m.classification()) {
     if (static_cast<int64_t>(batch.labels.size()) != n) {
-      return absl::InvalidArgumentError(absl::StrCat("batch has ", n, " examples but ", batch.labels.size(), " labels"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch has ", n, " examples but ", batch.labels.size(), " labels"));
     }
     for (int32_t label : batch.labels) {
       if (label < 0 || label >= m.output_size()) {
@@ -68,15 +68,6 @@ absl::Status CpuGradientComputer::Check(absl::Span<const Tensor> params, const B
                                                    " targets (", m.output_size(), " per example expected)"));
   }
   return absl::OkStatus();
-}
-
-int CpuGradientComputer::Split(int64_t n, const std::function<void(int, int64_t, int64_t)>& fn) {
-  const int chunks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(replicas_.size(), n)));
-  pool_.Run(chunks, [&](int t) {
-    const int64_t begin = n * t / chunks, end = n * (t + 1) / chunks;
-    fn(t, begin, end - begin);
-  });
-  return chunks;
 }
 
 absl::Status CpuGradientComputer::Compute(absl::Span<const Tensor> params, const Batch& batch, float loss_scale,
@@ -112,7 +103,7 @@ absl::Status CpuGradientComputer::Compute(absl::Span<const Tensor> params, const
     for (Tensor& g : *grads) std::fill(g.flat().begin(), g.flat().end(), 0.f);
     return absl::OkStatus();
   }
-  const int chunks = Split(n, [&](int t, int64_t begin, int64_t count) {
+  const int chunks = pool_.RunChunks(n, [&](int t, int64_t begin, int64_t count) {
     replicas_[t]->Compute(param_ptrs_.data(), batch.inputs.data<float>() + begin * in_size,
                           cls ? batch.labels.data() + begin : nullptr,
                           cls ? nullptr : batch.targets.data() + begin * out_size, count, loss_scale,
@@ -124,16 +115,11 @@ absl::Status CpuGradientComputer::Compute(absl::Span<const Tensor> params, const
       kernels.add((*grads)[i].data<float>(), replica_grads_[t][i].data<float>(), params[i].num_elements());
     }
   }
-  for (int t = 0; t < chunks; ++t) {
-    metrics->examples += replica_metrics_[t].examples;
-    metrics->loss_sum += replica_metrics_[t].loss_sum;
-    metrics->correct += replica_metrics_[t].correct;
-  }
+  for (int t = 0; t < chunks; ++t) AddBatchMetrics(replica_metrics_[t], metrics);
   return absl::OkStatus();
 }
 
-absl::Status CpuGradientComputer::Evaluate(absl::Span<const Tensor> params, const Batch& batch,
-                                           BatchMetrics* metrics) {
+absl::Status CpuGradientComputer::Evaluate(absl::Span<const Tensor> params, const Batch& batch, BatchMetrics* metrics) {
   RETURN_IF_ERROR(Check(params, batch));
   param_ptrs_.resize(params.size());
   for (size_t i = 0; i < params.size(); ++i) param_ptrs_[i] = params[i].data<float>();
@@ -142,22 +128,19 @@ absl::Status CpuGradientComputer::Evaluate(absl::Span<const Tensor> params, cons
   if (n == 0) return absl::OkStatus();
   const int64_t in_size = replicas_[0]->input_size(), out_size = replicas_[0]->output_size();
   const bool cls = replicas_[0]->classification();
-  const int chunks = Split(n, [&](int t, int64_t begin, int64_t count) {
+  const int chunks = pool_.RunChunks(n, [&](int t, int64_t begin, int64_t count) {
     replicas_[t]->Evaluate(param_ptrs_.data(), batch.inputs.data<float>() + begin * in_size,
                            cls ? batch.labels.data() + begin : nullptr,
                            cls ? nullptr : batch.targets.data() + begin * out_size, count, &replica_metrics_[t]);
   });
-  for (int t = 0; t < chunks; ++t) {
-    metrics->examples += replica_metrics_[t].examples;
-    metrics->loss_sum += replica_metrics_[t].loss_sum;
-    metrics->correct += replica_metrics_[t].correct;
-  }
+  for (int t = 0; t < chunks; ++t) AddBatchMetrics(replica_metrics_[t], metrics);
   return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GradientComputer>> NewCpuGradientComputer(const ModelSpec& model, int threads) {
+  if (model.is_ctr()) return NewCpuCtrGradientComputer(model, threads);
   if (threads < 1) return absl::InvalidArgumentError(absl::StrCat("threads must be at least 1, got ", threads));
   std::vector<std::unique_ptr<CpuModel>> replicas;
   for (int t = 0; t < threads; ++t) {

@@ -13,7 +13,8 @@
 
 namespace pstrain {
 
-// Builds the model described by `model` for `threads` (>= 1) threads. InvalidArgument naming the
+// Builds the model described by `model` for `threads` (>= 1) threads (a CTR model: see
+// ctr_gradient_computer.h). InvalidArgument naming the
 // layer when the model cannot be built, or for threads < 1.
 absl::StatusOr<std::unique_ptr<GradientComputer>> NewCpuGradientComputer(const ModelSpec& model, int threads);
 

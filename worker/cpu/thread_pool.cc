@@ -1,5 +1,7 @@
 #include "worker/cpu/thread_pool.h"
 
+#include <algorithm>
+
 namespace pstrain {
 
 ThreadPool::ThreadPool(int threads) {
@@ -32,6 +34,15 @@ void ThreadPool::Run(int n, const std::function<void(int)>& fn) {
   absl::MutexLock lock(&mu_);
   while (pending_ > 0) done_cv_.Wait(&mu_);
   fn_ = nullptr;
+}
+
+int ThreadPool::RunChunks(int64_t n, const std::function<void(int, int64_t, int64_t)>& fn) {
+  const int chunks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(size(), n)));
+  Run(chunks, [&](int t) {
+    const int64_t begin = n * t / chunks, end = n * (t + 1) / chunks;
+    fn(t, begin, end - begin);
+  });
+  return chunks;
 }
 
 void ThreadPool::HelperLoop(int index) {

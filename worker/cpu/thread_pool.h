@@ -5,6 +5,7 @@
 #ifndef PSTRAIN_WORKER_CPU_THREAD_POOL_H_
 #define PSTRAIN_WORKER_CPU_THREAD_POOL_H_
 
+#include <cstdint>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -26,6 +27,11 @@ class ThreadPool {
 
   // REQUIRES: 1 <= n <= size().
   void Run(int n, const std::function<void(int)>& fn);
+
+  // Splits items [0, n) into min(size(), n) contiguous chunks (at least one) and runs
+  // fn(chunk, first item, count) for each as Run does; returns the number of chunks. Chunk t
+  // starts at n * t / chunks, so the split depends only on n and size().
+  int RunChunks(int64_t n, const std::function<void(int, int64_t, int64_t)>& fn);
 
  private:
   void HelperLoop(int index);

@@ -12,6 +12,7 @@
 #include "common/json_util.h"
 #include "common/status_macros.h"
 #include "common/tensor.h"
+#include "worker/data/ctr_dataset.h"
 #include "worker/data/file_reader.h"
 
 namespace pstrain {
@@ -180,6 +181,7 @@ Dataset SyntheticLinearDataset(int64_t examples, int64_t features, uint64_t seed
 
 absl::StatusOr<Dataset> LoadDataset(const JobSpec& job, Split split, const std::string& data_dir) {
   const DataSpec& spec = job.data;
+  if (spec.dataset == "criteo") return LoadCtrDataset(Env::Default(), job, split, data_dir);
   const bool classification = job.model.loss == "sparse_categorical_crossentropy";
   Dataset d;
   std::string what;

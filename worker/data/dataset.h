@@ -1,5 +1,6 @@
 // In-memory datasets for training and evaluation: Fashion-MNIST IDX files (gzipped or not, scaled
-// to [0,1]), CSV tables and the synthetic linear-regression data of the `linear` preset. Every
+// to [0,1]), CSV tables, the synthetic linear-regression data of the `linear` preset and CTR data
+// in Criteo's layout (ctr_dataset.h). Every
 // error a user can cause (missing file, bad magic, wrong sizes, truncation, bad CSV cell) names
 // the file.
 // Thread-safety: a loaded Dataset is immutable; share it freely across threads.
@@ -22,6 +23,12 @@ struct Dataset {
   std::vector<int32_t> labels;         // classification: size class ids
   std::vector<float> targets;          // regression: size * target_width values
   int64_t target_width = 0;            // 0 for classification
+  // CTR data (criteo): ids_per_example categorical ids per example, row-major, each already in
+  // its field's table; features are the numeric inputs and targets the 0/1 labels.
+  std::vector<int64_t> ids;
+  int64_t ids_per_example = 0;
+  int64_t bad_lines_skipped = 0;       // criteo with skip_bad_lines
+  std::string first_bad_line;          // what the first skipped line had wrong
   int64_t example_floats() const;
 };
 

@@ -16,6 +16,7 @@ void PrepareBatch(const Dataset& data, int64_t n, Batch* batch) {
   }
   batch->labels.resize(data.labels.empty() ? 0 : n);
   batch->targets.resize(n * data.target_width);
+  batch->ids.resize(n * data.ids_per_example);
 }
 
 void CopyExample(const Dataset& data, int64_t from, int64_t to, Batch* batch) {
@@ -25,6 +26,8 @@ void CopyExample(const Dataset& data, int64_t from, int64_t to, Batch* batch) {
   for (int64_t t = 0; t < data.target_width; ++t) {
     batch->targets[to * data.target_width + t] = data.targets[from * data.target_width + t];
   }
+  const int64_t k = data.ids_per_example;
+  if (k > 0) std::memcpy(batch->ids.data() + to * k, data.ids.data() + from * k, sizeof(int64_t) * k);
 }
 
 }  // namespace
@@ -67,6 +70,26 @@ void ShardIterator::Next(int64_t batch_size, Batch* batch) {
 
 std::pair<int64_t, int64_t> EvalRange(int64_t size, int shard, int num_shards) {
   return {size * shard / num_shards, size * (shard + 1) / num_shards};
+}
+
+void SliceBatch(const Batch& from, int64_t begin, int64_t end, Batch* to) {
+  const int64_t n = from.size();
+  std::vector<int64_t> shape = from.inputs.shape();
+  shape[0] = end - begin;
+  if (to->inputs.shape() != shape || to->inputs.dtype() != from.inputs.dtype()) {
+    to->inputs = Tensor(from.inputs.dtype(), shape);
+  }
+  const size_t row_bytes = n == 0 ? 0 : from.inputs.num_bytes() / n;
+  if (row_bytes > 0) std::memcpy(to->inputs.raw(), from.inputs.raw() + begin * row_bytes, row_bytes * (end - begin));
+  // Per-example widths of the other fields (0 when a field is unused).
+  auto slice = [&](const auto& src, auto* dst) {
+    const int64_t width = n == 0 ? 0 : static_cast<int64_t>(src.size()) / n;
+    dst->assign(src.begin() + begin * width, src.begin() + end * width);
+  };
+  slice(from.labels, &to->labels);
+  slice(from.targets, &to->targets);
+  slice(from.ids, &to->ids);
+  slice(from.positions, &to->positions);
 }
 
 void FillRange(const Dataset& data, int64_t begin, int64_t end, Batch* batch) {

@@ -49,6 +49,10 @@ std::pair<int64_t, int64_t> EvalRange(int64_t size, int shard, int num_shards);
 // Copies examples [begin, end) of `data` into `batch` (reusing its buffers).
 void FillRange(const Dataset& data, int64_t begin, int64_t end, Batch* batch);
 
+// Copies examples [begin, end) of `from` into `to` (inputs, labels, targets, ids and positions
+// alike), reusing its buffers. REQUIRES: 0 <= begin <= end <= from.size().
+void SliceBatch(const Batch& from, int64_t begin, int64_t end, Batch* to);
+
 // Puts `order` in shard `shard_index`'s order for `epoch`: sorted, then a Fisher-Yates shuffle
 // seeded from (seed, shard_index, epoch) with our own draws, so every standard library gives the
 // same order. ShardIterator's per-epoch reshuffle; any other pipeline reshuffles with it too.

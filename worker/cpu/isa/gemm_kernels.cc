@@ -158,6 +158,7 @@ bool TinyPatchNN(const GemmNNArgs& g, const Panel& p, const float* bp) {
 }
 
 // ---- C += A^T * D: C rows are SEGS runs of PER columns of A (run s at s * seg_stride), NV vectors.
+// `d` points at D's row i0 (rows ldd apart).
 template <int SEGS, int PER, int NV>
 void BlockTN(const RowsIn& a, int64_t i0, int64_t rows, int64_t col_off, const float* d, int64_t ldd, float* c,
              int64_t ldc, int64_t c_run, int64_t ncols) {
@@ -165,7 +166,7 @@ void BlockTN(const RowsIn& a, int64_t i0, int64_t rows, int64_t col_off, const f
   const int64_t ss = a.segment_stride;
   for (int64_t i = i0; i < i0 + rows; ++i) {
     const float* ai = a.base + RowOffset(a, i) + col_off;
-    const float* di = d + i * ldd;
+    const float* di = d + (i - i0) * ldd;
     Vec b[NV];
     for (int j = 0; j < NV; ++j) b[j] = Load(di + j * kLanes);
     for (int s = 0; s < SEGS; ++s) {
@@ -210,14 +211,13 @@ bool TinyPatchTN(const RowsIn& a, int64_t i0, int64_t rows, const float* d, int6
 }
 
 template <int NV>
-void PanelTN(const GemmTNArgs& g, int64_t i0, int64_t rows, const float* d, float* c, int64_t ncols) {
-  if (TinyPatchTN<NV>(g.a, i0, rows, d, g.ldd, c, g.ldc, ncols)) return;
+void PanelTN(const GemmTNArgs& g, int64_t i0, int64_t rows, const float* d, int64_t ldd, float* c, int64_t ncols) {
+  if (TinyPatchTN<NV>(g.a, i0, rows, d, ldd, c, g.ldc, ncols)) return;
   const int64_t len = g.a.segment_length;
   for (int64_t s = 0; s < g.a.segments; ++s) {
     for (int64_t q0 = 0; q0 < len; q0 += BlockRows(NV)) {
       const int per = static_cast<int>(MinI(BlockRows(NV), len - q0));
-      DispatchTN<NV>(per, g.a, i0, rows, s * g.a.segment_stride + q0, d, g.ldd, c + (s * len + q0) * g.ldc, g.ldc,
-                     ncols);
+      DispatchTN<NV>(per, g.a, i0, rows, s * g.a.segment_stride + q0, d, ldd, c + (s * len + q0) * g.ldc, g.ldc, ncols);
     }
   }
 }
@@ -303,25 +303,40 @@ void GemmNN(const GemmNNArgs& g) {
 }
 
 void GemmTN(const GemmTNArgs& g) {
-  // Rows of d go in chunks that stay in L1 while every block of C sweeps them.
-  const int64_t chunk = MaxI(32, 8192 / MaxI(g.ldd, 1));
+  // Rows of d go in chunks whose columns of one panel stay in L1 while every block of C sweeps
+  // them; the longer the chunk, the fewer times C is read and written.
+  constexpr int64_t kPanelCols = kMaxPanelVecs * kLanes;
+  const int64_t chunk = MaxI(32, 8192 / MinI(MaxI(g.ldd, 1), kPanelCols));
+  // Rows wider than a panel: one panel's rows lie ldd apart, and a power-of-two ldd maps them all
+  // to a few L1 sets, so each chunk of a panel is first copied into contiguous rows.
+  const bool copy = g.ldd > kPanelCols;
+  alignas(64) float panel[8192];  // used when copying: chunk (8192 / kPanelCols rows) x kPanelCols
   for (int64_t i0 = 0; i0 < g.rows; i0 += chunk) {
     const int64_t rows = MinI(chunk, g.rows - i0);
     ForPanels(g.n, 0, [&](const Panel& p) {
-      const float* d = g.d + p.col0;
+      const float* d = g.d + i0 * g.ldd + p.col0;
+      int64_t ldd = g.ldd;
+      if (copy) {
+        const int64_t width = static_cast<int64_t>(p.nv) * kLanes;
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t x = 0; x < width; ++x) panel[i * width + x] = d[i * g.ldd + x];
+        }
+        d = panel;
+        ldd = width;
+      }
       float* c = g.c + p.col0;
       switch (p.nv) {
         case 1:
-          PanelTN<1>(g, i0, rows, d, c, p.ncols);
+          PanelTN<1>(g, i0, rows, d, ldd, c, p.ncols);
           break;
         case 2:
-          PanelTN<2>(g, i0, rows, d, c, p.ncols);
+          PanelTN<2>(g, i0, rows, d, ldd, c, p.ncols);
           break;
         case 3:
-          PanelTN<3>(g, i0, rows, d, c, p.ncols);
+          PanelTN<3>(g, i0, rows, d, ldd, c, p.ncols);
           break;
         default:
-          PanelTN<4>(g, i0, rows, d, c, p.ncols);
+          PanelTN<4>(g, i0, rows, d, ldd, c, p.ncols);
       }
     });
   }

@@ -1,0 +1,21 @@
+# Shared helpers of the benchmark scripts (source it): the host line every figure is quoted with,
+# and the PyTorch peers' dependencies.
+
+# bench_host_line: "AMD EPYC, cpu family 26, model 2, AVX-512, 2 CPUs, 23 GiB (21 GiB available)".
+bench_host_line() {
+  echo "$(lscpu | sed -n 's/^Model name: *//p'), cpu family $(lscpu | sed -n 's/^CPU family: *//p')," \
+    "model $(lscpu | sed -n 's/^Model: *//p'), $(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || echo no AVX-512)," \
+    "$(nproc) CPUs, $(free -g | awk '/^Mem:/ {print $2 " GiB (" $7 " GiB available)"}')"
+}
+
+# bench_load: the 1, 5 and 15 minute load averages.
+bench_load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# bench_peer_deps PY: installs the peers' dependencies (Debian python3-torch, OpenMP OpenBLAS)
+# when PY cannot import torch and numpy or the OpenMP OpenBLAS is missing.
+bench_peer_deps() {
+  if ! "$1" -c "import torch, numpy" 2>/dev/null || [ ! -d /usr/lib/x86_64-linux-gnu/openblas-openmp ]; then
+    echo "installing the peers' dependencies (deploy/install-bench-deps.sh)" >&2
+    bash "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/deploy/install-bench-deps.sh"
+  fi
+}

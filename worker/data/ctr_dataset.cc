@@ -1,0 +1,81 @@
+#include "worker/data/ctr_dataset.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/data/criteo_reader.h"
+#include "worker/data/ctr_default_data.h"
+#include "worker/data/file_reader.h"
+
+namespace pstrain {
+
+std::string CtrCacheDir(const DataSpec& data, const std::string& data_dir) {
+  if (!data_dir.empty()) return data_dir;
+  if (!data.dir.empty()) return data.dir;
+  return DefaultCacheDirFromEnvironment();
+}
+
+bool UsesDefaultCtrData(const DataSpec& data) { return data.train_files.empty() && data.test_files.empty(); }
+
+absl::StatusOr<CtrSyntheticSummary> EnsureJobDefaultCtrData(Env* env, const DataSpec& data,
+                                                            const std::string& data_dir) {
+  return EnsureDefaultCtrData(env, CtrCacheDir(data, data_dir));
+}
+
+absl::StatusOr<std::vector<std::string>> CtrSplitFiles(Env* env, const DataSpec& data, Split split,
+                                                       const std::string& data_dir) {
+  if (!UsesDefaultCtrData(data)) return split == Split::kTrain ? data.train_files : data.test_files;
+  ASSIGN_OR_RETURN(CtrSyntheticSummary summary, EnsureJobDefaultCtrData(env, data, data_dir));
+  return std::vector<std::string>{split == Split::kTrain ? summary.train_path : summary.test_path};
+}
+
+absl::StatusOr<int64_t> CountCtrLines(Env* env, const DataSpec& data, Split split, const std::string& data_dir) {
+  ASSIGN_OR_RETURN(std::vector<std::string> patterns, CtrSplitFiles(env, data, split, data_dir));
+  ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandDataFiles(patterns));
+  int64_t lines = 0;
+  for (const std::string& file : files) {
+    char last = '\n';
+    RETURN_IF_ERROR(ReadMaybeGzipFileInChunks(file, 1 << 20, [&](absl::string_view chunk) {
+      lines += std::count(chunk.begin(), chunk.end(), '\n');
+      if (!chunk.empty()) last = chunk.back();
+      return absl::OkStatus();
+    }));
+    if (last != '\n') ++lines;  // a last line without its newline
+  }
+  return lines;
+}
+
+absl::StatusOr<Dataset> LoadCtrDataset(Env* env, const JobSpec& job, Split split, const std::string& data_dir, int part,
+                                       int num_parts) {
+  CriteoOptions options;
+  ASSIGN_OR_RETURN(options.files_or_globs, CtrSplitFiles(env, job.data, split, data_dir));
+  options.num_numeric = static_cast<int>(job.model.numeric_inputs);
+  options.num_categorical = static_cast<int>(job.model.fields.size());
+  for (const EmbeddingFieldSpec& f : job.model.fields) options.table_sizes.push_back(f.vocabulary_size);
+  options.skip_bad_lines = job.data.skip_bad_lines;
+  options.part = part;
+  options.num_parts = num_parts;
+  ASSIGN_OR_RETURN(CtrData data, ReadCriteo(options));
+  if (data.size == 0) {
+    std::string files;
+    for (const std::string& f : options.files_or_globs) absl::StrAppend(&files, files.empty() ? "" : ", ", f);
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", split == Split::kTrain ? "training" : "test", " data (", files, ") has no examples",
+                     num_parts > 1 ? absl::StrCat(" for part ", part, " of ", num_parts) : std::string()));
+  }
+  Dataset d;
+  d.size = data.size;
+  d.example_shape = {job.model.numeric_inputs};
+  d.features = std::move(data.numeric);
+  if (d.features.empty()) d.features.assign(1, 0.f);  // a data() pointer for 0 numeric inputs
+  d.targets = std::move(data.labels);
+  d.target_width = 1;
+  d.ids = std::move(data.ids);
+  d.ids_per_example = data.num_categorical;
+  d.bad_lines_skipped = data.bad_lines_skipped;
+  d.first_bad_line = std::move(data.first_bad_line);
+  return d;
+}
+
+}  // namespace pstrain
