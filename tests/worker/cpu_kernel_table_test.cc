@@ -293,6 +293,36 @@ TEST_P(KernelTableTest, MaxPoolRowMatchesReference) {
   }
 }
 
+// Rows gathered and scattered for a CTR model's embeddings: strided positions (one field of
+// [examples, fields]), widths with and without a partial vector, a position repeated so its
+// gradients add up in example order, and the columns around each copy left alone.
+TEST_P(KernelTableTest, GatherAndScatterRowsMatchReference) {
+  for (int64_t dim : {1, 5, 16, 20, 37}) {
+    SCOPED_TRACE(testing::Message() << "dim " << dim);
+    const int64_t unique = 6, n = 9, fields = 3, field = 1, out_stride = dim + 7;
+    const std::vector<float> rows = RandomVector(unique * dim, 40);
+    std::vector<int32_t> positions(n * fields, -1);
+    const int32_t pick[] = {3, 0, 5, 3, 1, 3, 2, 4, 0};
+    for (int64_t b = 0; b < n; ++b) positions[b * fields + field] = pick[b];
+    std::vector<float> out(n * out_stride, 7.f);
+    kernels().gather_rows(rows.data(), positions.data() + field, fields, n, dim, out.data(), out_stride);
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t j = 0; j < out_stride; ++j) {
+        const float want = j < dim ? rows[pick[b] * dim + j] : 7.f;
+        ASSERT_EQ(out[b * out_stride + j], want) << "example " << b << " column " << j;
+      }
+    }
+    const std::vector<float> in = RandomVector(n * out_stride, 41);
+    std::vector<float> grad = RandomVector(unique * dim, 42);
+    std::vector<float> want = grad;
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t j = 0; j < dim; ++j) want[pick[b] * dim + j] += in[b * out_stride + j];  // example order
+    }
+    kernels().scatter_add_rows(in.data(), out_stride, positions.data() + field, fields, n, dim, grad.data());
+    for (size_t i = 0; i < grad.size(); ++i) ASSERT_EQ(grad[i], want[i]) << "element " << i;  // same bits
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, KernelTableTest, ::testing::ValuesIn(AllCpuLevels()), CpuLevelTestName);
 
 }  // namespace

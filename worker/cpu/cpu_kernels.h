@@ -110,6 +110,15 @@ struct CpuKernels {
   // `pooled` non-null (the row's forward output, pooled after a ReLU) also 0 where pooled <= 0.
   void (*max_pool_row_backward)(const float* dout, const int32_t* arg, const float* pooled, int64_t out_width,
                                 int64_t channels, int64_t pool, float* din, int64_t row_stride, int64_t pixel_stride);
+
+  // Embedding rows (a CTR model's input layer; rows is [*, dim]): for b < n,
+  // out[b * out_stride + j] = rows[positions[b * positions_stride] * dim + j], j < dim.
+  void (*gather_rows)(const float* rows, const int32_t* positions, int64_t positions_stride, int64_t n, int64_t dim,
+                      float* out, int64_t out_stride);
+  // For b = 0..n-1 in order: rows[positions[b * positions_stride] * dim + j] += in[b * in_stride + j],
+  // j < dim (repeated positions sum in example order).
+  void (*scatter_add_rows)(const float* in, int64_t in_stride, const int32_t* positions, int64_t positions_stride,
+                           int64_t n, int64_t dim, float* rows);
 };
 
 // The table for `level`. REQUIRES: level <= DetectCpuLevel() to call its kernels.

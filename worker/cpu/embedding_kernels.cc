@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "worker/cpu/cpu_kernels.h"
+
 namespace pstrain {
 
 EmbeddingLayout MakeEmbeddingLayout(int64_t num_numeric, std::vector<int64_t> dims) {
@@ -18,29 +20,23 @@ EmbeddingLayout MakeEmbeddingLayout(int64_t num_numeric, std::vector<int64_t> di
 
 void GatherConcat(const EmbeddingLayout& layout, const float* numeric, absl::Span<const float* const> rows,
                   const int32_t* positions, int64_t batch, float* out) {
+  const CpuKernels& kernels = ActiveCpuKernels();
   const int64_t fields = static_cast<int64_t>(layout.dims.size());
-  for (int64_t b = 0; b < batch; ++b) {
-    float* x = out + b * layout.width;
-    if (layout.num_numeric > 0) {
-      std::memcpy(x, numeric + b * layout.num_numeric, sizeof(float) * layout.num_numeric);
+  if (layout.num_numeric > 0) {
+    for (int64_t b = 0; b < batch; ++b) {
+      std::memcpy(out + b * layout.width, numeric + b * layout.num_numeric, sizeof(float) * layout.num_numeric);
     }
-    const int32_t* pos = positions + b * fields;
-    for (int64_t f = 0; f < fields; ++f) {
-      const int64_t dim = layout.dims[f];
-      std::memcpy(x + layout.offsets[f], rows[f] + pos[f] * dim, sizeof(float) * dim);
-    }
+  }
+  for (int64_t f = 0; f < fields; ++f) {
+    kernels.gather_rows(rows[f], positions + f, fields, batch, layout.dims[f], out + layout.offsets[f], layout.width);
   }
 }
 
 void ScatterAddField(const EmbeddingLayout& layout, int field, const float* din, const int32_t* positions,
                      int64_t batch, float* grad_rows) {
   const int64_t fields = static_cast<int64_t>(layout.dims.size());
-  const int64_t dim = layout.dims[field], offset = layout.offsets[field];
-  for (int64_t b = 0; b < batch; ++b) {
-    float* __restrict dst = grad_rows + positions[b * fields + field] * dim;
-    const float* __restrict src = din + b * layout.width + offset;
-    for (int64_t j = 0; j < dim; ++j) dst[j] += src[j];
-  }
+  ActiveCpuKernels().scatter_add_rows(din + layout.offsets[field], layout.width, positions + field, fields, batch,
+                                      layout.dims[field], grad_rows);
 }
 
 }  // namespace pstrain

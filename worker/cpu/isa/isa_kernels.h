@@ -35,6 +35,12 @@ void MaxPoolRow(const float* in, int64_t row_stride, int64_t pixel_stride, int64
 void MaxPoolRowBackward(const float* dout, const int32_t* arg, const float* pooled, int64_t out_width, int64_t channels,
                         int64_t pool, float* din, int64_t row_stride, int64_t pixel_stride);
 
+// embedding_kernels.cc
+void GatherRows(const float* rows, const int32_t* positions, int64_t positions_stride, int64_t n, int64_t dim,
+                float* out, int64_t out_stride);
+void ScatterAddRows(const float* in, int64_t in_stride, const int32_t* positions, int64_t positions_stride, int64_t n,
+                    int64_t dim, float* rows);
+
 // kernel_table.cc
 const CpuKernels& Table();
 

@@ -19,6 +19,8 @@ const CpuKernels& Table() {
       Add,                 //
       MaxPoolRow,          //
       MaxPoolRowBackward,  //
+      GatherRows,          //
+      ScatterAddRows,      //
   };
   return kTable;
 }
