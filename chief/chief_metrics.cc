@@ -78,10 +78,14 @@ void ChiefMetrics::OnWindow(const ProgressWindow& w) {
   examples_per_second_->Set(w.examples_per_second);
   SetFinite(train_loss_, w.loss);
   SetFinite(train_accuracy_, w.accuracy);
+  if (std::isfinite(w.auc)) {
+    r_->GetGauge("pstrain_train_auc", "Training AUC over the last progress window (binary models)")->Set(w.auc);
+  }
 }
 
 EvalMetrics::EvalMetrics(MetricsRegistry* r)
-    : eval_step_(r->GetGauge("pstrain_eval_step", "Global step of the last evaluation")),
+    : r_(r),
+      eval_step_(r->GetGauge("pstrain_eval_step", "Global step of the last evaluation")),
       eval_loss_(r->GetGauge("pstrain_eval_loss", "Test loss of the last evaluation")),
       eval_accuracy_(r->GetGauge("pstrain_eval_accuracy", "Test accuracy (0..1) of the last evaluation")),
       evaluations_(r->GetCounter("pstrain_evaluations_total", "Evaluations finished")),
@@ -94,6 +98,8 @@ void EvalMetrics::OnEval(const EvalResult& r, double seconds) {
   eval_step_->Set(r.step);
   SetFinite(eval_loss_, r.loss);
   SetFinite(eval_accuracy_, r.accuracy);
+  // Binary models only: a job without an AUC exports no AUC series rather than a 0.
+  if (std::isfinite(r.auc)) r_->GetGauge("pstrain_eval_auc", "Exact test AUC of the last evaluation")->Set(r.auc);
   evaluations_->Increment();
   eval_seconds_->Observe(seconds);
 }

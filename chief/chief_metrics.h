@@ -23,6 +23,7 @@ class EvalMetrics {
   void OnEval(const EvalResult& r, double seconds);
 
  private:
+  MetricsRegistry* const r_;
   Gauge* const eval_step_;
   Gauge* const eval_loss_;
   Gauge* const eval_accuracy_;

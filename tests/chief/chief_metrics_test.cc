@@ -1,0 +1,53 @@
+// The chief's Prometheus gauges for binary (CTR) models: the test and training AUC appear once a
+// model has them, and a model without an AUC exports no AUC series at all (never a 0).
+#include "chief/chief_metrics.h"
+
+#include <cmath>
+#include <string>
+
+#include "common/metrics_registry.h"
+#include "gtest/gtest.h"
+
+namespace pstrain {
+namespace {
+
+bool HasLine(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
+}
+
+TEST(ChiefMetricsTest, AucGaugesOnlyForModelsThatHaveAnAuc) {
+  MetricsRegistry registry;
+  ChiefMetrics metrics(&registry);
+  EvalResult classification;
+  classification.step = 10;
+  classification.loss = 0.5;
+  classification.accuracy = 0.8;
+  metrics.OnEval(classification, 1.0);
+  ProgressWindow window;
+  window.global_step = 10;
+  window.loss = 0.5;
+  window.accuracy = 0.8;
+  window.auc = std::nan("");
+  metrics.OnWindow(window);
+  std::string text = registry.Render();
+  EXPECT_EQ(text.find("pstrain_eval_auc"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pstrain_train_auc"), std::string::npos) << text;
+
+  EvalResult binary;
+  binary.step = 20;
+  binary.loss = 0.43;
+  binary.accuracy = std::nan("");
+  binary.auc = 0.8125;
+  metrics.OnEval(binary, 1.0);
+  window.global_step = 20;
+  window.accuracy = std::nan("");
+  window.auc = 0.75;
+  metrics.OnWindow(window);
+  text = registry.Render();
+  EXPECT_TRUE(HasLine(text, "pstrain_eval_auc 0.8125")) << text;
+  EXPECT_TRUE(HasLine(text, "pstrain_train_auc 0.75")) << text;
+  EXPECT_TRUE(HasLine(text, "pstrain_eval_accuracy 0.8")) << text;  // the last finite one stays
+}
+
+}  // namespace
+}  // namespace pstrain
