@@ -96,7 +96,7 @@ class TensorChannelClient::Call {
   absl::Status ReadFrame(TensorCallResponse* message, uint64_t* payload_bytes, const char* first = nullptr,
                          size_t first_bytes = 0) {
     char header[kFrameHeaderBytes];
-    std::memcpy(header, first, first_bytes);
+    if (first_bytes > 0) std::memcpy(header, first, first_bytes);  // memcpy from null is undefined even for 0
     RETURN_IF_ERROR(Read(header + first_bytes, kFrameHeaderBytes - first_bytes));
     ASSIGN_OR_RETURN(FrameHeader h, DecodeFrameHeader(header));
     std::string body(h.message_bytes, '\0');
