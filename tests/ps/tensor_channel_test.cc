@@ -261,14 +261,9 @@ TEST_F(ChannelTest, ACallBeforeTheHelloIsRefused) {
 
 // A fake ps that echoes the preface, then answers the hello with `version`.
 TEST(TensorChannelClient, APsOfAnotherVersionIsAFailedPreconditionNotARetry) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::listen(listener, 1);
+  int port = 0;
+  const int listener = testing_util::ListenLoopback(&port);
+  ASSERT_GE(listener, 0);
   std::thread fake([listener] {
     const int fd = ::accept(listener, nullptr, nullptr);
     char preface[kPrefaceBytes];
@@ -285,7 +280,7 @@ TEST(TensorChannelClient, APsOfAnotherVersionIsAFailedPreconditionNotARetry) {
     }
     ::close(fd);
   });
-  TensorChannelClient client("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), "ps:9", Plain());
+  TensorChannelClient client("127.0.0.1:" + std::to_string(port), "ps:9", Plain());
   PullResponse pulled;
   absl::Status s = client.Pull(OnePull("w"), &pulled, absl::Seconds(30));
   fake.join();
@@ -504,14 +499,9 @@ TEST_F(ChannelTest, ConcurrentPullsAndPushesAreNeverTorn) {
 // A ps that answers a pull with sizes that do not fit what was asked: INTERNAL, no allocation.
 TEST(TensorChannelClient, APsThatAnnouncesWrongSizesIsInternal) {
   for (int64_t announced : {int64_t{-8}, int64_t{1} << 40, int64_t{12}}) {
-    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    socklen_t len = sizeof(addr);
-    ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::listen(listener, 1);
+    int port = 0;
+    const int listener = testing_util::ListenLoopback(&port);
+    ASSERT_GE(listener, 0);
     std::thread fake([listener, announced] {
       const int fd = ::accept(listener, nullptr, nullptr);
       auto read_frame = [fd] {
@@ -541,7 +531,7 @@ TEST(TensorChannelClient, APsThatAnnouncesWrongSizesIsInternal) {
       ::recv(fd, &byte, 1, 0);  // until the client closes
       ::close(fd);
     });
-    TensorChannelClient client("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), "ps:9", Plain());
+    TensorChannelClient client("127.0.0.1:" + std::to_string(port), "ps:9", Plain());
     PullResponse pulled;
     absl::Status s = client.Pull(OnePull("w"), &pulled, absl::Seconds(30));
     EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << announced;

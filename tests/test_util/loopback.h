@@ -28,6 +28,23 @@ inline int FreeLoopbackPort() {
   return ntohs(addr.sin_port);
 }
 
+// A socket listening on a free port of 127.0.0.1 (backlog 1), its port in *port; -1 when it
+// cannot bind.
+inline int ListenLoopback(int* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 1) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
 // A blocking socket connected to 127.0.0.1:port, or -1.
 inline int ConnectLoopback(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
