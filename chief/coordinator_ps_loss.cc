@@ -66,10 +66,9 @@ absl::Status Coordinator::HandleLostPs(int ps, const absl::Status& cause, int64_
   const std::vector<std::string> shards = ShardNamesOnPs(plan_, ps);
   std::string why;
   if (recovery_->Probe(ps, shards, &why) == PsRecovery::State::kIntact) {
-    // It serves and holds every shard: the failure was the call's, not the ps's (the closure runs
-    // again).
-    Log(absl::StrCat("ps:", ps, " answers with its shards intact (a closure failed on it: ", cause.message(),
-                     "); going on"));
+    // It serves and holds every shard: the failure was a call's, not the ps's (a failed closure
+    // runs again), or a report that came in while it was already being brought back.
+    Log(absl::StrCat("ps:", ps, " answers with its shards intact (after: ", cause.message(), "); going on"));
     return absl::OkStatus();
   }
   const int64_t step = tracker_->global_step();
