@@ -15,9 +15,9 @@ void Coordinator::OnPsTrouble(int ps, const absl::Status& cause) {
         absl::StrCat("a worker names ps:", ps, " but the cluster has ", ps_.size(), " ps tasks: ", cause.message())));
     return;
   }
-  queue_.Pause();  // no closure goes out until the ps is checked (CheckPsTrouble resumes)
-  absl::MutexLock lock(&trouble_mu_);
+  absl::MutexLock lock(&trouble_mu_);  // with the pause, so CheckPsTrouble never resumes past it
   ps_trouble_.try_emplace(ps, PsTrouble{cause, env_->NowMicros()});
+  queue_.Pause();  // no closure goes out until the ps is checked (CheckPsTrouble resumes)
 }
 
 absl::Status Coordinator::CheckPsTrouble() {

@@ -49,5 +49,19 @@ TEST(ChiefMetricsTest, AucGaugesOnlyForModelsThatHaveAnAuc) {
   EXPECT_TRUE(HasLine(text, "pstrain_eval_accuracy 0.8")) << text;  // the last finite one stays
 }
 
+TEST(ChiefMetricsTest, LostPsCountersAddUpPerPs) {
+  MetricsRegistry registry;
+  ChiefMetrics metrics(&registry);
+  metrics.OnPsLost("ps:1 at 10.0.0.2:2222");
+  metrics.OnPsRecovered("ps:1 at 10.0.0.2:2222", 2.5, 87);
+  metrics.OnPsLost("ps:1 at 10.0.0.2:2222");
+  metrics.OnPsRecovered("ps:1 at 10.0.0.2:2222", 1.5, 0);
+  const std::string text = registry.Render();
+  EXPECT_TRUE(HasLine(text, "pstrain_ps_lost_total{ps=\"ps:1\"} 2")) << text;
+  EXPECT_TRUE(HasLine(text, "pstrain_ps_recovered_total{ps=\"ps:1\"} 2")) << text;
+  EXPECT_TRUE(HasLine(text, "pstrain_ps_lost_updates_total{ps=\"ps:1\"} 87")) << text;
+  EXPECT_TRUE(HasLine(text, "pstrain_ps_recovery_pause_seconds_total{ps=\"ps:1\"} 4")) << text;
+}
+
 }  // namespace
 }  // namespace pstrain

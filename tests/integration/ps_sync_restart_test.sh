@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Sync mode: kill -9 a ps mid-training, restarted by deploy/local/supervise.sh: every ps rolls back
 # to the newest checkpoint (a sync model stays one consistent global step), the step counter
-# follows, and the job completes every step.
+# follows, and the job completes every step. The workers reach the restarted ps again over the
+# transport given (a new tensor channel connection and hello, or gRPC's reconnect).
+# Usage: ps_sync_restart_test.sh BIN_DIR [tensor_channel|grpc]
 source "$(dirname "$0")/lib.sh" "$1"
+TRANSPORT=${2:-tensor_channel}
 
 make_cluster 2 2
 for i in 0 1; do start_supervised ps "$i" pstrain-ps; SUP[$i]=$LAST_PID; done
-for i in 0 1; do start worker "$i" pstrain-worker --threads=1; done
+for i in 0 1; do start worker "$i" pstrain-worker --threads=1 --ps_transport="$TRANSPORT"; done
 STEPS=1500
 start chief 0 pstrain-chief --job=linear --mode=sync --steps="$STEPS" --steps_per_closure=5 \
-  --checkpoint_every_steps=200 --model_dir="$WORK/model" --progress_secs=1 --wait_timeout_secs=30
+  --checkpoint_every_steps=200 --model_dir="$WORK/model" --progress_secs=1 --wait_timeout_secs=30 \
+  --ps_transport="$TRANSPORT"
 CHIEF=$LAST_PID
 wait_for_line "$WORK/chief-0.log" "saved checkpoint .*/ckpt-200" 120
 wait_for_line "$WORK/chief-0.log" "step (2[5-9][0-9]|[3-9][0-9][0-9])/" 120
@@ -24,4 +28,4 @@ back=$(grep -E "ps:1 is back at step" "$WORK/chief-0.log") || fail "the chief di
 [ "$(json_get "$WORK/model/summary.json" "d['global_step']")" = "$STEPS" ] || fail "the job did not complete every step"
 echo "$rolled"
 echo "$back"
-echo "PASS: sync mode: ps:1 killed and restarted, every ps rolled back, $STEPS steps done"
+echo "PASS: sync mode over $TRANSPORT: ps:1 killed and restarted, every ps rolled back, $STEPS steps done"
