@@ -3,9 +3,12 @@
 // newest complete checkpoint of the model dir), configures the workers, then schedules closures of
 // k steps until the budget is spent, evaluating and checkpointing on the job's schedule and at the
 // end. Async mode: each worker takes closures on its own; sync mode: every round of k steps goes to
-// ALL workers at once (the ps apply the mean once per step). A lost worker's closure goes to
-// another worker and the worker is polled until it comes back; a lost ps or a non-retryable error
-// stops the job with a message naming the cause.
+// ALL workers at once (the ps apply the mean once per step). The chief decides which data part
+// and batch position every closure trains (DataPositions, saved with each checkpoint). A lost or
+// silent worker's closure goes to another worker with the same data (sync mode: beside that
+// worker's own closure of the round, so every update stays the exact global-batch update) and the
+// worker is polled until it comes back; a lost ps or a non-retryable error stops the job with a
+// message naming the cause.
 // Thread-safety: Run() on one thread; RequestStop() and Status() from any thread.
 #ifndef PSTRAIN_CHIEF_COORDINATOR_H_
 #define PSTRAIN_CHIEF_COORDINATOR_H_
@@ -23,6 +26,7 @@
 #include "chief/chief_metrics.h"
 #include "chief/closure_queue.h"
 #include "chief/cluster_waiter.h"
+#include "chief/data_positions.h"
 #include "chief/evaluation.h"
 #include "chief/metrics_writer.h"
 #include "chief/progress_tracker.h"
@@ -105,6 +109,7 @@ class Coordinator : public WorkerPoolSink {
   void OnEvalResult(int worker, const Closure& closure, const EvaluateResponse& response) override;
   absl::Status OnWorkerLost(int worker, const absl::Status& cause) override;
   void OnWorkerBack(int worker) override;
+  void AssignData(int worker, Closure* closure) override;
 
  private:
   absl::Status Prepare();
@@ -115,6 +120,8 @@ class Coordinator : public WorkerPoolSink {
   bool HasTestData() const;
   nlohmann::json PsStatsJson() const;  // the ps tasks' stats for the summary  // csv jobs without data.test_file cannot evaluate
   absl::Status CreateOrRestore();
+  // Data positions from checkpoint `dir`, or derived from start_step_ (with a log line).
+  void RestoreDataPositions(const std::string& dir);
   absl::Status ConfigureAll();
   ConfigureRequest MakeConfigure(int worker) const;
   absl::Status TrainLoop();
@@ -163,6 +170,7 @@ class Coordinator : public WorkerPoolSink {
   std::unique_ptr<ProgressTracker> tracker_;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<CheckpointManager> checkpoints_;
+  std::unique_ptr<DataPositions> data_;  // set in Prepare
   std::unique_ptr<MetricsWriter> metrics_;
   std::unique_ptr<RunEvents> events_;
   std::unique_ptr<MetricsRegistry> own_registry_;  // when options_.metrics is null

@@ -13,6 +13,10 @@ absl::Status FakeWorker::RunSteps(const RunStepsRequest& r, RunStepsResponse* ou
     down = true;
     return absl::UnavailableError("Socket closed");
   }
+  if (runs_before_silence >= 0 && runs_before_silence-- == 0) {
+    silent = true;
+    while (silent) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   if (fail_next_runs > 0) {
     --fail_next_runs;
     down = true;
