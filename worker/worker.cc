@@ -238,14 +238,14 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
     closure_examples[(request.data_position() + k) / per_epoch] += metrics.examples - examples_before;
     compute_s += ((t1 - t0) + (t3 - t2)) * 1e-6;
     wait_s += ((t2 - t1) + (t4 - t3)) * 1e-6;
-    response->set_examples(metrics.examples);
-    response->set_loss_sum(metrics.loss_sum);
-    response->set_correct(metrics.correct);
-    response->set_max_staleness(staleness);
-    response->set_compute_seconds(compute_s);
-    response->set_wait_seconds(wait_s);
   }
   response->set_steps_done(request.num_steps());
+  response->set_examples(metrics.examples);  // trained here: steps applied already are not
+  response->set_loss_sum(metrics.loss_sum);
+  response->set_correct(metrics.correct);
+  response->set_max_staleness(staleness);
+  response->set_compute_seconds(compute_s);
+  response->set_wait_seconds(wait_s);
   // Binary models: the closure's AUC over its own examples (the chief averages them by examples).
   if (!metrics.logits.empty()) response->set_train_auc(ExactAuc(metrics.labels, metrics.logits));
   // One line per closure: what it trained, by epoch of its part (the data-order tests read it).

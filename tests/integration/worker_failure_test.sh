@@ -8,7 +8,7 @@ make_cluster 1 2
 declare -a WORKER_PIDS
 start_servers 1 2
 MODEL="$WORK/model"
-STEPS=${STEPS:-4000}
+STEPS=${STEPS:-8000}
 start chief 0 pstrain-chief --job=linear --steps="$STEPS" --steps_per_closure=5 --model_dir="$MODEL" \
   --progress_secs=1 --poll_secs=1 --wait_timeout_secs=30
 CHIEF=$LAST_PID
