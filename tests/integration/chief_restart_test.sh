@@ -23,6 +23,9 @@ newest=$(ls "$MODEL" | sed -n 's/^ckpt-\([0-9]*\)$/\1/p' | sort -n | tail -1)
 cp "$MODEL/ckpt-$newest/data_positions.json" "$WORK/resumed_positions.json" || fail "ckpt-$newest has no data positions"
 
 start chief 0 pstrain-chief "${ARGS[@]}"
+restarted_at=$(date +%s.%N)
+wait_for_line "$WORK/chief-0.log" "configured 2 workers" 60
+training_at=$(date +%s.%N)
 wait_pid "$LAST_PID" 300
 [ "$WAIT_RC" = 0 ] || fail "restarted chief exited with $WAIT_RC"
 grep -q "resumed from $MODEL/ckpt-$newest at step $newest" "$WORK/chief-0.log" \
@@ -42,4 +45,6 @@ order=$(python3 "$(dirname "$0")/data_order_check.py" "$WORK/resumed_positions.j
   "$MODEL/ckpt-$STEPS/data_positions.json" "$WORK/split" "$WORK/worker-0.log" "$WORK/worker-1.log" 2>&1) \
   || fail "$order"
 echo "$order"
+echo "restarted chief training again $(python3 -c "print(round($training_at - $restarted_at, 2))") s after its start" \
+  "(this test's polling, 0.1 s)"
 echo "PASS: resumed at step $newest and finished $STEPS steps"
