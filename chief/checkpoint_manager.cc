@@ -28,13 +28,14 @@ int64_t CheckpointManager::StepOfName(const std::string& name) {
   return step;
 }
 
-absl::StatusOr<std::string> CheckpointManager::Save(int64_t global_step, const std::string& job_spec_json) {
+absl::StatusOr<std::string> CheckpointManager::Save(int64_t global_step, const std::string& job_spec_json,
+                                                     const std::map<std::string, std::string>& extra_files) {
   RETURN_IF_ERROR(env_->CreateDirs(model_dir_));
   const std::string final_dir = absl::StrCat(model_dir_, "/ckpt-", global_step);
   const std::string tmp = absl::StrCat(final_dir, ".tmp-", ::getpid());
   RETURN_IF_ERROR(env_->RemoveAll(tmp));
   RETURN_IF_ERROR(env_->CreateDirs(tmp));
-  absl::Status s = SaveInto(tmp, global_step, job_spec_json);
+  absl::Status s = SaveInto(tmp, global_step, job_spec_json, extra_files);
   if (s.ok() && env_->FileExists(final_dir)) s = env_->RemoveAll(final_dir);  // same step saved again
   if (s.ok()) s = env_->Rename(tmp, final_dir);
   if (!s.ok()) {
@@ -45,8 +46,8 @@ absl::StatusOr<std::string> CheckpointManager::Save(int64_t global_step, const s
   return final_dir;
 }
 
-absl::Status CheckpointManager::SaveInto(const std::string& tmp, int64_t global_step,
-                                         const std::string& job_spec_json) {
+absl::Status CheckpointManager::SaveInto(const std::string& tmp, int64_t global_step, const std::string& job_spec_json,
+                                         const std::map<std::string, std::string>& extra_files) {
   std::vector<std::future<absl::StatusOr<SaveResponse>>> calls;
   for (PsClient* ps : ps_) {
     calls.push_back(std::async(std::launch::async, [ps, &tmp, global_step]() -> absl::StatusOr<SaveResponse> {
@@ -73,6 +74,7 @@ absl::Status CheckpointManager::SaveInto(const std::string& tmp, int64_t global_
   }
   RETURN_IF_ERROR(first_error);
   RETURN_IF_ERROR(WriteCheckpointIndex(env_, tmp, index));
+  for (const auto& [name, contents] : extra_files) RETURN_IF_ERROR(env_->WriteFileAtomic(tmp + "/" + name, contents));
   return env_->SyncDir(tmp);
 }
 

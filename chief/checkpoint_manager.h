@@ -10,6 +10,7 @@
 #ifndef PSTRAIN_CHIEF_CHECKPOINT_MANAGER_H_
 #define PSTRAIN_CHIEF_CHECKPOINT_MANAGER_H_
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,9 +32,12 @@ class CheckpointManager {
   // `env` and the clients are not owned. `keep` >= 1.
   CheckpointManager(Env* env, std::string model_dir, int keep, std::vector<PsClient*> ps);
 
-  // Saves the job's state at `global_step`; returns the final directory. Errors from a ps or the
-  // filesystem are returned with the ps or path named; the temporary directory is removed then.
-  absl::StatusOr<std::string> Save(int64_t global_step, const std::string& job_spec_json);
+  // Saves the job's state at `global_step`; returns the final directory. `extra_files` (name ->
+  // contents) are written into it too, before it is committed (e.g. the data positions). Errors
+  // from a ps or the filesystem are returned with the ps or path named; the temporary directory
+  // is removed then.
+  absl::StatusOr<std::string> Save(int64_t global_step, const std::string& job_spec_json,
+                                   const std::map<std::string, std::string>& extra_files = {});
 
   // The newest complete checkpoint, or nullopt when the model dir holds no "ckpt-<step>" at all.
   // FailedPrecondition naming every checkpoint and why it failed when there are some but none can
@@ -54,7 +58,8 @@ class CheckpointManager {
   static int64_t StepOfName(const std::string& name);
 
  private:
-  absl::Status SaveInto(const std::string& tmp, int64_t global_step, const std::string& job_spec_json);
+  absl::Status SaveInto(const std::string& tmp, int64_t global_step, const std::string& job_spec_json,
+                        const std::map<std::string, std::string>& extra_files);
   absl::Status Prune();
 
   Env* const env_;

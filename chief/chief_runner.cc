@@ -138,6 +138,7 @@ int RunChief(const ChiefConfig& config) {
   options.wait.timeout_ms = config.wait_timeout_secs * 1000;
   options.pool.run_steps_timeout_ms = config.closure_timeout_secs * 1000;
   options.pool.evaluate_timeout_ms = config.closure_timeout_secs * 1000;
+  options.pool.silence_timeout_ms = config.worker_silence_timeout_secs * 1000;
   options.pool.poll_interval_ms = config.poll_interval_secs * 1000;
   options.progress_interval_ms = config.progress_interval_secs * 1000;
   options.all_workers_lost_timeout_ms = config.all_workers_lost_timeout_secs * 1000;

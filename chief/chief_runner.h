@@ -21,6 +21,7 @@ struct ChiefConfig {
   int64_t wait_timeout_secs = 120;
   int64_t progress_interval_secs = 5;
   int64_t closure_timeout_secs = 600;
+  int64_t worker_silence_timeout_secs = 30;  // see WorkerPoolOptions::silence_timeout_ms
   int64_t poll_interval_secs = 1;
   int64_t all_workers_lost_timeout_secs = 600;
   int64_t ps_recovery_timeout_secs = 300;  // a lost ps must answer again within this

@@ -2,19 +2,43 @@
 
 namespace pstrain {
 
+void ClosureQueue::OrphanIfLostLocked(Closure* c) {
+  if (c->target_worker >= 0 && lost_targets_.count(c->target_worker) > 0) {
+    c->target_worker = -1;
+    c->orphan = true;
+  }
+}
+
 void ClosureQueue::Push(const Closure& closure) {
   absl::MutexLock lock(&mu_);
   waiting_.push_back(closure);
+  OrphanIfLostLocked(&waiting_.back());
   unfinished_.insert(closure.id);
 }
 
-std::optional<Closure> ClosureQueue::Take(int worker, absl::Duration timeout) {
+void ClosureQueue::SetTargetLost(int worker, bool lost) {
+  absl::MutexLock lock(&mu_);
+  if (!lost) {
+    lost_targets_.erase(worker);
+    return;
+  }
+  lost_targets_.insert(worker);
+  for (Closure& c : waiting_) OrphanIfLostLocked(&c);
+}
+
+std::optional<Closure> ClosureQueue::Take(int worker, absl::Duration timeout, TakeMode mode) {
   absl::MutexLock lock(&mu_);
   auto find = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> std::deque<Closure>::iterator {
+    // Orphans: the earliest sync round first (a later one would wait on the ps for it).
+    auto best = waiting_.end();
     for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
-      if (it->target_worker < 0 || it->target_worker == worker) return it;
+      if (mode == TakeMode::kOrphans) {
+        if (it->orphan && (best == waiting_.end() || it->first_step < best->first_step)) best = it;
+      } else if (!it->orphan && (it->target_worker < 0 || it->target_worker == worker)) {
+        return it;
+      }
     }
-    return waiting_.end();
+    return best;
   };
   auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return shutdown_ || !error_.ok() || (!paused_ && find() != waiting_.end());
@@ -43,7 +67,11 @@ bool ClosureQueue::Finish(const Closure& closure, const std::function<void()>& r
 void ClosureQueue::Requeue(const Closure& closure) {
   absl::MutexLock lock(&mu_);
   if (unfinished_.count(closure.id) == 0) return;  // another execution finished it already
+  for (const Closure& c : waiting_) {
+    if (c.id == closure.id) return;  // re-queued already (a silent worker's closure)
+  }
   waiting_.push_front(closure);
+  OrphanIfLostLocked(&waiting_.front());
 }
 
 void ClosureQueue::Fail(const absl::Status& status) {
@@ -64,8 +92,15 @@ absl::Status ClosureQueue::WaitAllFinished(absl::Time deadline) {
 
 void ClosureQueue::DropWaiting() {
   absl::MutexLock lock(&mu_);
-  for (const Closure& c : waiting_) unfinished_.erase(c.id);
-  waiting_.clear();
+  std::deque<Closure> keep;
+  for (const Closure& c : waiting_) {
+    if (c.kind == Closure::Kind::kTrain && c.data_position >= 0) {
+      keep.push_back(c);
+    } else {
+      unfinished_.erase(c.id);
+    }
+  }
+  waiting_ = std::move(keep);
 }
 
 void ClosureQueue::DropAll() {

@@ -27,6 +27,14 @@ struct Closure {
   int32_t shard_index = 0;    // kEvaluate
   int32_t num_shards = 0;     // kEvaluate
   int target_worker = -1;     // -1: any worker; otherwise only that worker may run it (sync mode)
+  // kTrain: the data part and its first batch (DataPositions); -1 until handed out (async) or
+  // chosen for a sync round. A re-queued closure keeps them: a re-run trains the same examples.
+  int32_t data_part = -1;
+  int64_t data_position = -1;
+  // Sync mode: a closure whose target worker was lost; taken only by the pool's rescue threads,
+  // which run it on another worker beside that worker's own closure of the same round; the
+  // earliest round (first_step) is handed out first.
+  bool orphan = false;
 };
 
 class ClosureQueue {
@@ -38,9 +46,17 @@ class ClosureQueue {
   // Adds a closure for the current phase. REQUIRES: its id is unique within the phase.
   void Push(const Closure& closure);
 
+  // Which closures a Take may hand out: kOwn, a worker's own dispatch (untargeted ones and those
+  // targeted at it, never orphans); kOrphans, a rescue dispatch (orphans only).
+  enum class TakeMode { kOwn, kOrphans };
+
   // Blocks until a closure that `worker` may run is waiting, then hands it out; returns nullopt
   // after `timeout`, on a fatal error or after Shutdown().
-  std::optional<Closure> Take(int worker, absl::Duration timeout);
+  std::optional<Closure> Take(int worker, absl::Duration timeout, TakeMode mode = TakeMode::kOwn);
+
+  // Sync mode: `worker` is lost (true) or back (false). While it is lost, closures targeted at it
+  // (waiting, re-queued or pushed later) become orphans for the rescue dispatchers.
+  void SetTargetLost(int worker, bool lost);
 
   // The worker that took `closure` finished it. Returns true the first time a closure id is
   // finished (its result counts) and false for a duplicate execution (its result must be dropped).
@@ -59,7 +75,8 @@ class ClosureQueue {
   // or `deadline` passes (DeadlineExceeded).
   absl::Status WaitAllFinished(absl::Time deadline);
 
-  // Removes the closures nobody has taken yet (a phase ending early); running ones stay.
+  // Removes the closures nobody has taken yet (a phase ending early); running ones stay, and so
+  // do re-queued ones that hold a data position (their batches were handed out already).
   void DropWaiting();
 
   // Forgets every closure of the phase, running ones too: their later Finish() counts nothing
@@ -84,6 +101,9 @@ class ClosureQueue {
   std::deque<Closure> waiting_ ABSL_GUARDED_BY(mu_);
   std::set<int64_t> unfinished_ ABSL_GUARDED_BY(mu_);   // pushed, not finished
   absl::Status error_ ABSL_GUARDED_BY(mu_);
+  std::set<int> lost_targets_ ABSL_GUARDED_BY(mu_);
+  // Makes `c` an orphan when its target is lost.
+  void OrphanIfLostLocked(Closure* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
 };

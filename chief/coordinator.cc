@@ -18,6 +18,11 @@
 #include "ps/store/optimizer.h"
 
 namespace pstrain {
+namespace {
+
+constexpr int kMaxRescueThreads = 3;  // lost workers whose parts one live worker can run at once
+
+}  // namespace
 
 nlohmann::json JobSummary::ToJson() const {
   nlohmann::json j;
@@ -169,12 +174,16 @@ absl::Status Coordinator::Prepare() {
     const double start_unix = UnixSeconds() - (env_->NowMicros() - tracker_start_micros_) * 1e-6;
     events_ = std::make_unique<RunEvents>(options_.model_dir, start_unix);
   }
+  if (data_ == nullptr) data_ = std::make_unique<DataPositions>(num_workers_);
   tracker_ = std::make_unique<ProgressTracker>(env_, num_workers_, spec_.batch_size, budget_.total_steps,
                                                budget_.steps_per_epoch, start_step_, MetricsKindOf(spec_.model));
   if (!options_.init_only) RETURN_IF_ERROR(ConfigureAll());
   if (!HasTestData()) Log("the job has no test data (data.test_file is not set): no evaluation");
+  WorkerPoolOptions pool_options = options_.pool;
+  // Sync mode: a live worker runs lost workers' parts of a round beside its own.
+  if (spec_.mode == "sync") pool_options.rescue_threads = std::min(num_workers_ - 1, kMaxRescueThreads);
   pool_ = std::make_unique<WorkerPool>(
-      env_, workers_, &queue_, this, [this](int worker) { return MakeConfigure(worker); }, options_.pool);
+      env_, workers_, &queue_, this, [this](int worker) { return MakeConfigure(worker); }, pool_options);
   recovery_ = std::make_unique<PsRecovery>(env_, ps_, options_.ps_probes, options_.ps_recovery);
   if (options_.ps_health_interval_ms > 0) {
     ps_watch_ = std::make_unique<PsHealthWatch>(
@@ -272,6 +281,7 @@ absl::Status Coordinator::CreateOrRestore() {
   if (found.has_value()) {
     start_step_ = found->index.global_step;
     last_checkpoint_step_ = start_step_;
+    RestoreDataPositions(found->dir);
     absl::MutexLock lock(&mu_);
     last_checkpoint_ = found->dir;
     Log(absl::StrCat("resumed from ", found->dir, " at step ", start_step_));
@@ -280,6 +290,23 @@ absl::Status Coordinator::CreateOrRestore() {
   }
   return absl::OkStatus();
 }
+
+void Coordinator::RestoreDataPositions(const std::string& dir) {
+  data_ = std::make_unique<DataPositions>(num_workers_);
+  absl::StatusOr<std::optional<std::vector<int64_t>>> saved = DataPositions::Load(env_, dir, num_workers_);
+  std::vector<int64_t> positions = DataPositions::FromStep(start_step_, num_workers_);
+  if (saved.ok() && saved->has_value()) {
+    positions = **saved;
+    Log(absl::StrCat("resumed data positions (batches per part) ", absl::StrJoin(positions, ","), " from ", dir));
+  } else {
+    Log(absl::StrCat(saved.ok() ? absl::StrCat(dir, " has no ", kDataPositionsFile, " (an older checkpoint)")
+                                : std::string(saved.status().message()),
+                     ": every data part continues at batch ", start_step_, " (one per global step)"));
+  }
+  data_->Reset(std::move(positions));
+}
+
+void Coordinator::AssignData(int worker, Closure* closure) { data_->Assign(worker, closure); }
 
 ConfigureRequest Coordinator::MakeConfigure(int worker) const {
   ConfigureRequest r;
@@ -320,12 +347,10 @@ void Coordinator::OnEvalResult(int worker, const Closure& closure, const Evaluat
 absl::Status Coordinator::OnWorkerLost(int worker, const absl::Status& cause) {
   const std::string peer = workers_[worker]->peer();
   gauges_->OnWorkerLost(peer);
-  if (spec_.mode == "sync") {
-    return absl::UnavailableError(absl::StrCat("lost ", peer, " (", cause.message(),
-                                               "): sync mode needs every worker for every step; restart it "
-                                               "and the chief, which resumes from the last checkpoint"));
-  }
-  Log(absl::StrCat("lost ", peer, " (", cause.message(), "); its closure goes to another worker, polling it"));
+  Log(absl::StrCat("lost ", peer, " (", cause.message(), "); ",
+                   spec_.mode == "sync" ? "its data part of each round is re-run on another worker"
+                                        : "its closure goes to another worker",
+                   " with the same examples, polling it"));
   absl::MutexLock lock(&mu_);
   lost_workers_.push_back(peer);
   return absl::OkStatus();

@@ -3,13 +3,16 @@
 // newest complete checkpoint of the model dir), configures the workers, then schedules closures of
 // k steps until the budget is spent, evaluating and checkpointing on the job's schedule and at the
 // end. Async mode: each worker takes closures on its own; sync mode: every round of k steps goes to
-// ALL workers at once (the ps apply the mean once per step). A lost worker's closure goes to
-// another worker and the worker is polled until it comes back. A lost ps (a worker's closure
-// failed on it, or it missed the health watch's deadline: gone, hung, cut off) pauses the queue
-// while HandleLostPs waits for it at its address (bounded by ps_recovery.timeout_ms): back with
-// its shards -> nothing restored; restarted -> async: only its shards come back from the newest
-// verified checkpoint (or the initializers), the other ps keep their newer state; sync: every ps
-// rolls back to that checkpoint and the step counter follows. Each loss is logged, recorded in
+// ALL workers at once (the ps apply the mean once per step). The chief decides which data part
+// and batch position every closure trains (DataPositions, saved with each checkpoint). A lost or
+// silent worker's closure goes to another worker with the same data (sync mode: beside that
+// worker's own closure of the round, so every update stays the exact global-batch update) and the
+// worker is polled until it comes back. A lost ps (a worker's closure failed on it, or it missed
+// the health watch's deadline: gone, hung, cut off) pauses the queue while HandleLostPs waits for
+// it at its address (bounded by ps_recovery.timeout_ms): back with its shards -> nothing
+// restored; restarted -> async: only its shards come back from the newest verified checkpoint (or
+// the initializers), the other ps keep their newer state; sync: every ps rolls back to that
+// checkpoint, and the step counter and the data positions follow. Each loss is logged, recorded in
 // metrics.jsonl (kind "ps_recovery") and counted in Prometheus. A non-retryable error, or a ps
 // that never answers again, stops the job with a message naming the cause.
 // Thread-safety: Run() on one thread; RequestStop() and Status() from any thread.
@@ -30,6 +33,7 @@
 #include "chief/chief_metrics.h"
 #include "chief/closure_queue.h"
 #include "chief/cluster_waiter.h"
+#include "chief/data_positions.h"
 #include "chief/evaluation.h"
 #include "chief/metrics_writer.h"
 #include "chief/progress_tracker.h"
@@ -123,6 +127,7 @@ class Coordinator : public WorkerPoolSink {
   absl::Status OnWorkerLost(int worker, const absl::Status& cause) override;
   void OnWorkerBack(int worker) override;
   void OnPsTrouble(int ps, const absl::Status& cause) override;
+  void AssignData(int worker, Closure* closure) override;
 
  private:
   absl::Status Prepare();
@@ -133,6 +138,8 @@ class Coordinator : public WorkerPoolSink {
   bool HasTestData() const;
   nlohmann::json PsStatsJson() const;  // the ps tasks' stats for the summary  // csv jobs without data.test_file cannot evaluate
   absl::Status CreateOrRestore();
+  // Data positions from checkpoint `dir`, or derived from start_step_ (with a log line).
+  void RestoreDataPositions(const std::string& dir);
   absl::Status ConfigureAll();
   ConfigureRequest MakeConfigure(int worker) const;
   absl::Status TrainLoop();
@@ -193,6 +200,7 @@ class Coordinator : public WorkerPoolSink {
   std::unique_ptr<ProgressTracker> tracker_;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<CheckpointManager> checkpoints_;
+  std::unique_ptr<DataPositions> data_;  // set in Prepare
   std::unique_ptr<MetricsWriter> metrics_;
   std::unique_ptr<RunEvents> events_;
   std::unique_ptr<MetricsRegistry> own_registry_;  // when options_.metrics is null

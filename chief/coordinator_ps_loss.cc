@@ -3,6 +3,7 @@
 #include <future>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "chief/coordinator.h"
 #include "chief/job_protos.h"
 #include "common/status_macros.h"
@@ -87,7 +88,8 @@ absl::Status Coordinator::HandleLostPs(int ps, const absl::Status& cause, int64_
     RETURN_IF_ERROR(RollBackAll(*from, ps));
     Log(absl::StrCat("all ps rolled back to ", from->checkpoint_dir.empty() ? "the initializers (step 0)"
                                                                             : from->checkpoint_dir,
-                     ": training goes on from step ", tracker_->global_step()));
+                     ": training goes on from step ", tracker_->global_step(), " at data positions ",
+                     absl::StrJoin(data_->Snapshot(), ",")));
   }
   report.pause_seconds = (env_->NowMicros() - lost_at_micros) * 1e-6;
   Log(report.Describe());
@@ -120,6 +122,21 @@ absl::Status Coordinator::RollBackAll(const PsRestoreSource& from, int restored_
   // The rounds in flight belong to the steps rolled back: none of them counts.
   queue_.DropAll();
   const int64_t step = from.checkpoint_dir.empty() ? 0 : from.checkpoint_step;
+  // The data goes back with the model: every part resumes at the checkpoint's position, so the
+  // steps trained again see the same examples.
+  std::vector<int64_t> positions = DataPositions::FromStep(step, num_workers_);
+  if (!from.checkpoint_dir.empty()) {
+    absl::StatusOr<std::optional<std::vector<int64_t>>> saved =
+        DataPositions::Load(env_, from.checkpoint_dir, num_workers_);
+    if (saved.ok() && saved->has_value()) {
+      positions = **saved;
+    } else {
+      Log(absl::StrCat(saved.ok() ? absl::StrCat(from.checkpoint_dir, " has no ", kDataPositionsFile)
+                                  : std::string(saved.status().message()),
+                       ": every data part goes back to batch ", step, " (one per global step)"));
+    }
+  }
+  data_->Reset(positions);
   tracker_->RollBackTo(step);
   sync_next_step_ = step;
   rolled_back_ = true;

@@ -81,6 +81,7 @@ int64_t Coordinator::Feed(int64_t worker_steps_left) {
       c.num_steps = static_cast<int32_t>(steps);
       c.first_step = sync_next_step_;
       c.target_worker = w;
+      data_->Assign(w, &c);  // part w's next batches, whichever worker ends up running them
       queue_.Push(c);
     }
     sync_next_step_ += steps;
@@ -159,12 +160,14 @@ absl::StatusOr<EvalResult> Coordinator::Evaluate() {
 absl::Status Coordinator::SaveCheckpoint() {
   int64_t step = tracker_->global_step();
   const int64_t save_start_micros = env_->NowMicros();
-  absl::StatusOr<std::string> dir = checkpoints_->Save(step, spec_json_);
+  // Every handed-out closure has finished here, so the positions match the variables saved.
+  absl::StatusOr<std::string> dir =
+      checkpoints_->Save(step, spec_json_, {{kDataPositionsFile, DataPositions::ToJson(step, data_->Snapshot())}});
   if (!dir.ok()) {
     // A ps lost while saving: bring it back, then save again (sync mode saves the rolled-back step).
     RETURN_IF_ERROR(CheckPsAlive());
     step = tracker_->global_step();
-    dir = checkpoints_->Save(step, spec_json_);
+    dir = checkpoints_->Save(step, spec_json_, {{kDataPositionsFile, DataPositions::ToJson(step, data_->Snapshot())}});
     if (!dir.ok()) return dir.status();
   }
   last_checkpoint_step_ = step;

@@ -49,6 +49,9 @@ ABSL_FLAG(int64_t, checkpoint_every_secs, 0, "checkpoint every N seconds (overri
 ABSL_FLAG(int64_t, wait_timeout_secs, 120, "how long to wait for every ps and worker to answer at start");
 ABSL_FLAG(int64_t, progress_secs, 5, "seconds between progress lines");
 ABSL_FLAG(int64_t, closure_timeout_secs, 600, "a worker that does not finish a closure in time is lost");
+ABSL_FLAG(int64_t, worker_silence_timeout_secs, 30,
+          "a worker running a closure that answers no Handshake for this long (stopped, hung, unreachable) is lost: "
+          "its closure is re-run on another worker, and it is taken back when it answers again");
 ABSL_FLAG(int64_t, poll_secs, 1, "how often a lost worker is polled");
 ABSL_FLAG(int64_t, all_workers_lost_timeout_secs, 600, "fail when no worker answers for this long");
 ABSL_FLAG(int64_t, ps_recovery_timeout_secs, 300,
@@ -127,7 +130,7 @@ absl::Status CheckChiefFlags() {
   const IntRange secs = IntBetween(1, kMaxDimension);
   for (const auto* flag : {&FLAGS_wait_timeout_secs, &FLAGS_progress_secs, &FLAGS_closure_timeout_secs,
                            &FLAGS_poll_secs, &FLAGS_all_workers_lost_timeout_secs, &FLAGS_eval_poll_secs,
-                           &FLAGS_ps_recovery_timeout_secs, &FLAGS_ps_health_deadline_secs}) {
+                           &FLAGS_worker_silence_timeout_secs, &FLAGS_ps_recovery_timeout_secs, &FLAGS_ps_health_deadline_secs}) {
     RETURN_IF_ERROR(
         CheckInRange(absl::GetFlag(*flag), secs, absl::StrCat("--", absl::GetFlagReflectionHandle(*flag).Name())));
   }
@@ -248,6 +251,7 @@ int Main() {
   c.wait_timeout_secs = absl::GetFlag(FLAGS_wait_timeout_secs);
   c.progress_interval_secs = absl::GetFlag(FLAGS_progress_secs);
   c.closure_timeout_secs = absl::GetFlag(FLAGS_closure_timeout_secs);
+  c.worker_silence_timeout_secs = absl::GetFlag(FLAGS_worker_silence_timeout_secs);
   c.poll_interval_secs = absl::GetFlag(FLAGS_poll_secs);
   c.all_workers_lost_timeout_secs = absl::GetFlag(FLAGS_all_workers_lost_timeout_secs);
   c.ps_recovery_timeout_secs = absl::GetFlag(FLAGS_ps_recovery_timeout_secs);

@@ -1,5 +1,6 @@
 #include "chief/worker_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -43,12 +44,17 @@ WorkerPool::WorkerPool(Env* env, std::vector<WorkerClient*> workers, ClosureQueu
     s.peer = peers_[i];
     states_.push_back(s);
   }
+  busy_.resize(workers_.size());
 }
 
 WorkerPool::~WorkerPool() { Stop(); }
 
 void WorkerPool::Start() {
-  for (int i = 0; i < num_workers(); ++i) threads_.emplace_back([this, i] { Run(i); });
+  for (int i = 0; i < num_workers(); ++i) {
+    threads_.emplace_back([this, i] { Run(i); });
+    for (int r = 0; r < options_.rescue_threads; ++r) threads_.emplace_back([this, i] { RunRescue(i); });
+  }
+  if (options_.silence_timeout_ms > 0) threads_.emplace_back([this] { Watch(); });
 }
 
 void WorkerPool::Stop() {
@@ -70,12 +76,21 @@ std::vector<PoolWorkerInfo> WorkerPool::Snapshot() const {
 }
 
 void WorkerPool::SetAlive(int worker, bool alive, const std::string& error) {
-  absl::MutexLock lock(&mu_);
-  states_[worker].alive = alive;
-  if (!alive) {
-    states_[worker].failures++;
-    states_[worker].last_error = error;
+  {
+    absl::MutexLock lock(&mu_);
+    states_[worker].alive = alive;
+    if (!alive) {
+      states_[worker].failures++;
+      states_[worker].last_error = error;
+    }
   }
+  queue_->SetTargetLost(worker, !alive);
+}
+
+void WorkerPool::MarkLost(int worker, const absl::Status& cause) {
+  SetAlive(worker, false, std::string(cause.message()));
+  absl::Status fatal = sink_->OnWorkerLost(worker, cause);
+  if (!fatal.ok()) queue_->Fail(fatal);
 }
 
 void WorkerPool::Run(int worker) {
@@ -93,10 +108,82 @@ void WorkerPool::Run(int worker) {
       }
       continue;
     }
-    std::optional<Closure> closure = queue_->Take(worker, absl::Milliseconds(100));
-    if (!closure.has_value()) continue;
-    absl::Status s = Execute(worker, *closure);
-    if (!s.ok()) HandleFailure(worker, *closure, s);
+    DispatchOne(worker, ClosureQueue::TakeMode::kOwn);
+  }
+}
+
+void WorkerPool::RunRescue(int worker) {
+  while (!stopping_) {
+    bool alive;
+    {
+      absl::MutexLock lock(&mu_);
+      alive = states_[worker].alive;
+    }
+    if (!alive) {
+      env_->SleepForMicros(options_.poll_interval_ms * 1000);
+      continue;
+    }
+    DispatchOne(worker, ClosureQueue::TakeMode::kOrphans);
+  }
+}
+
+bool WorkerPool::DispatchOne(int worker, ClosureQueue::TakeMode mode) {
+  std::optional<Closure> closure = queue_->Take(worker, absl::Milliseconds(100), mode);
+  if (!closure.has_value()) return false;
+  sink_->AssignData(worker, &*closure);
+  {
+    absl::MutexLock lock(&mu_);
+    Busy& busy = busy_[worker];
+    if (busy.in_flight.empty()) busy.last_heard_micros = env_->NowMicros();
+    busy.in_flight[closure->id] = *closure;
+  }
+  absl::Status s = Execute(worker, *closure);
+  bool abandoned;
+  {
+    absl::MutexLock lock(&mu_);
+    busy_[worker].in_flight.erase(closure->id);
+    abandoned = abandoned_.erase(closure->id) > 0;
+  }
+  // An abandoned closure was re-queued and the worker declared lost already.
+  if (!s.ok() && !abandoned) HandleFailure(worker, *closure, s);
+  return true;
+}
+
+void WorkerPool::Watch() {
+  while (!stopping_) {
+    env_->SleepForMicros(options_.poll_interval_ms * 1000);
+    for (int w = 0; w < num_workers() && !stopping_; ++w) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (!states_[w].alive || busy_[w].in_flight.empty()) continue;
+      }
+      HandshakeRequest hello;
+      hello.set_protocol_version(kProtocolVersion);
+      hello.set_caller("chief:0");
+      HandshakeResponse reply;
+      const bool answered = workers_[w]->Handshake(hello, &reply, options_.handshake_timeout_ms).ok();
+      std::vector<Closure> requeue;
+      int64_t silent_ms = 0;
+      {
+        absl::MutexLock lock(&mu_);
+        Busy& busy = busy_[w];
+        if (answered) {
+          busy.last_heard_micros = env_->NowMicros();
+          continue;
+        }
+        silent_ms = (env_->NowMicros() - busy.last_heard_micros) / 1000;
+        if (!states_[w].alive || busy.in_flight.empty() || silent_ms < options_.silence_timeout_ms) continue;
+        for (const auto& [id, c] : busy.in_flight) {
+          requeue.push_back(c);
+          abandoned_.insert(id);
+        }
+      }
+      const absl::Status cause = absl::DeadlineExceededError(
+          absl::StrCat("silent for ", silent_ms / 1000.0, " s with ", requeue.size(),
+                       " closure(s) in flight (no Handshake answer; the limit is --worker_silence_timeout_secs)"));
+      for (const Closure& c : requeue) queue_->Requeue(c);
+      MarkLost(w, cause);  // after the re-queue: see HandleFailure
+    }
   }
 }
 
@@ -107,6 +194,8 @@ absl::Status WorkerPool::Execute(int worker, const Closure& closure) {
     request.set_closure_id(closure.id);
     request.set_num_steps(closure.num_steps);
     request.set_first_step(closure.first_step);
+    request.set_data_part(std::max(closure.data_part, 0));
+    request.set_data_position(std::max<int64_t>(closure.data_position, 0));
     RunStepsResponse response;
     absl::Status s = client->RunSteps(request, &response, options_.run_steps_timeout_ms);
     if (!s.ok()) return s;
@@ -142,10 +231,16 @@ void WorkerPool::HandleFailure(int worker, const Closure& closure, const absl::S
     queue_->Fail(absl::Status(status.code(), absl::StrCat(peer, " failed: ", status.message())));
     return;
   }
+  // Re-queued first, then lost (which turns this worker's waiting sync closures into orphans all
+  // at once): a rescue thread must see this round's orphan beside the later ones, never a later
+  // one alone (it would wait on the ps for this one).
   queue_->Requeue(closure);
-  SetAlive(worker, false, std::string(status.message()));
-  absl::Status fatal = sink_->OnWorkerLost(worker, status);
-  if (!fatal.ok()) queue_->Fail(fatal);
+  bool was_alive;
+  {
+    absl::MutexLock lock(&mu_);
+    was_alive = states_[worker].alive;
+  }
+  if (was_alive) MarkLost(worker, status);
 }
 
 bool WorkerPool::PollOnce(int worker) {

@@ -1,18 +1,28 @@
 // WorkerPool: one dispatch thread per worker task. Each thread takes closures from the shared
-// ClosureQueue, runs them on its worker (RunSteps or Evaluate) and hands results to a sink. A
-// worker whose call fails with a retryable error (gone, or past its deadline) has its closure
-// re-queued for the others, is marked dead and is polled with Handshake; when it answers again
-// (same TF_CONFIG, restarted process) it is re-configured and used again. A closure that failed
-// because of a ps (the worker's ABORTED "ps:N ...", common/ps_trouble.h) is re-queued as it was,
-// the worker stays in use, and the sink hears OnPsTrouble. Non-retryable errors
-// stop the phase through ClosureQueue::Fail with a message naming the worker and the cause.
+// ClosureQueue, has the sink give a training closure its data (AssignData), runs it on its worker
+// (RunSteps or Evaluate) and hands results to a sink. A worker whose call fails with a retryable
+// error (gone, or past its deadline) has its closure re-queued for the others (same data part and
+// position), is marked dead and is polled with Handshake; when it answers again (same TF_CONFIG,
+// restarted process) it is re-configured and used again. A closure that failed because of a ps
+// (the worker's ABORTED "ps:N ...", common/ps_trouble.h) is re-queued as it was, the worker stays
+// in use, and the sink hears OnPsTrouble. Non-retryable errors stop the phase through
+// ClosureQueue::Fail with a message naming the worker and the cause.
+// Silent workers: while a worker runs a closure, a watchdog thread sends it Handshakes; a worker
+// that answers none for silence_timeout_ms (stopped, hung, unreachable) is lost the same way, its
+// closures re-queued at once; the call still in flight is abandoned (its result, if it ever
+// comes, is dropped when the re-run finished first) and the worker is polled once it returns.
+// Sync mode (rescue_threads > 0): each worker also has rescue threads that take only orphans
+// (closures of a lost worker's data part), so a live worker runs them beside its own closure of
+// the same round, which waits on the ps for exactly that part.
 // Thread-safety: Start/Stop from one owning thread; the rest from any thread.
 #ifndef PSTRAIN_CHIEF_WORKER_POOL_H_
 #define PSTRAIN_CHIEF_WORKER_POOL_H_
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +51,9 @@ class WorkerPoolSink {
   // the closure is back in the queue and the worker stays alive. The sink checks the ps and holds
   // the queue (ClosureQueue::Pause) while it recovers; it may call into the queue.
   virtual void OnPsTrouble(int ps, const absl::Status& cause) = 0;
+  // Called before a closure is sent to `worker`: gives a training closure its data part and
+  // position when it has none yet (see DataPositions). Default: leaves it unchanged.
+  virtual void AssignData(int worker, Closure* closure) {}
 };
 
 // True for failures that mean "this worker is gone, late or restarted": the closure can run
@@ -56,6 +69,10 @@ struct WorkerPoolOptions {
   // After a closure failed because of a ps, the worker's thread waits this long before taking the
   // next closure (the sink normally pauses the queue; this keeps a worker from spinning anyway).
   int64_t ps_trouble_backoff_ms = 100;
+  // A busy worker that answers no Handshake for this long is lost (0: never; only the closure
+  // deadline then). Probed every poll_interval_ms.
+  int64_t silence_timeout_ms = 30000;
+  int rescue_threads = 0;                 // per worker, for orphans (sync mode; see above)
 };
 
 struct PoolWorkerInfo {
@@ -91,8 +108,17 @@ class WorkerPool {
 
  private:
   void Run(int worker);
+  // A rescue thread of `worker`: runs orphans while the worker is alive.
+  void RunRescue(int worker);
+  // Probes busy workers and declares silent ones lost.
+  void Watch();
+  // Marks `worker` lost (dead, its targeted closures orphaned) and tells the sink; a fatal answer
+  // fails the phase.
+  void MarkLost(int worker, const absl::Status& cause);
   // Runs one closure on `worker`; OK when it ran (counted or duplicate).
   absl::Status Execute(int worker, const Closure& closure);
+  // Take, assign data, run and handle failure: one closure on `worker`. False when none came.
+  bool DispatchOne(int worker, ClosureQueue::TakeMode mode);
   // Handles a failed closure: re-queue and mark dead, or fail the phase.
   void HandleFailure(int worker, const Closure& closure, const absl::Status& status);
   // One poll of a dead worker: Handshake, then Configure. True when it is back.
@@ -111,6 +137,12 @@ class WorkerPool {
   std::vector<std::thread> threads_;
   mutable absl::Mutex mu_;
   std::vector<PoolWorkerInfo> states_ ABSL_GUARDED_BY(mu_);
+  struct Busy {
+    std::map<int64_t, Closure> in_flight;  // closures running on the worker, by id
+    int64_t last_heard_micros = 0;         // its last answer (or the start of its first call in flight)
+  };
+  std::vector<Busy> busy_ ABSL_GUARDED_BY(mu_);
+  std::set<int64_t> abandoned_ ABSL_GUARDED_BY(mu_);  // re-queued by the watchdog while in flight
 };
 
 }  // namespace pstrain

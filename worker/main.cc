@@ -65,6 +65,9 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
   if (!level.ok()) return level.status();
   WorkerConfig out;
   out.options.task = config->task->ToString();
+  out.options.log = [task = out.options.task](const std::string& line) {
+    std::cerr << "pstrain-worker: " << task << ": " << line << std::endl;
+  };
   const int threads = absl::GetFlag(FLAGS_threads);
   absl::Status s_threads =
       pstrain::CheckInRange(threads, pstrain::IntBetween(0, pstrain::kMaxThreads, "(0: all cores)"), "--threads");

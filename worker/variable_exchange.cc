@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/ps_trouble.h"
 #include "common/status_macros.h"
+#include "common/sync_push_status.h"
 #include "common/tensor_proto.h"
 
 namespace pstrain {
@@ -201,8 +203,21 @@ absl::Status VariableExchange::ScatterRows(int p, const PullResponse& response, 
   return absl::OkStatus();
 }
 
+std::pair<int64_t, int64_t> VariableExchange::PulledVersionRange() const {
+  int64_t lowest = std::numeric_limits<int64_t>::max(), highest = std::numeric_limits<int64_t>::min();
+  for (const std::vector<int64_t>& versions : pulled_) {
+    for (int64_t v : versions) {
+      lowest = std::min(lowest, v);
+      highest = std::max(highest, v);
+    }
+  }
+  if (lowest > highest) return {0, 0};  // no shard at all
+  return {lowest, highest};
+}
+
 absl::StatusOr<int64_t> VariableExchange::PushAll(int worker_index, bool tag_with_pulled_version,
-                                                  const std::vector<Tensor>& grads, const SparseLookup* lookup) {
+                                                  const std::vector<Tensor>& grads, const SparseLookup* lookup,
+                                                  int64_t sync_step) {
   if (grads.size() != variables_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat(grads.size(), " gradients for a model of ", variables_.size(), " variables"));
@@ -218,16 +233,20 @@ absl::StatusOr<int64_t> VariableExchange::PushAll(int worker_index, bool tag_wit
   }
   std::vector<int64_t> staleness(ps_.size(), 0);
   RETURN_IF_ERROR(
-      ForEachPs([&](int p) { return PushTo(p, worker_index, tag_with_pulled_version, grads, lookup, &staleness[p]); }));
+      ForEachPs([&](int p) {
+        return PushTo(p, worker_index, tag_with_pulled_version, grads, lookup, sync_step, &staleness[p]);
+      }));
   return *std::max_element(staleness.begin(), staleness.end());
 }
 
 absl::Status VariableExchange::PushTo(int p, int worker_index, bool tag, const std::vector<Tensor>& grads,
-                                      const SparseLookup* lookup, int64_t* staleness) {
+                                      const SparseLookup* lookup, int64_t sync_step, int64_t* staleness) {
   PushRequest& request = push_requests_[p];
   request.set_worker_index(worker_index);
   const auto& slots = slots_[p];
-  if (tag) request.set_step(*std::min_element(pulled_[p].begin(), pulled_[p].end()));
+  const int64_t pulled = pulled_[p].empty() ? 0 : *std::min_element(pulled_[p].begin(), pulled_[p].end());
+  if (sync_step >= 0 && pulled > sync_step) return absl::OkStatus();  // applied there already
+  if (tag) request.set_step(sync_step >= 0 ? sync_step : pulled);
   for (size_t i = 0; i < slots.size(); ++i) {
     const ShardSlot& slot = slots[i];
     const VariableSpec& var = variables_[slot.variable];
@@ -243,7 +262,9 @@ absl::Status VariableExchange::PushTo(int p, int worker_index, bool tag, const s
   }
   if (!table_slots_[p].empty()) FillRows(p, grads, *lookup);
   PushResponse response;
-  RETURN_IF_ERROR(ps_[p]->Push(request, &response));
+  absl::Status pushed = ps_[p]->Push(request, &response);
+  if (sync_step >= 0 && IsAlreadyCountedSyncPush(pushed)) return absl::OkStatus();
+  RETURN_IF_ERROR(pushed);
   for (int i = 0; i < response.versions_size() && i < static_cast<int>(pulled_[p].size()); ++i) {
     *staleness = std::max(*staleness, response.versions(i) - 1 - pulled_[p][i]);
   }

@@ -49,8 +49,15 @@ class VariableExchange {
   // the version pulled last from that ps. Returns the largest staleness seen: per shard, (version
   // after the push - 1) - version pulled, i.e. how many other updates landed between this
   // worker's pull and its update (0 when none; meaningful in async mode). Errors as PullAll's.
-  absl::StatusOr<int64_t> PushAll(int worker_index, bool tag_with_pulled_version, const std::vector<Tensor>& grads,
-                                  const SparseLookup* lookup = nullptr);
+  // `tag` is the push's worker_index field: the data part in sync mode. With `sync_step` >= 0
+  // (sync mode) every push is tagged with that step instead of the version pulled, a ps whose
+  // shards were pulled past it is skipped (it applied that step already, with this part), and a
+  // push the ps answers IsAlreadyCountedSyncPush (common/sync_push_status.h) counts as done.
+  absl::StatusOr<int64_t> PushAll(int tag, bool tag_with_pulled_version, const std::vector<Tensor>& grads,
+                                  const SparseLookup* lookup = nullptr, int64_t sync_step = -1);
+
+  // The lowest and highest shard version of the last PullAll over every ps.
+  std::pair<int64_t, int64_t> PulledVersionRange() const;
 
   int num_ps() const { return static_cast<int>(ps_.size()); }
 
@@ -82,7 +89,7 @@ class VariableExchange {
   absl::Status ScatterRows(int ps, const PullResponse& response, const SparseLookup& lookup,
                            std::vector<Tensor>* params);
   absl::Status PushTo(int ps, int worker_index, bool tag, const std::vector<Tensor>& grads, const SparseLookup* lookup,
-                      int64_t* staleness);
+                      int64_t sync_step, int64_t* staleness);
   void FillRows(int ps, const std::vector<Tensor>& grads, const SparseLookup& lookup);
   absl::Status ForEachPs(const std::function<absl::Status(int)>& fn);
 

@@ -3,7 +3,8 @@
 // on this worker's next batch, push each ps its gradient shards); Evaluate(i of n) runs the model
 // over shard i of the test set. No gRPC here: ps tasks are reached through PsClient objects made
 // by a factory, gradients through GradientComputer objects made by another (CPU or CUDA).
-// Thread-safety: every method is safe to call from any thread; calls are serialised.
+// Thread-safety: every method is safe to call from any thread; closures of one data part are
+// serialised, closures of different parts run concurrently.
 #ifndef PSTRAIN_WORKER_WORKER_H_
 #define PSTRAIN_WORKER_WORKER_H_
 
@@ -33,6 +34,7 @@ struct WorkerOptions {
   int threads = 1;                // compute threads in all, shared by the replicas
   int replicas = 1;               // local replicas: the batch is split over them, gradients summed
   std::string data_dir;           // overrides the job's data.dir when non-empty
+  std::function<void(const std::string&)> log;  // one line per closure and event (may be empty)
 };
 
 // This worker's share of the global batch: batch_size / num_workers, the first
@@ -59,10 +61,15 @@ class Worker {
   // protocol mismatch.
   absl::Status Configure(const ConfigureRequest& request, ConfigureResponse* response);
 
-  // FailedPrecondition before Configure; ABORTED "ps:N ..." when a ps is gone, silent or
-  // restarted without its shards (common/ps_trouble.h: the chief re-runs the closure once that ps
-  // is back; this worker stays configured); other errors of a ps name it. Steps done before an
-  // error have been pushed.
+  // Runs request.num_steps() steps on batches data_position.. of data part request.data_part()
+  // (any part: a lost worker's closure is re-run on another worker with the same examples).
+  // Closures of different parts may run at the same time (each part has its own buffers); those
+  // of one part are serialised. Sync mode: steps every ps applied already are skipped (their
+  // update included this part), a push the ps already holds for the part is not an error.
+  // FailedPrecondition before Configure; InvalidArgument for a part out of range; ABORTED "ps:N
+  // ..." when a ps is gone, silent or restarted without its shards (common/ps_trouble.h: the chief
+  // re-runs the closure once that ps is back; this worker stays configured); other errors of a ps
+  // name it. Steps done before an error have been pushed.
   absl::Status RunSteps(const RunStepsRequest& request, RunStepsResponse* response);
 
   // Pulls the current variables and evaluates test examples EvalRange(size, shard_index, num_shards).
@@ -73,15 +80,21 @@ class Worker {
   void Shutdown();
 
  private:
-  struct Job;  // everything Configure builds
+  struct Job;          // everything Configure builds
+  struct PartContext;  // one data part's examples and buffers
 
-  absl::StatusOr<std::unique_ptr<Job>> BuildJob(const ConfigureRequest& request);
+  absl::StatusOr<std::shared_ptr<Job>> BuildJob(const ConfigureRequest& request);
+  // The context of data `part`, built on first use (CTR: the part's files loaded then).
+  absl::StatusOr<PartContext*> PartFor(Job* job, int part);
+  absl::StatusOr<std::shared_ptr<Job>> CurrentJob();
+  void Log(const std::string& line) const;
 
   const WorkerOptions options_;
   const PsClientFactory ps_factory_;
   const GradientComputerFactory compute_;
   absl::Mutex mu_;
-  std::unique_ptr<Job> job_ ABSL_GUARDED_BY(mu_);
+  // Replaced by Configure; a closure running on the previous job keeps it alive until it ends.
+  std::shared_ptr<Job> job_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stopping_{false};
 };
 

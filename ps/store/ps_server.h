@@ -10,8 +10,11 @@
 // ASYNC: each push is applied at once. SYNC (UPDATE_SYNC, num_workers N): the push for step s (the
 // version the worker pulled) waits until all N workers pushed for s; the SUM of the N gradients
 // (= the mean gradient over the global batch) is applied once, the version becomes s+1, and all N
-// pushes are answered. Duplicate or stale pushes fail with FAILED_PRECONDITION and are never
-// applied twice; after sync_timeout_ms a push fails with DEADLINE_EXCEEDED naming the missing
+// pushes are answered. The push's worker_index is the DATA PART it covers (part i = the examples a
+// worker with index i reads), so a lost worker's part re-run on another worker counts once.
+// Duplicate (part collected for s) or stale (s applied) pushes fail with FAILED_PRECONDITION and
+// are never applied twice; the workers take those two as "already counted"
+// (IsAlreadyCountedSyncPush in common/sync_push_status.h) and go on; after sync_timeout_ms a push fails with DEADLINE_EXCEEDED naming the missing
 // workers (gradients already collected stay, so the step completes when the rest arrive; a worker
 // whose push timed out pulls with min_version = s+1 instead of pushing again).
 // A push is validated for every shard before anything is applied (unknown shard, dtype/shape/size,

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/sync_push_status.h"
 #include "common/tensor_proto.h"
 #include "ps/store/initializers.h"
 
@@ -117,22 +118,22 @@ int64_t Shard::ApplyNow(const char* grad) {
 
 absl::Status Shard::CheckSyncPushLocked(int worker, int64_t step) const {
   if (worker < 0 || worker >= options_.num_workers) {
-    return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": worker index ", worker, " is outside 0..",
+    return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": data part ", worker, " is outside 0..",
                                                    options_.num_workers - 1, " (sync mode with ", options_.num_workers,
                                                    " workers)"));
   }
   if (step < version_) {
-    return absl::FailedPreconditionError(absl::StrCat("shard ", name(), ": stale push from worker ", worker,
+    return absl::FailedPreconditionError(absl::StrCat("shard ", name(), ": ", kStaleSyncPush, " ", worker,
                                                       " for step ", step, "; the shard is at version ", version_,
                                                       " (step ", step, " was applied already), pull again"));
   }
   if (step > version_) {
-    return absl::FailedPreconditionError(absl::StrCat("shard ", name(), ": push from worker ", worker, " for step ",
+    return absl::FailedPreconditionError(absl::StrCat("shard ", name(), ": push from part ", worker, " for step ",
                                                       step, " is ahead of the shard's version ", version_,
                                                       "; push gradients for the version you pulled"));
   }
   if (PendingLocked(worker)) {
-    return absl::FailedPreconditionError(absl::StrCat("shard ", name(), ": duplicate push from worker ", worker,
+    return absl::FailedPreconditionError(absl::StrCat("shard ", name(), ": ", kDuplicateSyncPush, " ", worker,
                                                       " for step ", step,
                                                       "; its gradient is already collected and is applied once"));
   }

@@ -1,6 +1,7 @@
 // The coordinator over fake ps and worker clients, in one process.
 #include "chief/coordinator.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,6 +17,18 @@ namespace pstrain {
 namespace {
 
 using ::testing::HasSubstr;
+
+// Every (part, position) of each part trained by a counted run, across all workers.
+std::map<int, std::vector<int64_t>> PositionsByPart(const std::vector<std::unique_ptr<FakeWorker>>& workers) {
+  std::map<int, std::vector<int64_t>> out;
+  for (auto& w : workers) {
+    absl::MutexLock lock(&w->mu);
+    for (const auto& r : w->runs) out[r.data_part()].push_back(r.data_position());
+  }
+  for (auto& [part, positions] : out) std::sort(positions.begin(), positions.end());
+  return out;
+}
+
 
 TEST_F(CoordinatorTest, AsyncJobRunsEveryStepAndEvaluatesEachShardOnce) {
   auto summary = Make()->Run();
@@ -101,13 +114,71 @@ TEST_F(CoordinatorTest, SyncModeSendsEveryRoundToAllWorkers) {
   }
 }
 
-TEST_F(CoordinatorTest, SyncModeStopsWhenAWorkerIsLost) {
+TEST_F(CoordinatorTest, SyncModeRerunsALostWorkersPartOnAnotherWorker) {
   spec_.mode = "sync";
-  workers_[1]->runs_before_failing = 1;
+  workers_[1]->runs_before_failing = 1;  // then it stays down
   auto summary = Make()->Run();
-  EXPECT_EQ(summary.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(summary.status().message(), HasSubstr("lost worker:1 at fake"));
-  EXPECT_THAT(summary.status().message(), HasSubstr("sync mode"));
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->global_step, 40);
+  EXPECT_THAT(log(), HasSubstr("lost worker:1 at fake"));
+  EXPECT_THAT(log(), HasSubstr("re-run on another worker"));
+  // Both parts' batches 0..39, each once, by sync round (5 steps a closure): worker 0 ran part 1
+  // from the round where worker 1 was lost.
+  const std::vector<int64_t> rounds = {0, 5, 10, 15, 20, 25, 30, 35};
+  auto positions = PositionsByPart(workers_);
+  EXPECT_EQ(positions[0], rounds);
+  EXPECT_EQ(positions[1], rounds);
+  absl::MutexLock lock(&workers_[0]->mu);
+  int rescued = 0;
+  for (const auto& r : workers_[0]->runs) {
+    if (r.data_part() == 1) {
+      ++rescued;
+      EXPECT_EQ(r.first_step(), r.data_position());  // the same global step as part 0's closure
+    }
+  }
+  EXPECT_EQ(rescued, 7);
+}
+
+TEST_F(CoordinatorTest, AsyncPartsAreTrainedOnceEachAcrossAFailure) {
+  workers_[1]->runs_before_failing = 2;
+  auto summary = Make()->Run();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  // Part 1's failed closure (its third) ran again on worker 0 with the same batches: each part's
+  // positions are a gapless run of 5-step closures.
+  for (auto& [part, positions] : PositionsByPart(workers_)) {
+    for (size_t i = 0; i < positions.size(); ++i) EXPECT_EQ(positions[i], 5 * static_cast<int64_t>(i)) << part;
+  }
+}
+
+TEST_F(CoordinatorTest, SilentWorkerIsLostItsClosureRerunAndItIsTakenBack) {
+  spec_.mode = "sync";
+  spec_.schedule.steps = 200;
+  options_.pool.silence_timeout_ms = 50;
+  workers_[1]->runs_before_silence = 1;
+  std::thread wake([this] {
+    // Silent until the chief gave up on it and re-ran its part elsewhere.
+    for (int i = 0; i < 20000 && log().find("lost worker:1 at fake") == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    workers_[1]->silent = false;
+  });
+  auto summary = Make()->Run();
+  wake.join();
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->global_step, 200);
+  EXPECT_THAT(log(), HasSubstr("lost worker:1 at fake (silent for"));
+  EXPECT_THAT(log(), HasSubstr("worker:1 at fake is back"));
+  // Every batch of both parts trained; the silent worker's late run of its closure may add one
+  // duplicate execution (dropped by the chief; in sync mode the ps ignores its pushes).
+  auto positions = PositionsByPart(workers_);
+  for (int part = 0; part < 2; ++part) {
+    std::set<int64_t> unique(positions[part].begin(), positions[part].end());
+    EXPECT_EQ(unique.size(), 40u) << part;
+    EXPECT_LE(positions[part].size(), 41u) << part;
+  }
+  absl::MutexLock lock(&workers_[1]->mu);
+  EXPECT_GE(workers_[1]->configures.size(), 2u);  // re-configured when it answered again
 }
 
 TEST_F(CoordinatorTest, WaitingTimesOutNamingSilentTasks) {
@@ -148,8 +219,18 @@ TEST_F(CoordinatorTest, CheckpointsKeepTheLastOnesAndARestartResumes) {
   std::filesystem::create_directories(options_.model_dir + "/ckpt-45");
   spec_.schedule.steps = 60;
   Build(2, 2);
+  auto saved = DataPositions::Load(Env::Default(), options_.model_dir + "/ckpt-40", 2);
+  ASSERT_TRUE(saved.ok() && saved->has_value()) << saved.status();
+  EXPECT_EQ((**saved)[0] + (**saved)[1], 80);  // every worker step of the first run
   auto resumed = Make()->Run();
   ASSERT_TRUE(resumed.ok()) << resumed.status();
+  // Each part's stream goes on where the checkpoint left it, without a gap or a repeat.
+  for (auto& [part, positions] : PositionsByPart(workers_)) {
+    for (size_t i = 0; i < positions.size(); ++i) {
+      EXPECT_EQ(positions[i], (**saved)[part] + 5 * static_cast<int64_t>(i)) << "part " << part;
+    }
+  }
+  EXPECT_THAT(log(), HasSubstr("resumed data positions"));
   EXPECT_EQ(resumed->start_step, 40);
   EXPECT_EQ(resumed->global_step, 60);
   EXPECT_EQ(TotalWorkerSteps(), 20 * 2);

@@ -21,6 +21,10 @@ absl::Status FakeWorker::RunSteps(const RunStepsRequest& r, RunStepsResponse* ou
     return PsTroubleStatus(ps_trouble_ps, absl::UnavailableError(absl::StrCat(
                                               "ps:", ps_trouble_ps, " at fake: the ps closed the connection")));
   }
+  if (runs_before_silence >= 0 && runs_before_silence-- == 0) {
+    silent = true;
+    while (silent) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   if (fail_next_runs > 0) {
     --fail_next_runs;
     down = true;

@@ -104,6 +104,7 @@ class FakeWorker : public WorkerClient {
 
   absl::Status Handshake(const HandshakeRequest&, HandshakeResponse* r, int64_t) override {
     if (down) return absl::UnavailableError("connection refused");
+    if (silent) return absl::DeadlineExceededError("Deadline Exceeded");
     r->set_protocol_version(kProtocolVersion);
     r->set_task(absl::StrCat("worker:", index_));
     return absl::OkStatus();
@@ -123,6 +124,10 @@ class FakeWorker : public WorkerClient {
   std::atomic<int> fail_next_runs{0};      // fail this many RunSteps with UNAVAILABLE and go down
   std::atomic<int> runs_before_failing{-1};  // >= 0: after this many more RunSteps, go down
   std::atomic<bool>* down_with = nullptr;  // also set when this worker goes down (e.g. a ps)
+  // >= 0: after this many more RunSteps, the next one goes silent (as a stopped process: no
+  // Handshake answers) and blocks until the test clears `silent`, then finishes normally.
+  std::atomic<int> runs_before_silence{-1};
+  std::atomic<bool> silent{false};
   absl::Status run_error;                  // returned by every RunSteps when set (non-retryable tests)
   // Once `ps_trouble_when` (set before the run) returns true, one RunSteps runs `ps_trouble_do`
   // and fails as a real worker does when ps `ps_trouble_ps` fails it (ABORTED "ps:N ...").

@@ -237,11 +237,21 @@ TEST_F(CoordinatorPsLossTest, SyncModeRollsEveryPsBackAndTheStepFollows) {
     ASSERT_EQ(p->restored.size(), 1u);
     EXPECT_EQ(p->restored[0].checkpoint_dir(), options_.model_dir + "/ckpt-10");
   }
-  // Worker 0's round at step 10 failed and ran again after the rollback: every round once.
-  absl::MutexLock lock(&workers_[0]->mu);
-  std::vector<int64_t> first_steps;
-  for (const auto& r : workers_[0]->runs) first_steps.push_back(r.first_step());
-  EXPECT_EQ(first_steps, (std::vector<int64_t>{0, 5, 10, 15, 20, 25, 30, 35}));
+  {
+    // Worker 0's round at step 10 failed and ran again after the rollback: every round once.
+    absl::MutexLock lock(&workers_[0]->mu);
+    std::vector<int64_t> first_steps;
+    for (const auto& r : workers_[0]->runs) first_steps.push_back(r.first_step());
+    EXPECT_EQ(first_steps, (std::vector<int64_t>{0, 5, 10, 15, 20, 25, 30, 35}));
+  }
+  // The data went back with the model: every round, before and after the rollback, read its
+  // part's batches from the round's step on (one batch per global step), whatever was handed
+  // out before the loss.
+  for (auto& w : workers_) {
+    absl::MutexLock lock(&w->mu);
+    for (const auto& r : w->runs) EXPECT_EQ(r.data_position(), r.first_step()) << "data part " << r.data_part();
+  }
+  EXPECT_THAT(log(), HasSubstr("at data positions 10,10"));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sync mode: kill -9 a ps mid-training, restarted by deploy/local/supervise.sh: every ps rolls back
-# to the newest checkpoint (a sync model stays one consistent global step), the step counter
-# follows, and the job completes every step. The workers reach the restarted ps again over the
+# to the newest checkpoint (a sync model stays one consistent global step), the step counter and
+# the data positions follow (those saved with the checkpoint), and the job completes every step. The workers reach the restarted ps again over the
 # transport given (a new tensor channel connection and hello, or gRPC's reconnect).
 # Usage: ps_sync_restart_test.sh BIN_DIR [tensor_channel|grpc]
 source "$(dirname "$0")/lib.sh" "$1"
@@ -22,8 +22,12 @@ kill -9 "$PS1_PID"
 wait_for_line "$WORK/ps-1.log" "restart 1 of" 30
 wait_pid "$CHIEF" 240
 [ "$WAIT_RC" = 0 ] || fail "the chief exited with $WAIT_RC after ps:1 was killed and restarted (sync)"
-rolled=$(grep -E "all ps rolled back to .*/ckpt-[0-9]+: training goes on from step [0-9]+" "$WORK/chief-0.log") \
-  || fail "the chief did not say every ps rolled back to a checkpoint"
+rolled=$(grep -E "all ps rolled back to .*/ckpt-([0-9]+): training goes on from step [0-9]+ at data positions [0-9]+,[0-9]+" \
+  "$WORK/chief-0.log") || fail "the chief did not say every ps and data position rolled back to a checkpoint"
+[[ $rolled =~ ckpt-([0-9]+):\ training\ goes\ on\ from\ step\ ([0-9]+)\ at\ data\ positions\ ([0-9]+),([0-9]+) ]] || fail "cannot read: $rolled"
+# Sync mode reads one batch of every part per global step: the positions are the checkpoint's step.
+[ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] && [ "${BASH_REMATCH[3]}" = "${BASH_REMATCH[1]}" ] &&
+  [ "${BASH_REMATCH[4]}" = "${BASH_REMATCH[1]}" ] || fail "the step or the data positions are not the checkpoint's: $rolled"
 back=$(grep -E "ps:1 is back at step" "$WORK/chief-0.log") || fail "the chief did not report ps:1 back"
 [ "$(json_get "$WORK/model/summary.json" "d['global_step']")" = "$STEPS" ] || fail "the job did not complete every step"
 echo "$rolled"

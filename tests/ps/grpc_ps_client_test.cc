@@ -168,7 +168,7 @@ TEST_P(GrpcPsClientTest, SyncStepOverTheNetwork) {
   PushResponse r;
   s0 = client_->Push(OnePush("small", {3}, {1, 1, 1}, 0, 0), &r);
   EXPECT_EQ(s0.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(s0.message()), HasSubstr("stale push from worker 0 for step 0"));
+  EXPECT_THAT(std::string(s0.message()), HasSubstr("stale push from part 0 for step 0"));
 }
 
 // A table in two mod shards beside the dense shards: rows by id and dense shards in ONE pull and

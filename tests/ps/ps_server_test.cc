@@ -8,6 +8,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/protocol_version.h"
+#include "common/sync_push_status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps/client/local_ps_client.h"
@@ -156,16 +157,21 @@ TEST_F(PsServerTest, DuplicateAndStalePushesAreRejectedNeverAppliedTwice) {
   absl::Status dup = Push(kOnes, 0, 0);
   EXPECT_EQ(dup.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(dup.message()), HasSubstr("shard w"));
-  EXPECT_THAT(std::string(dup.message()), HasSubstr("duplicate push from worker 0 for step 0"));
+  EXPECT_THAT(std::string(dup.message()), HasSubstr("duplicate push from part 0 for step 0"));
+  // A re-run of a lost worker's data part: the worker sees "already counted" and goes on.
+  EXPECT_TRUE(IsAlreadyCountedSyncPush(dup));
   ASSERT_TRUE(Push(kOnes, 1, 0).ok());
   first_done.WaitForNotification();
   EXPECT_EQ(Value(), std::vector<float>(6, -1.0f));  // 1 - (1 + 1): applied once
   absl::Status stale = Push(kOnes, 1, 0);
   EXPECT_EQ(stale.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(stale.message()), HasSubstr("stale push from worker 1 for step 0"));
+  EXPECT_THAT(std::string(stale.message()), HasSubstr("stale push from part 1 for step 0"));
   EXPECT_THAT(std::string(stale.message()), HasSubstr("version 1"));
+  EXPECT_TRUE(IsAlreadyCountedSyncPush(stale));
+  EXPECT_EQ(Value(), std::vector<float>(6, -1.0f));  // neither the duplicate nor the stale push applied
   absl::Status ahead = Push(kOnes, 1, 5);
   EXPECT_EQ(ahead.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(IsAlreadyCountedSyncPush(ahead));  // a real error: never taken as done
   absl::Status bad_worker = Push(kOnes, 2, 1);
   EXPECT_EQ(bad_worker.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Value(), std::vector<float>(6, -1.0f));

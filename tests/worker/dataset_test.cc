@@ -200,6 +200,35 @@ TEST(ShardIteratorTest, ReshufflesEveryEpochDeterministically) {
   EXPECT_EQ(a1.size(), 50u);  // the short last batch (50 = 6 * 8 + 2) is kept
 }
 
+// Batch k of the stream, read by Seek(k) on a fresh iterator, equals the k-th Next() of another:
+// any worker can produce any part's batch, across epochs and in any order.
+TEST(ShardIteratorTest, SeekMatchesNextSequence) {
+  auto data = Numbered(23);
+  for (int64_t batch : {1, 3, 4}) {
+    ShardIterator sequential(data, 1, 3, 5);
+    ShardIterator seeking(data, 1, 3, 5);
+    std::vector<std::vector<float>> stream;
+    Batch b;
+    const int64_t total = 3 * sequential.BatchesPerEpoch(batch) + 2;  // into a fourth epoch
+    for (int64_t k = 0; k < total; ++k) {
+      sequential.Next(batch, &b);
+      stream.emplace_back(b.inputs.flat().begin(), b.inputs.flat().end());
+    }
+    for (int64_t k : {total - 1, int64_t{0}, int64_t{5}, total - 3, int64_t{2}, int64_t{1}}) {
+      seeking.Seek(k, batch);
+      seeking.Next(batch, &b);
+      EXPECT_EQ(std::vector<float>(b.inputs.flat().begin(), b.inputs.flat().end()), stream[k])
+          << "batch " << k << " of size " << batch;
+    }
+    // A seek followed by plain Next() calls goes on with the same stream.
+    seeking.Seek(2, batch);
+    for (int64_t k = 2; k < total; ++k) {
+      seeking.Next(batch, &b);
+      ASSERT_EQ(std::vector<float>(b.inputs.flat().begin(), b.inputs.flat().end()), stream[k]) << "batch " << k;
+    }
+  }
+}
+
 TEST(EvalRangeTest, EveryExampleExactlyOnce) {
   for (int64_t size : {1, 10, 10000}) {
     for (int n : {1, 3, 7}) {

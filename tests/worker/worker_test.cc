@@ -175,6 +175,7 @@ TEST_F(WorkerTest, SyncScalesByGlobalBatchAndTagsPushesWithTheVersion) {
   RunStepsRequest run;
   run.set_num_steps(2);
   run.set_first_step(0);
+  run.set_data_part(1);
   RunStepsResponse done;
   ASSERT_TRUE(worker_->RunSteps(run, &done).ok());
   EXPECT_EQ(done.examples(), 8);  // 4 per step: half the global batch
@@ -194,6 +195,51 @@ TEST_F(WorkerTest, SyncScalesByGlobalBatchAndTagsPushesWithTheVersion) {
   run.set_num_steps(1);
   ASSERT_TRUE(worker_->RunSteps(run, &done).ok());
   ExpectNear(PushedGradients(0), sync_grads, 2.f);
+}
+
+// Any worker can train any data part from any position: worker 0 of 2 asked for part 1 at batch 5
+// pushes the gradient of exactly the batch ShardIterator(part 1).Seek(5) yields, tagged part 1.
+TEST_F(WorkerTest, RunsTheDataPartAndPositionTheChiefNames) {
+  SetUp("sync", /*worker_index=*/0, /*num_workers=*/2);
+  ConfigureResponse configured;
+  ASSERT_TRUE(worker_->Configure(request_, &configured).ok());
+  RunStepsRequest run;
+  run.set_num_steps(1);
+  run.set_data_part(1);
+  run.set_data_position(5);
+  RunStepsResponse done;
+  ASSERT_TRUE(worker_->RunSteps(run, &done).ok()) << "part 1 on worker 0";
+  auto train = std::make_shared<const Dataset>(*LoadDataset(job_, Split::kTrain));
+  ShardIterator it(train, 1, 2, TrainShuffleSeed(job_));
+  it.Seek(5, 4);
+  Batch batch;
+  it.Next(4, &batch);
+  auto gc = *NewCpuGradientComputer(job_.model, 1);
+  std::vector<Tensor> expected;
+  BatchMetrics m;
+  ASSERT_TRUE(gc->Compute(InitialParams(), batch, 1.f / 8, &expected, &m).ok());
+  ExpectNear(PushedGradients(0), expected);
+  for (auto& ps : ps_) EXPECT_EQ(ps->pushes()[0].worker_index(), 1);  // the part, not the worker
+  run.set_data_part(2);
+  EXPECT_EQ(worker_->RunSteps(run, &done).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A re-run of a sync closure whose steps every ps applied already (the lost worker pushed them
+// before it died) pushes nothing: those updates included this part.
+TEST_F(WorkerTest, SyncRerunSkipsStepsThePsAppliedAlready) {
+  SetUp("sync", 0, 2);
+  ConfigureResponse configured;
+  ASSERT_TRUE(worker_->Configure(request_, &configured).ok());
+  RunStepsRequest run;
+  run.set_num_steps(2);
+  run.set_first_step(0);
+  RunStepsResponse done;
+  ASSERT_TRUE(worker_->RunSteps(run, &done).ok());
+  for (auto& ps : ps_) ASSERT_EQ(ps->pushes().size(), 2u);  // the fake ps applies each push: version 2
+  ASSERT_TRUE(worker_->RunSteps(run, &done).ok());
+  for (auto& ps : ps_) EXPECT_EQ(ps->pushes().size(), 2u);
+  EXPECT_EQ(done.steps_done(), 2);
+  EXPECT_EQ(done.examples(), 0);
 }
 
 TEST_F(WorkerTest, LocalReplicasPushTheSameGradients) {

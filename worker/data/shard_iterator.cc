@@ -68,6 +68,16 @@ void ShardIterator::Next(int64_t batch_size, Batch* batch) {
   position_ += n;
 }
 
+void ShardIterator::Seek(int64_t position, int64_t batch_size) {
+  const int64_t per_epoch = BatchesPerEpoch(batch_size);
+  const int64_t epoch = position / per_epoch;
+  if (epoch != epoch_) {
+    epoch_ = epoch;
+    Shuffle();
+  }
+  position_ = (position % per_epoch) * batch_size;
+}
+
 std::pair<int64_t, int64_t> EvalRange(int64_t size, int shard, int num_shards) {
   return {size * shard / num_shards, size * (shard + 1) / num_shards};
 }

@@ -31,6 +31,12 @@ class ShardIterator {
   // its buffers; starts a new, reshuffled epoch when the current one is used up. REQUIRES: batch_size > 0.
   void Next(int64_t batch_size, Batch* batch);
 
+  // Moves to batch `position` of this shard's stream of `batch_size` batches, as if Next had been
+  // called `position` times from a fresh iterator: epoch = position / BatchesPerEpoch, the offset
+  // inside it (position % BatchesPerEpoch) * batch_size. Deterministic, so any worker can produce
+  // any batch of any shard. REQUIRES: position >= 0, batch_size > 0.
+  void Seek(int64_t position, int64_t batch_size);
+
  private:
   void Shuffle();
 
