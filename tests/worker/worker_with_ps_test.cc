@@ -82,6 +82,8 @@ struct Cluster {
         RunStepsRequest run;
         run.set_num_steps(steps);
         run.set_first_step(first_step);
+        run.set_data_part(static_cast<int>(w));  // as the chief names them: worker w's own part
+        run.set_data_position(first_step);
         status[w] = workers[w]->RunSteps(run, &out[w]);
       });
     }
