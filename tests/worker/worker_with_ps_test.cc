@@ -4,6 +4,7 @@
 // re-run on another worker (alone, or racing a late execution of the same part) stays exact.
 #include <thread>
 
+#include "common/env.h"
 #include "common/job_spec.h"
 #include "common/json_util.h"
 #include "common/model_variables.h"
@@ -14,6 +15,7 @@
 #include "ps/store/optimizer.h"
 #include "ps/store/ps_server.h"
 #include "worker/cpu/cpu_gradient_computer.h"
+#include "worker/data/ctr_synthetic.h"
 #include "worker/worker.h"
 
 namespace pstrain {
@@ -29,8 +31,10 @@ std::string JobJson(const std::string& mode) {
 }
 
 struct Cluster {
-  explicit Cluster(const std::string& mode, int num_workers) {
-    job = *JobSpecFromJson(*ParseJson(JobJson(mode), "test"));
+  explicit Cluster(const std::string& mode, int num_workers) : Cluster(JobJson(mode), mode, num_workers) {}
+  // `json`: the job spec (its mode must be `mode`).
+  Cluster(const std::string& json, const std::string& mode, int num_workers) {
+    job = *JobSpecFromJson(*ParseJson(json, "test"));
     plan = VariablePlanToProto(*PlanVariables(*ModelVariables(job.model), job.partitioner, 2), job.seed);
     for (int p = 0; p < 2; ++p) {
       PsServer::Options options;
@@ -62,7 +66,7 @@ struct Cluster {
           NewCpuGradientComputer));
       ConfigureRequest configure;
       configure.set_protocol_version(kProtocolVersion);
-      configure.set_job_spec_json(JobJson(mode));
+      configure.set_job_spec_json(json);
       *configure.mutable_plan() = plan;
       configure.add_ps_addresses("local:0");
       configure.add_ps_addresses("local:1");
@@ -183,6 +187,37 @@ TEST(WorkerWithPsTest, SyncPartRunTwiceAtOnceCountsOnce) {
   const auto& shard = raced.plan.variables(0).shards(0);
   EXPECT_EQ(raced.Version(shard.ps_task(), shard.shard_name()), 6);
   EXPECT_EQ(raced.TestLoss(), normal.TestLoss());
+}
+
+// CTR jobs read each part's own files: worker 0 re-running worker 1's part loads part 1's files
+// when first asked for it, and the run is exactly the normal one.
+TEST(WorkerWithPsTest, CtrPartOfALostWorkerIsLoadedOnDemandAndExact) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/worker_with_ps_ctr");
+  CtrSyntheticOptions data;
+  data.train_examples = 400;
+  data.test_examples = 100;
+  data.vocabulary = 300;
+  ASSERT_TRUE(WriteCtrSyntheticSet(Env::Default(), data, dir).ok());
+  const std::string json = absl::StrCat(R"({"name": "ctr", "model": {"numeric_inputs": 13,
+      "fields": [{"vocabulary_size": 1000, "embedding_dim": 4, "count": 26}],
+      "layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 1}]},
+      "optimizer": {"type": "adagrad", "learning_rate": 0.05},
+      "data": {"dataset": "criteo", "train_files": [")", dir, R"(/train.txt"], "test_files": [")", dir,
+                                        R"(/test.txt"]}, "batch_size": 32, "schedule": {"steps": 10},
+      "mode": "sync", "seed": 5})");
+  Cluster normal(json, "sync", 2);
+  normal.RunAll(4, 0);
+  Cluster rescued(json, "sync", 2);
+  RunStepsResponse own, other;
+  absl::Status own_status, other_status;
+  std::thread t0([&] { own_status = RunPart(rescued, 0, 0, 4, 0, &own); });
+  std::thread t1([&] { other_status = RunPart(rescued, 0, 1, 4, 0, &other); });
+  t0.join();
+  t1.join();
+  ASSERT_TRUE(own_status.ok()) << own_status;
+  ASSERT_TRUE(other_status.ok()) << other_status;
+  EXPECT_EQ(other.examples(), 4 * 16);
+  EXPECT_EQ(rescued.TestLoss(), normal.TestLoss());
 }
 
 TEST(WorkerWithPsTest, AsyncPushesApplyAtOnce) {
