@@ -1,8 +1,10 @@
 // Workers over real PsServer objects in one process (LocalPsClient): the pull/push protocol of
 // both modes as the ps implements it — sync steps tagged with the version pulled, async pushes
-// applied at once — with 2 ps tasks and 2 workers running concurrently.
+// applied at once — with 2 ps tasks and 2 workers running concurrently; a lost worker's data part
+// re-run on another worker (alone, or racing a late execution of the same part) stays exact.
 #include <thread>
 
+#include "common/env.h"
 #include "common/job_spec.h"
 #include "common/json_util.h"
 #include "common/model_variables.h"
@@ -13,6 +15,7 @@
 #include "ps/store/optimizer.h"
 #include "ps/store/ps_server.h"
 #include "worker/cpu/cpu_gradient_computer.h"
+#include "worker/data/ctr_synthetic.h"
 #include "worker/worker.h"
 
 namespace pstrain {
@@ -28,8 +31,10 @@ std::string JobJson(const std::string& mode) {
 }
 
 struct Cluster {
-  explicit Cluster(const std::string& mode, int num_workers) {
-    job = *JobSpecFromJson(*ParseJson(JobJson(mode), "test"));
+  explicit Cluster(const std::string& mode, int num_workers) : Cluster(JobJson(mode), mode, num_workers) {}
+  // `json`: the job spec (its mode must be `mode`).
+  Cluster(const std::string& json, const std::string& mode, int num_workers) {
+    job = *JobSpecFromJson(*ParseJson(json, "test"));
     plan = VariablePlanToProto(*PlanVariables(*ModelVariables(job.model), job.partitioner, 2), job.seed);
     for (int p = 0; p < 2; ++p) {
       PsServer::Options options;
@@ -61,7 +66,7 @@ struct Cluster {
           NewCpuGradientComputer));
       ConfigureRequest configure;
       configure.set_protocol_version(kProtocolVersion);
-      configure.set_job_spec_json(JobJson(mode));
+      configure.set_job_spec_json(json);
       *configure.mutable_plan() = plan;
       configure.add_ps_addresses("local:0");
       configure.add_ps_addresses("local:1");
@@ -82,6 +87,8 @@ struct Cluster {
         RunStepsRequest run;
         run.set_num_steps(steps);
         run.set_first_step(first_step);
+        run.set_data_part(static_cast<int>(w));  // as the chief names them: worker w's own part
+        run.set_data_position(first_step);
         status[w] = workers[w]->RunSteps(run, &out[w]);
       });
     }
@@ -123,6 +130,94 @@ TEST(WorkerWithPsTest, SyncWorkersAdvanceTogether) {
   const auto& shard = c.plan.variables(0).shards(0);
   EXPECT_EQ(c.Version(shard.ps_task(), shard.shard_name()), 10);  // one update per global step
   EXPECT_LT(c.TestLoss(), before);
+}
+
+// Runs `steps` sync steps of data part `part` from global step `first` on worker `w`.
+absl::Status RunPart(Cluster& c, int w, int part, int steps, int64_t first, RunStepsResponse* out) {
+  RunStepsRequest run;
+  run.set_num_steps(steps);
+  run.set_first_step(first);
+  run.set_data_part(part);
+  run.set_data_position(first);
+  return c.workers[w]->RunSteps(run, out);
+}
+
+// Worker 1 is lost: worker 0 runs its data part beside its own, at the same time (the ps parks
+// each part's push until the other arrives). The result is exactly the normal run's; when worker 1
+// comes back late with the same closure, every step was applied already and nothing changes.
+TEST(WorkerWithPsTest, SyncLostWorkersPartRerunOnAnotherIsExact) {
+  Cluster normal("sync", 2);
+  normal.RunAll(6, 0);
+  Cluster rescued("sync", 2);
+  RunStepsResponse own, other;
+  absl::Status own_status, other_status;
+  std::thread t0([&] { own_status = RunPart(rescued, 0, 0, 6, 0, &own); });
+  std::thread t1([&] { other_status = RunPart(rescued, 0, 1, 6, 0, &other); });
+  t0.join();
+  t1.join();
+  ASSERT_TRUE(own_status.ok()) << own_status;
+  ASSERT_TRUE(other_status.ok()) << other_status;
+  EXPECT_EQ(other.examples(), 6 * 8);
+  const auto& shard = rescued.plan.variables(0).shards(0);
+  EXPECT_EQ(rescued.Version(shard.ps_task(), shard.shard_name()), 6);
+  const double loss = rescued.TestLoss();
+  EXPECT_EQ(loss, normal.TestLoss());  // bit for bit: the same parts summed in the same order
+  RunStepsResponse late;
+  ASSERT_TRUE(RunPart(rescued, 1, 1, 6, 0, &late).ok());
+  EXPECT_EQ(late.examples(), 0);  // every step skipped: applied already with part 1 in it
+  EXPECT_EQ(rescued.Version(shard.ps_task(), shard.shard_name()), 6);
+  EXPECT_EQ(rescued.TestLoss(), loss);
+}
+
+// A silent worker that resumes while its part is re-run elsewhere: two executions of part 1 race
+// (each push collected once per step; the other answered "already counted"), still exact.
+TEST(WorkerWithPsTest, SyncPartRunTwiceAtOnceCountsOnce) {
+  Cluster normal("sync", 2);
+  normal.RunAll(6, 0);
+  Cluster raced("sync", 2);
+  std::vector<absl::Status> status(3);
+  std::vector<RunStepsResponse> out(3);
+  std::thread a([&] { status[0] = RunPart(raced, 0, 0, 6, 0, &out[0]); });
+  std::thread b([&] { status[1] = RunPart(raced, 0, 1, 6, 0, &out[1]); });
+  std::thread c([&] { status[2] = RunPart(raced, 1, 1, 6, 0, &out[2]); });
+  a.join();
+  b.join();
+  c.join();
+  for (const absl::Status& st : status) ASSERT_TRUE(st.ok()) << st;
+  const auto& shard = raced.plan.variables(0).shards(0);
+  EXPECT_EQ(raced.Version(shard.ps_task(), shard.shard_name()), 6);
+  EXPECT_EQ(raced.TestLoss(), normal.TestLoss());
+}
+
+// CTR jobs read each part's own files: worker 0 re-running worker 1's part loads part 1's files
+// when first asked for it, and the run is exactly the normal one.
+TEST(WorkerWithPsTest, CtrPartOfALostWorkerIsLoadedOnDemandAndExact) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/worker_with_ps_ctr");
+  CtrSyntheticOptions data;
+  data.train_examples = 400;
+  data.test_examples = 100;
+  data.vocabulary = 300;
+  ASSERT_TRUE(WriteCtrSyntheticSet(Env::Default(), data, dir).ok());
+  const std::string json = absl::StrCat(R"({"name": "ctr", "model": {"numeric_inputs": 13,
+      "fields": [{"vocabulary_size": 1000, "embedding_dim": 4, "count": 26}],
+      "layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 1}]},
+      "optimizer": {"type": "adagrad", "learning_rate": 0.05},
+      "data": {"dataset": "criteo", "train_files": [")", dir, R"(/train.txt"], "test_files": [")", dir,
+                                        R"(/test.txt"]}, "batch_size": 32, "schedule": {"steps": 10},
+      "mode": "sync", "seed": 5})");
+  Cluster normal(json, "sync", 2);
+  normal.RunAll(4, 0);
+  Cluster rescued(json, "sync", 2);
+  RunStepsResponse own, other;
+  absl::Status own_status, other_status;
+  std::thread t0([&] { own_status = RunPart(rescued, 0, 0, 4, 0, &own); });
+  std::thread t1([&] { other_status = RunPart(rescued, 0, 1, 4, 0, &other); });
+  t0.join();
+  t1.join();
+  ASSERT_TRUE(own_status.ok()) << own_status;
+  ASSERT_TRUE(other_status.ok()) << other_status;
+  EXPECT_EQ(other.examples(), 4 * 16);
+  EXPECT_EQ(rescued.TestLoss(), normal.TestLoss());
 }
 
 TEST(WorkerWithPsTest, AsyncPushesApplyAtOnce) {
