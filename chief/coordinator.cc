@@ -147,6 +147,8 @@ absl::Status Coordinator::Prepare() {
   ASSIGN_OR_RETURN(budget_, ComputeBudget(spec_, train_examples, num_workers_));
   ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(spec_.model));
   ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, spec_.partitioner, static_cast<int>(ps_.size())));
+  RETURN_IF_ERROR(CheckPsReplicas(spec_, static_cast<int>(ps_.size())));
+  RETURN_IF_ERROR(AddBackups(spec_.ps_replicas, &plan));
   RETURN_IF_ERROR(CheckMemory(plan));
   plan_ = VariablePlanToProto(plan, spec_.seed);
   if (!options_.model_dir.empty()) {

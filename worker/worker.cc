@@ -112,6 +112,23 @@ absl::Status Worker::Configure(const ConfigureRequest& request, ConfigureRespons
   return absl::OkStatus();
 }
 
+absl::Status Worker::Reassign(const ReassignRequest& request, ReassignResponse* response) {
+  absl::MutexLock lock(&mu_);
+  if (job_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(options_.task, " is not configured yet"));
+  std::vector<PsClient*> ps;
+  for (const auto& client : job_->ps) ps.push_back(client.get());
+  ASSIGN_OR_RETURN(std::unique_ptr<VariableExchange> exchange,
+                   VariableExchange::Create(job_->variables, request.plan(), std::move(ps)));
+  job_->exchange->TakeAcknowledgedPushes(&acked_);
+  job_->exchange = std::move(exchange);
+  return absl::OkStatus();
+}
+
+std::map<std::string, int64_t> Worker::AcknowledgedPushes() {
+  absl::MutexLock lock(&mu_);
+  return acked_;
+}
+
 void Worker::Shutdown() { stopping_ = true; }
 
 absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* response) {
@@ -149,7 +166,9 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
       RETURN_IF_ERROR(CheckStepFinite(step, loss, job.variables, job.grads));
     }
     const int64_t t3 = env->NowMicros();
-    ASSIGN_OR_RETURN(int64_t stale, job.exchange->PushAll(job.worker_index, job.sync, job.grads, lookup));
+    absl::StatusOr<int64_t> pushed = job.exchange->PushAll(job.worker_index, job.sync, job.grads, lookup);
+    job.exchange->TakeAcknowledgedPushes(&acked_);  // a failed push may still have been acknowledged by other ps
+    ASSIGN_OR_RETURN(int64_t stale, std::move(pushed));
     const int64_t t4 = env->NowMicros();
     if (!job.sync) staleness = std::max(staleness, stale);
     compute_s += ((t1 - t0) + (t3 - t2)) * 1e-6;
