@@ -109,6 +109,24 @@ void ChiefMetrics::OnWorkerLost(const std::string& worker) {
       ->Increment();
 }
 
+void ChiefMetrics::OnPsLost(const std::string& ps) {
+  r_->GetCounter("pstrain_ps_lost_total", "Times a ps was taken for lost (gone, silent or restarted)",
+                 {{"ps", TaskOfPeer(ps)}})
+      ->Increment();
+}
+
+void ChiefMetrics::OnPsRecovered(const std::string& ps, double pause_seconds, int64_t lost_updates) {
+  const MetricLabels labels = {{"ps", TaskOfPeer(ps)}};
+  r_->GetCounter("pstrain_ps_recovered_total", "Times a lost ps was brought back into the running job", labels)
+      ->Increment();
+  r_->GetCounter("pstrain_ps_recovery_pause_seconds_total",
+                 "Seconds training was paused while a lost ps was brought back", labels)
+      ->Increment(pause_seconds);
+  r_->GetCounter("pstrain_ps_lost_updates_total",
+                 "Global steps of updates a lost ps lost (restored from an older checkpoint)", labels)
+      ->Increment(static_cast<double>(lost_updates));
+}
+
 void ChiefMetrics::OnWorkerBack(const std::string& worker) {
   r_->GetCounter("pstrain_workers_returned_total", "Times a lost worker came back and was re-configured",
                  {{"worker", TaskOfPeer(worker)}})

@@ -46,6 +46,9 @@ class ChiefMetrics {
   void OnWorkerLost(const std::string& worker);
   void OnWorkerBack(const std::string& worker);
   void SetWorkersAlive(int alive);
+  // A ps taken for lost (`ps` is its peer name), and what bringing it back cost.
+  void OnPsLost(const std::string& ps);
+  void OnPsRecovered(const std::string& ps, double pause_seconds, int64_t lost_updates);
   void OnCheckpoint(int64_t step, double seconds, double bytes);
 
  private:

@@ -107,6 +107,8 @@ int RunChief(const ChiefConfig& config) {
   std::vector<std::unique_ptr<PsClient>> ps_owned;
   std::vector<std::unique_ptr<WorkerClient>> workers_owned;
   std::vector<PsClient*> ps;
+  std::vector<std::unique_ptr<PsClient>> probes_owned;
+  std::vector<PsClient*> probes;
   std::vector<WorkerClient*> workers;
   std::vector<std::string> ps_addresses = cluster.Addresses(kPs);
   std::vector<int> ps_indices = cluster.TaskIndices(kPs);
@@ -117,6 +119,11 @@ int RunChief(const ChiefConfig& config) {
       ps_owned.back() = std::make_unique<MeteredPsClient>(std::move(ps_owned.back()), config.metrics, name);
     }
     ps.push_back(ps_owned.back().get());
+    // The health watch's and recovery's probes: a short deadline, so a hung ps is found in time.
+    probes_owned.push_back(std::make_unique<GrpcPsClient>(ps_addresses[i], name,
+                                                          absl::Seconds(config.ps_health_deadline_secs),
+                                                          config.transport));
+    probes.push_back(probes_owned.back().get());
   }
   std::vector<std::string> worker_addresses = cluster.Addresses(kWorker);
   std::vector<int> worker_indices = cluster.TaskIndices(kWorker);
@@ -140,6 +147,8 @@ int RunChief(const ChiefConfig& config) {
   options.init_only = config.init_only;
   options.log = [](const std::string& line) { LogLine("chief", line); };
   options.metrics = config.metrics;
+  options.ps_recovery.timeout_ms = config.ps_recovery_timeout_secs * 1000;
+  options.ps_probes = probes;
   Coordinator coordinator(Env::Default(), config.job, ps, workers, ps_addresses, options);
 
   const std::string task = config.tf_config.task->ToString();

@@ -23,6 +23,8 @@ struct ChiefConfig {
   int64_t closure_timeout_secs = 600;
   int64_t poll_interval_secs = 1;
   int64_t all_workers_lost_timeout_secs = 600;
+  int64_t ps_recovery_timeout_secs = 300;  // a lost ps must answer again within this
+  int64_t ps_health_deadline_secs = 15;    // a ps silent this long is taken for lost
   bool restore = true;
   bool start_over = false;            // move an earlier run aside (see CoordinatorOptions)
   bool init_only = false;             // create or restore, checkpoint, stop (see CoordinatorOptions)

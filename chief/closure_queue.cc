@@ -16,9 +16,11 @@ std::optional<Closure> ClosureQueue::Take(int worker, absl::Duration timeout) {
     }
     return waiting_.end();
   };
-  auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return shutdown_ || !error_.ok() || find() != waiting_.end(); };
+  auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return shutdown_ || !error_.ok() || (!paused_ && find() != waiting_.end());
+  };
   mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
-  if (shutdown_ || !error_.ok()) return std::nullopt;
+  if (shutdown_ || !error_.ok() || paused_) return std::nullopt;
   auto it = find();
   if (it == waiting_.end()) return std::nullopt;
   Closure c = *it;
@@ -64,6 +66,27 @@ void ClosureQueue::DropWaiting() {
   absl::MutexLock lock(&mu_);
   for (const Closure& c : waiting_) unfinished_.erase(c.id);
   waiting_.clear();
+}
+
+void ClosureQueue::DropAll() {
+  absl::MutexLock lock(&mu_);
+  waiting_.clear();
+  unfinished_.clear();
+}
+
+void ClosureQueue::Pause() {
+  absl::MutexLock lock(&mu_);
+  paused_ = true;
+}
+
+void ClosureQueue::Resume() {
+  absl::MutexLock lock(&mu_);
+  paused_ = false;
+}
+
+bool ClosureQueue::paused() const {
+  absl::MutexLock lock(&mu_);
+  return paused_;
 }
 
 void ClosureQueue::Shutdown() {

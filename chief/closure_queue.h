@@ -62,6 +62,16 @@ class ClosureQueue {
   // Removes the closures nobody has taken yet (a phase ending early); running ones stay.
   void DropWaiting();
 
+  // Forgets every closure of the phase, running ones too: their later Finish() counts nothing
+  // and Requeue() drops them (a sync round whose model state was rolled back).
+  void DropAll();
+
+  // While paused, Take() hands nothing out (waiting closures stay; running ones go on): the chief
+  // holds the workers while a lost ps is brought back. Resume() undoes it.
+  void Pause();
+  void Resume();
+  bool paused() const;
+
   // Wakes every Take() for good (process shutdown).
   void Shutdown();
 
@@ -75,6 +85,7 @@ class ClosureQueue {
   std::set<int64_t> unfinished_ ABSL_GUARDED_BY(mu_);   // pushed, not finished
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace pstrain

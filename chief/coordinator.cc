@@ -64,6 +64,7 @@ Coordinator::Coordinator(Env* env, JobSpec spec, std::vector<PsClient*> ps, std:
 }
 
 Coordinator::~Coordinator() {
+  if (ps_watch_ != nullptr) ps_watch_->Stop();
   queue_.Shutdown();
   if (pool_ != nullptr) pool_->Stop();
 }
@@ -85,6 +86,7 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   if (s.ok() && options_.init_only) return InitOnly();
   if (s.ok()) {
     pool_->Start();
+    if (ps_watch_ != nullptr) ps_watch_->Start();
     SetState("training");
     s = TrainLoop();
     train_seconds_ = (env_->NowMicros() - train_start_micros_) * 1e-6;
@@ -100,6 +102,7 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
   if (s.ok() && !options_.model_dir.empty() && last_checkpoint_step_ != tracker_->global_step()) {
     s = SaveCheckpoint();
   }
+  if (ps_watch_ != nullptr) ps_watch_->Stop();
   queue_.Shutdown();
   if (pool_ != nullptr) pool_->Stop();
   if (!s.ok()) {
@@ -174,6 +177,12 @@ absl::Status Coordinator::Prepare() {
   if (!HasTestData()) Log("the job has no test data (data.test_file is not set): no evaluation");
   pool_ = std::make_unique<WorkerPool>(
       env_, workers_, &queue_, this, [this](int worker) { return MakeConfigure(worker); }, options_.pool);
+  recovery_ = std::make_unique<PsRecovery>(env_, ps_, options_.ps_probes, options_.ps_recovery);
+  if (options_.ps_health_interval_ms > 0) {
+    ps_watch_ = std::make_unique<PsHealthWatch>(
+        env_, options_.ps_probes.empty() ? ps_ : options_.ps_probes, options_.ps_health_interval_ms,
+        [this](int ps, const absl::Status& cause) { OnPsTrouble(ps, cause); });
+  }
   last_report_micros_ = last_checkpoint_micros_ = train_start_micros_ = env_->NowMicros();
   sync_next_step_ = start_step_;
   absl::MutexLock lock(&mu_);
@@ -311,7 +320,6 @@ void Coordinator::OnEvalResult(int worker, const Closure& closure, const Evaluat
 }
 
 absl::Status Coordinator::OnWorkerLost(int worker, const absl::Status& cause) {
-  RETURN_IF_ERROR(CheckPsAlive());
   const std::string peer = workers_[worker]->peer();
   gauges_->OnWorkerLost(peer);
   if (spec_.mode == "sync") {
@@ -328,23 +336,6 @@ absl::Status Coordinator::OnWorkerLost(int worker, const absl::Status& cause) {
 void Coordinator::OnWorkerBack(int worker) {
   gauges_->OnWorkerBack(workers_[worker]->peer());
   Log(absl::StrCat(workers_[worker]->peer(), " is back and re-configured at step ", tracker_->global_step()));
-}
-
-absl::Status Coordinator::CheckPsAlive() {
-  HandshakeRequest hello;
-  hello.set_protocol_version(kProtocolVersion);
-  hello.set_caller("chief:0");
-  for (PsClient* ps : ps_) {
-    HandshakeResponse response;
-    absl::Status s = ps->Handshake(hello, &response);
-    if (!s.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("lost ", ps->peer(), " (", s.message(),
-                       "): the job stops because a lost ps cannot be recovered yet; "
-                       "start the ps again and then the chief: it resumes from the last checkpoint"));
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace pstrain

@@ -4,14 +4,21 @@
 // k steps until the budget is spent, evaluating and checkpointing on the job's schedule and at the
 // end. Async mode: each worker takes closures on its own; sync mode: every round of k steps goes to
 // ALL workers at once (the ps apply the mean once per step). A lost worker's closure goes to
-// another worker and the worker is polled until it comes back; a lost ps or a non-retryable error
-// stops the job with a message naming the cause.
+// another worker and the worker is polled until it comes back. A lost ps (a worker's closure
+// failed on it, or it missed the health watch's deadline: gone, hung, cut off) pauses the queue
+// while HandleLostPs waits for it at its address (bounded by ps_recovery.timeout_ms): back with
+// its shards -> nothing restored; restarted -> async: only its shards come back from the newest
+// verified checkpoint (or the initializers), the other ps keep their newer state; sync: every ps
+// rolls back to that checkpoint and the step counter follows. Each loss is logged, recorded in
+// metrics.jsonl (kind "ps_recovery") and counted in Prometheus. A non-retryable error, or a ps
+// that never answers again, stops the job with a message naming the cause.
 // Thread-safety: Run() on one thread; RequestStop() and Status() from any thread.
 #ifndef PSTRAIN_CHIEF_COORDINATOR_H_
 #define PSTRAIN_CHIEF_COORDINATOR_H_
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +33,8 @@
 #include "chief/evaluation.h"
 #include "chief/metrics_writer.h"
 #include "chief/progress_tracker.h"
+#include "chief/ps_health_watch.h"
+#include "chief/ps_recovery.h"
 #include "chief/run_events.h"
 #include "chief/training_budget.h"
 #include "chief/worker_pool.h"
@@ -60,6 +69,14 @@ struct CoordinatorOptions {
   // Where the chief's Prometheus metrics go (not owned; nullptr: a registry of the coordinator's
   // own that nobody serves).
   MetricsRegistry* metrics = nullptr;
+  // A lost ps (chief/ps_recovery.h): how long it may take to answer again.
+  PsRecoveryOptions ps_recovery;
+  // How often every ps is handshaken through `ps_probes` (0: no health watch); a ps that misses a
+  // probe's deadline is taken for lost, so that deadline decides when a hung ps counts as lost.
+  int64_t ps_health_interval_ms = 2000;
+  // ps_probes[i] reaches ps task i with a short deadline (not owned; empty: the ps clients, whose
+  // deadline may be minutes).
+  std::vector<PsClient*> ps_probes;
 };
 
 struct JobSummary {
@@ -105,6 +122,7 @@ class Coordinator : public WorkerPoolSink {
   void OnEvalResult(int worker, const Closure& closure, const EvaluateResponse& response) override;
   absl::Status OnWorkerLost(int worker, const absl::Status& cause) override;
   void OnWorkerBack(int worker) override;
+  void OnPsTrouble(int ps, const absl::Status& cause) override;
 
  private:
   absl::Status Prepare();
@@ -128,7 +146,19 @@ class Coordinator : public WorkerPoolSink {
   absl::Status CheckWorkersAlive();
   absl::StatusOr<EvalResult> Evaluate();
   absl::Status SaveCheckpoint();
+  // Lost ps tasks (coordinator_ps_loss.cc). Probes every ps and hands each that does not answer
+  // or lost its shards to HandleLostPs; OK when every ps serves again.
   absl::Status CheckPsAlive();
+  // Brings every ps reported in trouble back (HandleLostPs), then resumes the queue. Called on
+  // Run()'s thread between feeds and waits.
+  absl::Status CheckPsTrouble();
+  // The one place a lost ps is handled: waits for it and puts its shards back (async: that ps's
+  // only; sync: every ps rolls back). A job with ps replicas would promote one here instead.
+  absl::Status HandleLostPs(int ps, const absl::Status& cause, int64_t lost_at_micros);
+  // Where lost shards come from: the newest verified checkpoint, or the initializers.
+  absl::StatusOr<PsRestoreSource> RestoreSource(int ps);
+  // Sync mode: every ps back to `from`, the step counter and the queue with them.
+  absl::Status RollBackAll(const PsRestoreSource& from, int restored_ps);
   void MaybeReport(bool force);
   // One record of the run: a line of metrics.jsonl and an event of the TensorBoard files.
   void Record(const nlohmann::json& record);
@@ -167,6 +197,9 @@ class Coordinator : public WorkerPoolSink {
   std::unique_ptr<RunEvents> events_;
   std::unique_ptr<MetricsRegistry> own_registry_;  // when options_.metrics is null
   std::unique_ptr<ChiefMetrics> gauges_;
+  std::unique_ptr<PsRecovery> recovery_;
+  std::unique_ptr<PsHealthWatch> ps_watch_;
+  bool rolled_back_ = false;  // sync: the running phase ends, TrainLoop plans again from the step
   int64_t tracker_start_micros_ = 0;  // wall_time 0 of the records
   bool events_failed_ = false;
 
@@ -177,6 +210,12 @@ class Coordinator : public WorkerPoolSink {
   EvalAccumulator* eval_ ABSL_GUARDED_BY(mu_) = nullptr;  // the evaluation in progress; not owned
   std::optional<EvalResult> last_eval_ ABSL_GUARDED_BY(mu_);
   bool ready_ ABSL_GUARDED_BY(mu_) = false;  // Prepare() set budget_, tracker_ and pool_
+  struct PsTrouble {
+    absl::Status cause;
+    int64_t since_micros = 0;
+  };
+  mutable absl::Mutex trouble_mu_;
+  std::map<int, PsTrouble> ps_trouble_ ABSL_GUARDED_BY(trouble_mu_);  // by ps index, first cause
 };
 
 }  // namespace pstrain

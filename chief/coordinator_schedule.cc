@@ -1,5 +1,6 @@
 // Coordinator: the scheduling half (training phases, evaluation, checkpoints, progress).
 #include <algorithm>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -27,6 +28,10 @@ absl::Status Coordinator::TrainLoop() {
     const int64_t eval_at = NextBoundary(step, sched.eval_every_steps, budget_.total_steps);
     const int64_t ckpt_at = NextBoundary(step, sched.checkpoint_every_steps, budget_.total_steps);
     RETURN_IF_ERROR(RunTrainingPhase(std::min(eval_at, ckpt_at)));
+    if (rolled_back_) {  // sync: every ps went back to a checkpoint; plan from that step
+      rolled_back_ = false;
+      continue;
+    }
     const int64_t now_step = tracker_->global_step();
     if (now_step >= budget_.total_steps) break;  // the final evaluation and checkpoint follow
     if (sched.eval_every_steps > 0 && now_step % sched.eval_every_steps == 0 && HasTestData()) {
@@ -58,6 +63,8 @@ absl::Status Coordinator::RunTrainingPhase(int64_t stop_at) {
     left -= Feed(left);
     MaybeReport(false);
     RETURN_IF_ERROR(CheckWorkersAlive());
+    RETURN_IF_ERROR(CheckPsTrouble());
+    if (rolled_back_) break;
     env_->SleepForMicros(kFeedIntervalMicros);
   }
   return WaitPhase();
@@ -97,6 +104,7 @@ absl::Status Coordinator::WaitPhase() {
     if (s.code() != absl::StatusCode::kDeadlineExceeded) return s;
     MaybeReport(false);
     RETURN_IF_ERROR(CheckWorkersAlive());
+    RETURN_IF_ERROR(CheckPsTrouble());
   }
 }
 
@@ -116,20 +124,26 @@ absl::Status Coordinator::CheckWorkersAlive() {
 absl::StatusOr<EvalResult> Coordinator::Evaluate() {
   const int64_t eval_start_micros = env_->NowMicros();
   const int shards = std::max(1, num_workers_ * std::max(1, options_.eval_shards_per_worker));
-  EvalAccumulator acc(shards);
-  {
-    absl::MutexLock lock(&mu_);
-    eval_ = &acc;
+  std::unique_ptr<EvalAccumulator> acc;
+  absl::Status s;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    acc = std::make_unique<EvalAccumulator>(shards);
+    {
+      absl::MutexLock lock(&mu_);
+      eval_ = acc.get();
+    }
+    for (const Closure& c : MakeEvalClosures(shards, next_closure_id_)) queue_.Push(c);
+    next_closure_id_ += shards;
+    s = WaitPhase();
+    if (!s.ok() || !rolled_back_) break;
+    rolled_back_ = false;  // sync: the model went back to a checkpoint meanwhile; evaluate that
   }
-  for (const Closure& c : MakeEvalClosures(shards, next_closure_id_)) queue_.Push(c);
-  next_closure_id_ += shards;
-  absl::Status s = WaitPhase();
   {
     absl::MutexLock lock(&mu_);
     eval_ = nullptr;
   }
   RETURN_IF_ERROR(s);
-  ASSIGN_OR_RETURN(EvalResult r, acc.Combine(tracker_->global_step(), MetricsKindOf(spec_.model)));
+  ASSIGN_OR_RETURN(EvalResult r, acc->Combine(tracker_->global_step(), MetricsKindOf(spec_.model)));
   Log(absl::StrCat("evaluation at step ", r.step, ": ", FormatEval(r)));
   gauges_->OnEval(r, (env_->NowMicros() - eval_start_micros) * 1e-6);
   nlohmann::json j = EvalJson(r);
@@ -143,12 +157,15 @@ absl::StatusOr<EvalResult> Coordinator::Evaluate() {
 }
 
 absl::Status Coordinator::SaveCheckpoint() {
-  const int64_t step = tracker_->global_step();
+  int64_t step = tracker_->global_step();
   const int64_t save_start_micros = env_->NowMicros();
   absl::StatusOr<std::string> dir = checkpoints_->Save(step, spec_json_);
   if (!dir.ok()) {
+    // A ps lost while saving: bring it back, then save again (sync mode saves the rolled-back step).
     RETURN_IF_ERROR(CheckPsAlive());
-    return dir.status();
+    step = tracker_->global_step();
+    dir = checkpoints_->Save(step, spec_json_);
+    if (!dir.ok()) return dir.status();
   }
   last_checkpoint_step_ = step;
   last_checkpoint_micros_ = env_->NowMicros();

@@ -52,6 +52,10 @@ ABSL_FLAG(int64_t, progress_secs, 5, "seconds between progress lines");
 ABSL_FLAG(int64_t, closure_timeout_secs, 600, "a worker that does not finish a closure in time is lost");
 ABSL_FLAG(int64_t, poll_secs, 1, "how often a lost worker is polled");
 ABSL_FLAG(int64_t, all_workers_lost_timeout_secs, 600, "fail when no worker answers for this long");
+ABSL_FLAG(int64_t, ps_recovery_timeout_secs, 300,
+          "how long a lost ps may take to answer again at its address before the job fails");
+ABSL_FLAG(int64_t, ps_health_deadline_secs, 15,
+          "a ps that does not answer the chief's health check within this long is taken for lost (a hung ps)");
 ABSL_FLAG(bool, restore, true,
           "resume from the newest checkpoint in --model_dir (false is refused when an earlier run is there: use "
           "--start_over)");
@@ -124,7 +128,8 @@ absl::StatusOr<JobSpec> JobFromFlags() {
 absl::Status CheckChiefFlags() {
   const IntRange secs = IntBetween(1, kMaxDimension);
   for (const auto* flag : {&FLAGS_wait_timeout_secs, &FLAGS_progress_secs, &FLAGS_closure_timeout_secs,
-                           &FLAGS_poll_secs, &FLAGS_all_workers_lost_timeout_secs, &FLAGS_eval_poll_secs}) {
+                           &FLAGS_poll_secs, &FLAGS_all_workers_lost_timeout_secs, &FLAGS_eval_poll_secs,
+                           &FLAGS_ps_recovery_timeout_secs, &FLAGS_ps_health_deadline_secs}) {
     RETURN_IF_ERROR(
         CheckInRange(absl::GetFlag(*flag), secs, absl::StrCat("--", absl::GetFlagReflectionHandle(*flag).Name())));
   }
@@ -247,6 +252,8 @@ int Main() {
   c.closure_timeout_secs = absl::GetFlag(FLAGS_closure_timeout_secs);
   c.poll_interval_secs = absl::GetFlag(FLAGS_poll_secs);
   c.all_workers_lost_timeout_secs = absl::GetFlag(FLAGS_all_workers_lost_timeout_secs);
+  c.ps_recovery_timeout_secs = absl::GetFlag(FLAGS_ps_recovery_timeout_secs);
+  c.ps_health_deadline_secs = absl::GetFlag(FLAGS_ps_health_deadline_secs);
   c.restore = absl::GetFlag(FLAGS_restore) && !c.start_over;
   c.init_only = absl::GetFlag(FLAGS_init_only);
   c.metrics = &metrics;

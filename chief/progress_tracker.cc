@@ -55,6 +55,11 @@ void ProgressTracker::OnTrainResult(int worker, int64_t worker_steps, const RunS
   }
 }
 
+void ProgressTracker::RollBackTo(int64_t global_step) {
+  absl::MutexLock lock(&mu_);
+  worker_steps_ = std::max<int64_t>(0, global_step - start_step_) * num_workers_;
+}
+
 int64_t ProgressTracker::global_step() const {
   absl::MutexLock lock(&mu_);
   return start_step_ + worker_steps_ / num_workers_;

@@ -52,6 +52,10 @@ class ProgressTracker {
   double examples_per_second() const;  // since start
   int64_t examples() const;            // trained in this run
 
+  // Sets the global step back to `global_step` (sync mode after every ps rolled back to a
+  // checkpoint); examples trained stay counted. REQUIRES: global_step >= the start step.
+  void RollBackTo(int64_t global_step);
+
   // Closes the current window and opens the next one.
   ProgressWindow TakeWindow();
 

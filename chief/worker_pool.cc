@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/protocol_version.h"
+#include "common/ps_trouble.h"
 
 namespace pstrain {
 
@@ -126,6 +127,17 @@ absl::Status WorkerPool::Execute(int worker, const Closure& closure) {
 
 void WorkerPool::HandleFailure(int worker, const Closure& closure, const absl::Status& status) {
   const std::string& peer = peers_[worker];
+  if (std::optional<int> ps = PsTroubleIndex(status); ps.has_value()) {
+    queue_->Requeue(closure);  // the same ids and steps: it runs again once the ps is back
+    {
+      absl::MutexLock lock(&mu_);
+      states_[worker].ps_failures++;
+      states_[worker].last_error = std::string(status.message());
+    }
+    sink_->OnPsTrouble(*ps, status);
+    env_->SleepForMicros(options_.ps_trouble_backoff_ms * 1000);
+    return;
+  }
   if (!IsRetryableWorkerError(status)) {
     queue_->Fail(absl::Status(status.code(), absl::StrCat(peer, " failed: ", status.message())));
     return;

@@ -2,7 +2,9 @@
 // ClosureQueue, runs them on its worker (RunSteps or Evaluate) and hands results to a sink. A
 // worker whose call fails with a retryable error (gone, or past its deadline) has its closure
 // re-queued for the others, is marked dead and is polled with Handshake; when it answers again
-// (same TF_CONFIG, restarted process) it is re-configured and used again. Non-retryable errors
+// (same TF_CONFIG, restarted process) it is re-configured and used again. A closure that failed
+// because of a ps (the worker's ABORTED "ps:N ...", common/ps_trouble.h) is re-queued as it was,
+// the worker stays in use, and the sink hears OnPsTrouble. Non-retryable errors
 // stop the phase through ClosureQueue::Fail with a message naming the worker and the cause.
 // Thread-safety: Start/Stop from one owning thread; the rest from any thread.
 #ifndef PSTRAIN_CHIEF_WORKER_POOL_H_
@@ -35,6 +37,10 @@ class WorkerPoolSink {
   // the job (e.g. a ps is gone, or sync mode cannot go on without this worker).
   virtual absl::Status OnWorkerLost(int worker, const absl::Status& cause) = 0;
   virtual void OnWorkerBack(int worker) = 0;
+  // `worker`'s closure failed because of ps `ps` (gone, silent, or restarted without its shards);
+  // the closure is back in the queue and the worker stays alive. The sink checks the ps and holds
+  // the queue (ClosureQueue::Pause) while it recovers; it may call into the queue.
+  virtual void OnPsTrouble(int ps, const absl::Status& cause) = 0;
 };
 
 // True for failures that mean "this worker is gone, late or restarted": the closure can run
@@ -47,6 +53,9 @@ struct WorkerPoolOptions {
   int64_t handshake_timeout_ms = 2000;
   int64_t configure_timeout_ms = 60000;
   int64_t poll_interval_ms = 1000;        // how often a dead worker is polled
+  // After a closure failed because of a ps, the worker's thread waits this long before taking the
+  // next closure (the sink normally pauses the queue; this keeps a worker from spinning anyway).
+  int64_t ps_trouble_backoff_ms = 100;
 };
 
 struct PoolWorkerInfo {
@@ -55,6 +64,7 @@ struct PoolWorkerInfo {
   bool alive = true;
   int64_t closures_done = 0;
   int64_t failures = 0;
+  int64_t ps_failures = 0;  // closures that failed because of a ps (not counted as failures)
   std::string last_error;
 };
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/ps_trouble.h"
 #include "common/status_macros.h"
 #include "common/tensor_proto.h"
 
@@ -100,6 +101,11 @@ absl::Status VariableExchange::ForEachPs(const std::function<absl::Status(int)>&
   std::vector<absl::Status> results(ps_.size());
   pool_.Run(num_ps(),
             [&](int p) { results[p] = slots_[p].empty() && table_slots_[p].empty() ? absl::OkStatus() : fn(p); });
+  for (size_t p = 0; p < results.size(); ++p) {
+    // A ps that is gone, silent or restarted without its shards: the chief re-queues the closure
+    // and checks that ps (common/ps_trouble.h); this worker stays configured.
+    if (IsPsTrouble(results[p])) return PsTroubleStatus(static_cast<int>(p), results[p]);
+  }
   for (const absl::Status& s : results) RETURN_IF_ERROR(s);
   return absl::OkStatus();
 }

@@ -39,7 +39,9 @@ class VariableExchange {
   // Fills `params` from every ps: dense variable i with the whole variable (resized to its shape),
   // table i with the rows of lookup->unique_ids[i] in that order (shape [U_i, dim]). `min_version`
   // > 0 asks each ps to wait until its shards reach that version (sync mode). `lookup` may be null
-  // only for models without tables. Errors from a ps name it; a reply with a missing shard or a
+  // only for models without tables. A ps that is gone, silent or restarted without its shards
+  // (IsPsTrouble) gives ABORTED "ps:N ..." (common/ps_trouble.h); other errors from a ps name it;
+  // a reply with a missing shard or a
   // wrong shape is InvalidArgument; an id outside a table's rows is InvalidArgument naming it.
   absl::Status PullAll(int64_t min_version, std::vector<Tensor>* params, const SparseLookup* lookup = nullptr);
 
@@ -48,7 +50,7 @@ class VariableExchange {
   // id), split by owning shard. With `tag_with_pulled_version` (sync mode) each push carries step =
   // the version pulled last from that ps. Returns the largest staleness seen: per shard, (version
   // after the push - 1) - version pulled, i.e. how many other updates landed between this
-  // worker's pull and its update (0 when none; meaningful in async mode).
+  // worker's pull and its update (0 when none; meaningful in async mode). Errors as PullAll's.
   absl::StatusOr<int64_t> PushAll(int worker_index, bool tag_with_pulled_version, const std::vector<Tensor>& grads,
                                   const SparseLookup* lookup = nullptr);
 

@@ -60,8 +60,10 @@ class Worker {
   // protocol mismatch.
   absl::Status Configure(const ConfigureRequest& request, ConfigureResponse* response);
 
-  // FailedPrecondition before Configure; errors of a ps (UNAVAILABLE etc.) name it. Steps done
-  // before an error have been pushed.
+  // FailedPrecondition before Configure; ABORTED "ps:N ..." when a ps is gone, silent or
+  // restarted without its shards (common/ps_trouble.h: the chief re-runs the closure once that ps
+  // is back; this worker stays configured); other errors of a ps name it. Steps done before an
+  // error have been pushed.
   absl::Status RunSteps(const RunStepsRequest& request, RunStepsResponse* response);
 
   // Pulls the current variables and evaluates test examples EvalRange(size, shard_index, num_shards).

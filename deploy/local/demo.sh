@@ -7,23 +7,25 @@
 #
 #   deploy/local/demo.sh [--workers 2] [--ps 2] [--job cnn|ctr|...] [--epochs 1] [--steps N]
 #                        [--mode async|sync] [--worker_threads 1] [--train_files F --test_files F]
-#                        [--tls] [--run_dir DIR] [--no-build] [-- extra chief flags]
+#                        [--tls] [--supervise] [--run_dir DIR] [--no-build] [-- extra chief flags]
 # (--flag=value works too.) Every task serves Prometheus metrics on a port of its own (listed at
 # the start and in RUN_DIR/prometheus-targets.json); the chief writes TensorBoard event files to
 # RUN_DIR/model/{train,eval}; at the end the curves are drawn to RUN_DIR/curves.svg. With --tls
 # every connection is mutual TLS: `pstrain certs` makes the cluster's CA and certificates into
-# RUN_DIR/tls and every task runs with --tls_dir.
+# RUN_DIR/tls and every task runs with --tls_dir. With --supervise every ps and worker runs under
+# deploy/local/supervise.sh, which starts a task that died again (kill one to watch the chief
+# take it back; restarts are logged in the task's log).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 
 WORKERS=2 PS=2 JOB=cnn EPOCHS=1 STEPS="" MODE="" BUILD=1 RUN_DIR="" WORKER_THREADS=1 TRAIN_FILES="" TEST_FILES=""
-TLS=0
+TLS=0 SUPERVISE=0
 EXTRA=()
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 # shellcheck source=deploy/args.sh
 source deploy/args.sh
-args_normalize "no-build tls help" "$@"
+args_normalize "no-build tls supervise help" "$@"
 set -- "${ARGS[@]}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -39,6 +41,7 @@ while [ $# -gt 0 ]; do
     --run_dir) RUN_DIR=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --tls) TLS=1; shift ;;
+    --supervise) SUPERVISE=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; EXTRA=("$@"); break ;;
     *) echo "demo: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -139,14 +142,17 @@ start_task() {  # start_task TYPE INDEX BINARY ARGS...
   shift 3
   # A session of its own: Ctrl-C reaches only this script and the chief, which checkpoints while
   # the ps are still up; this script then stops the ps and workers.
+  local supervisor=()
+  [ "$SUPERVISE" = 1 ] && supervisor=(bash "$ROOT/deploy/local/supervise.sh" --name "$type:$index" --)
   TF_CONFIG="{\"cluster\":$CLUSTER,\"task\":{\"type\":\"$type\",\"index\":$index}}" \
-    setsid "$BIN/$binary" --metrics_port="$(metrics_port "$type" "$index")" "${TLS_ARGS[@]}" "$@" \
+    setsid "${supervisor[@]}" "$BIN/$binary" --metrics_port="$(metrics_port "$type" "$index")" "${TLS_ARGS[@]}" "$@" \
     >"$RUN_DIR/logs/$type-$index.log" 2>&1 &
   PIDS+=("$!")
 }
 for ((i = 0; i < PS; i++)); do start_task ps "$i" pstrain-ps; done
 for ((i = 0; i < WORKERS; i++)); do start_task worker "$i" pstrain-worker --threads="$WORKER_THREADS"; done
 echo "demo: started $PS ps and $WORKERS workers; logs in $RUN_DIR/logs/ (one file per task)" >&2
+[ "$SUPERVISE" = 1 ] && echo "demo: every ps and worker runs under deploy/local/supervise.sh: a task that dies is started again" >&2
 echo "demo: Prometheus metrics at http://127.0.0.1:PORT/metrics, chief ${METRICS_PORTS[0]}, ps ${METRICS_PORTS[*]:1:PS}, workers ${METRICS_PORTS[*]:$((1 + PS))} (targets: $RUN_DIR/prometheus-targets.json)" >&2
 
 # An epoch of the ctr preset takes seconds, not minutes: report every second to draw a curve.

@@ -83,14 +83,6 @@ TEST_F(CoordinatorTest, NonRetryableWorkerErrorStopsTheJobNamingTheCause) {
   EXPECT_THAT(summary.status().message(), HasSubstr("shape mismatch"));
 }
 
-TEST_F(CoordinatorTest, LostPsStopsTheJob) {
-  workers_[0]->runs_before_failing = 1;
-  workers_[0]->down_with = &ps_[1]->down;  // the worker fails because ps:1 went away
-  auto summary = Make()->Run();
-  EXPECT_EQ(summary.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(summary.status().message(), HasSubstr("lost ps:1 at fake"));
-}
-
 TEST_F(CoordinatorTest, SyncModeSendsEveryRoundToAllWorkers) {
   spec_.mode = "sync";
   auto summary = Make()->Run();

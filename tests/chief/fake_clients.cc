@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "common/ps_trouble.h"
+
 namespace pstrain {
 
 absl::Status FakeWorker::RunSteps(const RunStepsRequest& r, RunStepsResponse* out, int64_t) {
@@ -12,6 +14,12 @@ absl::Status FakeWorker::RunSteps(const RunStepsRequest& r, RunStepsResponse* ou
     if (down_with != nullptr) *down_with = true;
     down = true;
     return absl::UnavailableError("Socket closed");
+  }
+  if (ps_trouble_when && !ps_trouble_done && ps_trouble_when()) {
+    ps_trouble_done = true;
+    if (ps_trouble_do) ps_trouble_do();
+    return PsTroubleStatus(ps_trouble_ps, absl::UnavailableError(absl::StrCat(
+                                              "ps:", ps_trouble_ps, " at fake: the ps closed the connection")));
   }
   if (fail_next_runs > 0) {
     --fail_next_runs;

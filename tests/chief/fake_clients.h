@@ -5,6 +5,8 @@
 #define PSTRAIN_TESTS_CHIEF_FAKE_CLIENTS_H_
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <map>
 #include <set>
 #include <string>
@@ -20,42 +22,52 @@
 
 namespace pstrain {
 
-// A ps that records the chief's calls and can be "down"; shards and checkpoints are real (an
-// in-process PsServer), so checkpoints verify as in production.
+// A ps that records the chief's calls and can be "down" or restarted (a fresh process without
+// shards); shards and checkpoints are real (an in-process PsServer), so checkpoints verify as in
+// production.
 class FakePs : public PsClient {
  public:
-  explicit FakePs(int index) : index_(index), server_(Options(index)), local_(&server_) {}
+  explicit FakePs(int index) : index_(index), process_(std::make_shared<Process>(index)) {}
   std::string peer() const override { return absl::StrCat("ps:", index_, " at fake"); }
 
   absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* r) override {
     if (down) return absl::UnavailableError("connection refused");
-    return local_.Handshake(request, r);
+    return process()->local.Handshake(request, r);
   }
   absl::Status CreateShards(const CreateShardsRequest& r, CreateShardsResponse* out) override {
     {
       absl::MutexLock lock(&mu);
       created.push_back(r);
     }
-    return local_.CreateShards(r, out);
+    return process()->local.CreateShards(r, out);
   }
-  absl::Status Pull(const PullRequest& r, PullResponse* out) override { return local_.Pull(r, out); }
-  absl::Status Push(const PushRequest& r, PushResponse* out) override { return local_.Push(r, out); }
+  absl::Status Pull(const PullRequest& r, PullResponse* out) override { return process()->local.Pull(r, out); }
+  absl::Status Push(const PushRequest& r, PushResponse* out) override { return process()->local.Push(r, out); }
   absl::Status Save(const SaveRequest& r, SaveResponse* out) override {
     if (down) return absl::UnavailableError("connection refused");
     {
       absl::MutexLock lock(&mu);
       saved.push_back(r);
     }
-    return local_.Save(r, out);
+    return process()->local.Save(r, out);
   }
   absl::Status Restore(const RestoreRequest& r, RestoreResponse* out) override {
     {
       absl::MutexLock lock(&mu);
       restored.push_back(r);
     }
-    return local_.Restore(r, out);
+    return process()->local.Restore(r, out);
   }
-  absl::Status GetStats(const PsStatsRequest& r, PsStatsResponse* out) override { return local_.GetStats(r, out); }
+  absl::Status GetStats(const PsStatsRequest& r, PsStatsResponse* out) override {
+    if (down) return absl::UnavailableError("connection refused");
+    return process()->local.GetStats(r, out);
+  }
+  // A new process at the same address: no shards until the chief creates or restores them.
+  void Restart() {
+    auto fresh = std::make_shared<Process>(index_);
+    absl::MutexLock lock(&process_mu_);
+    process_ = std::move(fresh);
+  }
 
   std::atomic<bool> down{false};
   absl::Mutex mu;
@@ -64,14 +76,23 @@ class FakePs : public PsClient {
   std::vector<SaveRequest> saved ABSL_GUARDED_BY(mu);
 
  private:
+  struct Process {
+    explicit Process(int index) : server(Options(index)), local(&server) {}
+    PsServer server;
+    LocalPsClient local;
+  };
   static PsServer::Options Options(int index) {
     PsServer::Options o;
     o.task = absl::StrCat("ps:", index);
     return o;
   }
+  std::shared_ptr<Process> process() {
+    absl::MutexLock lock(&process_mu_);
+    return process_;
+  }
   const int index_;
-  PsServer server_;
-  LocalPsClient local_;
+  absl::Mutex process_mu_;
+  std::shared_ptr<Process> process_ ABSL_GUARDED_BY(process_mu_);
 };
 
 // Each worker step trains batch_size / num_workers examples with a loss that falls with the step;
@@ -103,6 +124,12 @@ class FakeWorker : public WorkerClient {
   std::atomic<int> runs_before_failing{-1};  // >= 0: after this many more RunSteps, go down
   std::atomic<bool>* down_with = nullptr;  // also set when this worker goes down (e.g. a ps)
   absl::Status run_error;                  // returned by every RunSteps when set (non-retryable tests)
+  // Once `ps_trouble_when` (set before the run) returns true, one RunSteps runs `ps_trouble_do`
+  // and fails as a real worker does when ps `ps_trouble_ps` fails it (ABORTED "ps:N ...").
+  std::function<bool()> ps_trouble_when;
+  std::function<void()> ps_trouble_do;
+  int ps_trouble_ps = 1;
+  std::atomic<bool> ps_trouble_done{false};
   absl::Status configure_error;
   std::atomic<int64_t> steps_run{0};
   std::atomic<int64_t> sleep_micros{200};  // per RunSteps, so other workers get closures too

@@ -4,11 +4,16 @@
 set -euo pipefail
 
 BIN="$(cd "$1" && pwd)"
+IT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/pstrain-it.XXXXXX")"
 PIDS=()
 
+SUPERVISED=()  # supervisors' PIDs (start_supervised): their tasks are stopped with them
 cleanup() {
   local pid
+  for pid in "${SUPERVISED[@]}"; do
+    for kid in $(pgrep -P "$pid" 2>/dev/null); do kill -9 "$kid" 2>/dev/null || true; done
+  done
   for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [ "${KEEP_WORK:-0}" = 1 ]; then echo "work dir kept: $WORK" >&2; else rm -rf "$WORK"; fi
@@ -61,6 +66,29 @@ start() {
   TF_CONFIG="$(tf_config "$type" "$index")" "$BIN/$binary" "$@" >"$WORK/$type-$index.log" 2>&1 &
   LAST_PID=$!
   PIDS+=("$LAST_PID")
+}
+
+# start_supervised TYPE INDEX BINARY [ARGS...]: as start, under deploy/local/supervise.sh (a task
+# that dies is started again a second later, as an orchestrator would); LAST_PID is the
+# supervisor's and supervised_pid INDEX... gives the running task's.
+start_supervised() {
+  local type=$1 index=$2 binary=$3
+  shift 3
+  TF_CONFIG="$(tf_config "$type" "$index")" bash "$IT_DIR/../../deploy/local/supervise.sh" --name "$type:$index" \
+    --delay_secs 1 -- "$BIN/$binary" "$@" >"$WORK/$type-$index.log" 2>&1 &
+  LAST_PID=$!
+  PIDS+=("$LAST_PID")
+  SUPERVISED+=("$LAST_PID")
+}
+
+# supervised_pid SUPERVISOR_PID: the PID of the task the supervisor runs now (waits up to 10 s).
+supervised_pid() {
+  local i kid
+  for ((i = 0; i < 100; i++)); do
+    kid=$(pgrep -P "$1" | head -n 1) && [ -n "$kid" ] && { echo "$kid"; return 0; }
+    sleep 0.1
+  done
+  return 1
 }
 
 # start_servers NUM_PS NUM_WORKERS [WORKER_ARGS...]: every ps and worker of the cluster.

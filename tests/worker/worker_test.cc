@@ -6,6 +6,7 @@
 #include "common/model_variables.h"
 #include "common/protocol_version.h"
 #include "common/variable_planner.h"
+#include "common/ps_trouble.h"
 #include "gtest/gtest.h"
 #include "tests/worker/fake_ps_client.h"
 #include "worker/cpu/cpu_gradient_computer.h"
@@ -264,8 +265,17 @@ TEST_F(WorkerTest, Errors) {
   ASSERT_TRUE(worker_->Configure(request_, &configured).ok());
   ps_[1]->set_fail(absl::UnavailableError("ps:1 at b:2 is gone"));
   const absl::Status gone = worker_->RunSteps(run, &done);
-  EXPECT_EQ(gone.code(), absl::StatusCode::kUnavailable);
-  EXPECT_NE(gone.message().find("ps:1"), std::string::npos);
+  // The signal the chief reads: ABORTED "ps:1 ..." naming the cause; the worker stays configured.
+  EXPECT_EQ(gone.code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(gone.message().rfind("ps:1 UNAVAILABLE", 0), 0u) << gone;
+  EXPECT_NE(gone.message().find("is gone"), std::string::npos) << gone;
+  EXPECT_EQ(PsTroubleIndex(gone), 1);
+  ps_[1]->set_fail(absl::NotFoundError("shard dense/kernel/part_1 is not held by ps:1 (it holds 0 shards)"));
+  EXPECT_EQ(PsTroubleIndex(worker_->RunSteps(run, &done)), 1);
+  ps_[1]->set_fail(absl::InvalidArgumentError("a bad request"));
+  EXPECT_EQ(worker_->RunSteps(run, &done).code(), absl::StatusCode::kInvalidArgument);
+  ps_[1]->set_fail(absl::OkStatus());
+  EXPECT_TRUE(worker_->RunSteps(run, &done).ok());
 }
 
 }  // namespace
