@@ -287,7 +287,10 @@ ConfigureRequest Coordinator::MakeConfigure(int worker) const {
   ConfigureRequest r;
   r.set_protocol_version(kProtocolVersion);
   r.set_job_spec_json(spec_json_);
-  *r.mutable_plan() = plan_;
+  {
+    absl::MutexLock lock(&plan_mu_);
+    *r.mutable_plan() = plan_;
+  }
   for (const std::string& a : ps_addresses_) r.add_ps_addresses(a);
   r.set_worker_index(worker);
   r.set_num_workers(num_workers_);
