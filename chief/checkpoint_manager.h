@@ -35,6 +35,10 @@ class CheckpointManager {
   // filesystem are returned with the ps or path named; the temporary directory is removed then.
   absl::StatusOr<std::string> Save(int64_t global_step, const std::string& job_spec_json);
 
+  // ps_replicas: ps task `ps` holds no primary shard (lost, its backups promoted; or back as a
+  // backup only), so Save skips it (`skip`) or asks it again (!`skip`).
+  void SkipPs(int ps, bool skip);
+
   // The newest complete checkpoint, or nullopt when the model dir holds no "ckpt-<step>" at all.
   // FailedPrecondition naming every checkpoint and why it failed when there are some but none can
   // be used (nothing is changed then). Each skipped directory adds a line to `warnings` (not
@@ -61,6 +65,7 @@ class CheckpointManager {
   const std::string model_dir_;
   const int keep_;
   const std::vector<PsClient*> ps_;
+  std::vector<bool> skip_;  // by ps index
 };
 
 }  // namespace pstrain

@@ -29,6 +29,8 @@ absl::Status Coordinator::HandleLostReplicatedPs(int ps, const absl::Status& cau
     plan_ = std::move(next);
   }
   failed_over_.insert(ps);
+  // Every shard is saved once, by its primary: the lost ps holds none now (nor when it is back).
+  if (checkpoints_ != nullptr) checkpoints_->SkipPs(ps, PrimariesOn(plan_, ps) == 0);
   // From the first report of trouble to every worker rerouted: how long training stood still.
   report.seconds = (env_->NowMicros() - lost_at_micros) * 1e-6;
   Log(report.Describe());
