@@ -103,10 +103,10 @@ class PsServer {
     // Replication (ps_replicas 1, ps_server_replication.cc): this ps's index in cluster.ps, and how
     // to reach another ps task (null: shards with a backup_ps are refused).
     int ps_index = -1;
-    ReplicaConnector connect_ps;
+    ReplicaConnector connect_ps = nullptr;
     int replica_in_flight = 4;                         // forwards in flight per backup ps
     absl::Duration replica_retry_for = absl::Seconds(60);  // how long a forward retries an unreachable backup
-    std::function<void(const std::string&)> log;       // replication events (may be null)
+    std::function<void(const std::string&)> log = nullptr;  // replication events (may be null)
   };
 
   explicit PsServer(Options options);
