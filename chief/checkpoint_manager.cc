@@ -46,10 +46,17 @@ absl::StatusOr<std::string> CheckpointManager::Save(int64_t global_step, const s
   return final_dir;
 }
 
+void CheckpointManager::SkipPs(int ps, bool skip) {
+  if (skip_.size() < ps_.size()) skip_.resize(ps_.size(), false);
+  if (ps >= 0 && ps < static_cast<int>(skip_.size())) skip_[static_cast<size_t>(ps)] = skip;
+}
+
 absl::Status CheckpointManager::SaveInto(const std::string& tmp, int64_t global_step, const std::string& job_spec_json,
                                          const std::map<std::string, std::string>& extra_files) {
   std::vector<std::future<absl::StatusOr<SaveResponse>>> calls;
-  for (PsClient* ps : ps_) {
+  for (size_t i = 0; i < ps_.size(); ++i) {
+    if (i < skip_.size() && skip_[i]) continue;
+    PsClient* ps = ps_[i];
     calls.push_back(std::async(std::launch::async, [ps, &tmp, global_step]() -> absl::StatusOr<SaveResponse> {
       SaveRequest request;
       request.set_checkpoint_dir(tmp);

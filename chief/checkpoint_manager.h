@@ -39,6 +39,10 @@ class CheckpointManager {
   absl::StatusOr<std::string> Save(int64_t global_step, const std::string& job_spec_json,
                                    const std::map<std::string, std::string>& extra_files = {});
 
+  // ps_replicas: ps task `ps` holds no primary shard (lost, its backups promoted; or back as a
+  // backup only), so Save skips it (`skip`) or asks it again (!`skip`).
+  void SkipPs(int ps, bool skip);
+
   // The newest complete checkpoint, or nullopt when the model dir holds no "ckpt-<step>" at all.
   // FailedPrecondition naming every checkpoint and why it failed when there are some but none can
   // be used (nothing is changed then). Each skipped directory adds a line to `warnings` (not
@@ -66,6 +70,7 @@ class CheckpointManager {
   const std::string model_dir_;
   const int keep_;
   const std::vector<PsClient*> ps_;
+  std::vector<bool> skip_;  // by ps index
 };
 
 }  // namespace pstrain

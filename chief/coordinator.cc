@@ -155,6 +155,8 @@ absl::Status Coordinator::Prepare() {
   ASSIGN_OR_RETURN(budget_, ComputeBudget(spec_, train_examples, num_workers_));
   ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(spec_.model));
   ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, spec_.partitioner, static_cast<int>(ps_.size())));
+  RETURN_IF_ERROR(CheckPsReplicas(spec_, static_cast<int>(ps_.size())));
+  RETURN_IF_ERROR(AddBackups(spec_.ps_replicas, &plan));
   RETURN_IF_ERROR(CheckMemory(plan));
   plan_ = VariablePlanToProto(plan, spec_.seed);
   if (!options_.model_dir.empty()) {
@@ -312,7 +314,10 @@ ConfigureRequest Coordinator::MakeConfigure(int worker) const {
   ConfigureRequest r;
   r.set_protocol_version(kProtocolVersion);
   r.set_job_spec_json(spec_json_);
-  *r.mutable_plan() = plan_;
+  {
+    absl::MutexLock lock(&plan_mu_);
+    *r.mutable_plan() = plan_;
+  }
   for (const std::string& a : ps_addresses_) r.add_ps_addresses(a);
   r.set_worker_index(worker);
   r.set_num_workers(num_workers_);

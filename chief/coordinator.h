@@ -22,6 +22,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -162,6 +163,13 @@ class Coordinator : public WorkerPoolSink {
   // The one place a lost ps is handled: waits for it and puts its shards back (async: that ps's
   // only; sync: every ps rolls back). A job with ps replicas would promote one here instead.
   absl::Status HandleLostPs(int ps, const absl::Status& cause, int64_t lost_at_micros);
+  // ps_replicas (coordinator_replicas.cc): HandleLostPs for a job whose shards have backups:
+  // promotes the backups of lost `ps`'s shards and reroutes the workers at once (first report);
+  // later reports of the same ps check whether it answers again, and make it a backup again then.
+  absl::Status HandleLostReplicatedPs(int ps, const absl::Status& cause, int64_t lost_at_micros);
+  // ps_replicas: a ps failed over earlier that answers again (probed at most once a second) gets
+  // empty backups, filled by their primaries (replica_failover.h Rejoin). OK while it stays away.
+  absl::Status CheckReturnedPs();
   // Where lost shards come from: the newest verified checkpoint, or the initializers.
   absl::StatusOr<PsRestoreSource> RestoreSource(int ps);
   // Sync mode: every ps back to `from`, the step counter and the queue with them.
@@ -207,6 +215,10 @@ class Coordinator : public WorkerPoolSink {
   std::unique_ptr<ChiefMetrics> gauges_;
   std::unique_ptr<PsRecovery> recovery_;
   std::unique_ptr<PsHealthWatch> ps_watch_;
+  std::set<int> failed_over_;  // ps_replicas: lost ps tasks whose shards were promoted elsewhere
+  int64_t last_return_probe_micros_ = 0;
+  // Held to change plan_ (Run()'s thread) and to read it from other threads (MakeConfigure).
+  mutable absl::Mutex plan_mu_;
   bool rolled_back_ = false;  // sync: the running phase ends, TrainLoop plans again from the step
   int64_t tracker_start_micros_ = 0;  // wall_time 0 of the records
   bool events_failed_ = false;

@@ -22,6 +22,7 @@ void Coordinator::OnPsTrouble(int ps, const absl::Status& cause) {
 }
 
 absl::Status Coordinator::CheckPsTrouble() {
+  RETURN_IF_ERROR(CheckReturnedPs());
   std::map<int, PsTrouble> trouble;
   {
     absl::MutexLock lock(&trouble_mu_);
@@ -64,6 +65,7 @@ absl::StatusOr<PsRestoreSource> Coordinator::RestoreSource(int ps) {
 }
 
 absl::Status Coordinator::HandleLostPs(int ps, const absl::Status& cause, int64_t lost_at_micros) {
+  if (spec_.ps_replicas > 0) return HandleLostReplicatedPs(ps, cause, lost_at_micros);
   const std::vector<std::string> shards = ShardNamesOnPs(plan_, ps);
   std::string why;
   if (recovery_->Probe(ps, shards, &why) == PsRecovery::State::kIntact) {

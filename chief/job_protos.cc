@@ -24,6 +24,12 @@ template <typename Request>
 void SetShardsAndUpdates(const JobSpec& spec, const VariablePlanProto& plan, int ps_task, int num_workers,
                          Request* r) {
   for (const ShardSpecProto& s : ShardsOnPs(plan, ps_task)) *r->add_shards() = s;
+  // ps_replicas: the backups this ps holds, created (or restored) like the primaries.
+  for (const auto& variable : plan.variables()) {
+    for (const ShardSpecProto& s : variable.shards()) {
+      if (s.has_backup_ps() && s.backup_ps() == ps_task) *r->add_shards() = s;
+    }
+  }
   *r->mutable_optimizer() = OptimizerProtoFromSpec(spec.optimizer);
   r->set_mode(UpdateModeOf(spec));
   r->set_num_workers(num_workers);

@@ -17,7 +17,8 @@ UpdateMode UpdateModeOf(const JobSpec& spec);
 // The shards of `plan` that live on ps task `ps_task`, in plan order.
 std::vector<ShardSpecProto> ShardsOnPs(const VariablePlanProto& plan, int ps_task);
 
-// CreateShards for ps task `ps_task`: its shards, the optimizer and the update settings.
+// CreateShards for ps task `ps_task`: its shards (primaries, then the backups it holds), the
+// optimizer and the update settings.
 // `initialize` false leaves the values for a Restore.
 CreateShardsRequest MakeCreateShardsRequest(const JobSpec& spec, const VariablePlanProto& plan, int ps_task,
                                             int num_workers, bool initialize);

@@ -43,6 +43,7 @@ ABSL_FLAG(int64_t, epochs, 0, "train this many epochs (overrides the job's sched
 ABSL_FLAG(int64_t, steps, 0, "train this many global steps (overrides the job's schedule; positive)");
 ABSL_FLAG(int64_t, steps_per_closure, 0, "worker steps per scheduled closure (overrides the job's; positive)");
 ABSL_FLAG(std::string, mode, "", "async or sync (overrides the job's)");
+ABSL_FLAG(int64_t, ps_replicas, -1, "backups per shard, 0 or 1 (overrides the job's ps_replicas)");
 ABSL_FLAG(int64_t, eval_every_steps, 0, "evaluate every N global steps (overrides the job's; 0 = at the end)");
 ABSL_FLAG(int64_t, checkpoint_every_steps, 0, "checkpoint every N global steps (overrides the job's)");
 ABSL_FLAG(int64_t, checkpoint_every_secs, 0, "checkpoint every N seconds (overrides the job's)");
@@ -119,6 +120,7 @@ absl::StatusOr<JobSpec> JobFromFlags() {
   RETURN_IF_ERROR(Override(FLAGS_checkpoint_every_steps, count, &s.checkpoint_every_steps));
   RETURN_IF_ERROR(Override(FLAGS_checkpoint_every_secs, count, &s.checkpoint_every_secs));
   if (Given(FLAGS_mode)) job.mode = absl::GetFlag(FLAGS_mode);
+  if (absl::GetFlag(FLAGS_ps_replicas) >= 0) job.ps_replicas = absl::GetFlag(FLAGS_ps_replicas);
   if (Given(FLAGS_terminate_on_nan)) job.terminate_on_nan = absl::GetFlag(FLAGS_terminate_on_nan);
   if (!absl::GetFlag(FLAGS_data_dir).empty()) job.data.dir = absl::GetFlag(FLAGS_data_dir);
   RETURN_IF_ERROR(OverrideCtrDataFiles(absl::GetFlag(FLAGS_train_files), absl::GetFlag(FLAGS_test_files), "--", &job));

@@ -34,6 +34,7 @@ const std::vector<FlagDef>& PlanFlags() {
       {"bytes_per_string", "16", "estimated bytes per string element"},
       {"strategy", "", "div or mod: how embedding tables' rows map to their shards (overrides the job's)"},
       {"optimizer", "", "count this optimizer's slots in each ps's bytes (default: the job's)"},
+      {"ps_replicas", "", "backups per shard, 0 or 1 (overrides the job's ps_replicas)"},
       {"shape", "", "single variable: comma-separated shape, e.g. 10,30"},
       {"dtype", "float32", "single variable: element type"},
       {"name", "v", "single variable: its name"},
@@ -148,6 +149,11 @@ absl::Status RunPlan(const CommandLine& cl) {
   ASSIGN_OR_RETURN(partitioner, PartitionerFromFlags(cl, partitioner));
   ASSIGN_OR_RETURN(SlotInfo slots, SlotsFromFlags(cl, job ? &*job : nullptr));
   ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, partitioner, num_ps));
+  int64_t replicas = job ? job->ps_replicas : 0;
+  if (cl.Given("ps_replicas")) {
+    ASSIGN_OR_RETURN(replicas, cl.GetInt("ps_replicas", IntBetween(0, 1)));
+  }
+  RETURN_IF_ERROR(AddBackups(replicas, &plan));
   ASSIGN_OR_RETURN(int64_t budget_flag, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
   ASSIGN_OR_RETURN(int64_t budget, MemoryBudgetBytes(Env::Default(), budget_flag));
   ASSIGN_OR_RETURN(std::vector<int64_t> memory, PsTaskBytes(plan, slots.slots_per_value));

@@ -1,5 +1,6 @@
 #include "common/job_spec.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
@@ -324,6 +325,11 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
   spec.seed = static_cast<uint64_t>(seed);
   ASSIGN_OR_RETURN(spec.sync_timeout_ms, top.Int("sync_timeout_ms", 60000, DimensionRange()));
   ASSIGN_OR_RETURN(spec.terminate_on_nan, top.Bool("terminate_on_nan", true));
+  ASSIGN_OR_RETURN(spec.ps_replicas,
+                   top.Int("ps_replicas", 0, IntBetween(0, 1, "one backup per shard is the most supported")));
+  if (spec.ps_replicas > 0 && spec.mode == "sync") {
+    return Invalid("ps_replicas", "needs mode \"async\": sync mode with backup shards is not supported");
+  }
   RETURN_IF_ERROR(top.NoUnknownKeys());
   return spec;
 }
@@ -407,7 +413,16 @@ json JobSpecToJson(const JobSpec& spec) {
       {"seed", spec.seed},
       {"sync_timeout_ms", spec.sync_timeout_ms},
       {"terminate_on_nan", spec.terminate_on_nan},
+      {"ps_replicas", spec.ps_replicas},
   };
+}
+
+absl::Status CheckPsReplicas(const JobSpec& spec, int num_ps) {
+  if (spec.ps_replicas <= num_ps - 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("job spec: ps_replicas ", spec.ps_replicas, " needs at least ",
+                                                 spec.ps_replicas + 1, " ps tasks (each backup on another ps than its "
+                                                 "primary) but the cluster has ", num_ps,
+                                                 ": add ps tasks or set ps_replicas to ", std::max(0, num_ps - 1)));
 }
 
 absl::StatusOr<JobSpec> LoadJobSpec(const std::string& name_or_path) {

@@ -139,6 +139,10 @@ struct JobSpec {
   // Stop the job when a training loss, a gradient or a variable turns NaN or infinite (Keras's
   // TerminateOnNaN), naming the step and the variable; no checkpoint is written after it.
   bool terminate_on_nan = true;
+  // Backups per shard (0 or 1): with 1, every shard has a backup on the next ps round-robin that
+  // the primary keeps up to date with each update it applies; a lost primary's shards are promoted
+  // on their backups and no acknowledged update is lost. Async mode only; needs at least 2 ps.
+  int64_t ps_replicas = 0;
 };
 
 // Parses and validates a job spec document. InvalidArgument naming the field on any problem: a
@@ -155,6 +159,10 @@ nlohmann::json JobSpecToJson(const JobSpec& spec);
 // have files (give both, or neither for the default synthetic set).
 absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::string& test_files,
                                   const std::string& flag_prefix, JobSpec* job);
+
+// OK when `spec.ps_replicas` fits a cluster of `num_ps` ps tasks (each shard's backups on other ps
+// tasks than its primary); InvalidArgument naming the limit otherwise.
+absl::Status CheckPsReplicas(const JobSpec& spec, int num_ps);
 
 // Loads `name_or_path`: a preset name (see job_presets.h) or a JSON file path.
 absl::StatusOr<JobSpec> LoadJobSpec(const std::string& name_or_path);

@@ -69,8 +69,12 @@ absl::StatusOr<std::vector<int64_t>> PsSlotBytes(const VariablePlan& plan, int s
       const int64_t elements = s.bytes / std::max<int64_t>(DTypeSize(pv.variable.dtype), 1);
       const std::string what = absl::StrCat("the optimizer slots of ", s.name);
       ASSIGN_OR_RETURN(int64_t bytes, CheckedSizeProduct(elements, int64_t{4} * slots, what));
-      int64_t& held = out[static_cast<size_t>(s.ps)];
-      ASSIGN_OR_RETURN(held, CheckedSizeSum(held, bytes, absl::StrCat("ps ", s.ps, "'s optimizer slots")));
+      // A backup keeps the optimizer slots too.
+      for (int ps : {s.ps, s.backup_ps}) {
+        if (ps < 0) continue;
+        int64_t& held = out[static_cast<size_t>(ps)];
+        ASSIGN_OR_RETURN(held, CheckedSizeSum(held, bytes, absl::StrCat("ps ", ps, "'s optimizer slots")));
+      }
     }
   }
   return out;

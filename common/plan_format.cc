@@ -29,7 +29,8 @@ nlohmann::json PlanToJson(const VariablePlan& plan, const std::string& strategy,
                         {"stride", s.row_stride},
                         {"rows", s.rows},
                         {"bytes", s.bytes},
-                        {"ps", s.ps}});
+                        {"ps", s.ps},
+                        {"backup_ps", s.backup_ps}});
     }
     vars.push_back({{"name", pv.variable.name},
                     {"shape", pv.variable.shape},
@@ -43,6 +44,7 @@ nlohmann::json PlanToJson(const VariablePlan& plan, const std::string& strategy,
   return {{"variables", vars},
           {"strategy", strategy},
           {"ps_bytes", plan.ps_bytes},
+          {"ps_backup_bytes", plan.backup_bytes},
           {"optimizer", slots.optimizer},
           {"slots_per_value", slots.slots_per_value},
           {"ps_slot_bytes", slot_bytes},
@@ -54,15 +56,19 @@ std::string PlanToTable(const VariablePlan& plan, const std::string& partitioner
   for (const PlannedVariable& pv : plan.variables) {
     for (const PlannedShard& s : pv.shards) width = std::max(width, s.name.size());
   }
-  std::string out = absl::StrCat("partitioner: ", partitioner_description, "; ps tasks: ", plan.num_ps, "\n");
-  absl::StrAppend(&out, absl::StrFormat("%-*s  %-14s  %-8s  %-5s  %8s  %6s  %6s  %12s  %3s\n", width, "shard",
-                                        "variable shape", "dtype", "kind", "offset", "stride", "rows", "bytes", "ps"));
+  bool backups = false;
+  for (int64_t b : plan.backup_bytes) backups = backups || b > 0;
+  std::string out = absl::StrCat("partitioner: ", partitioner_description, "; ps tasks: ", plan.num_ps,
+                                 backups ? "; a backup of every shard on the next ps (ps_replicas 1)" : "", "\n");
+  absl::StrAppend(&out, absl::StrFormat("%-*s  %-14s  %-8s  %-5s  %8s  %6s  %6s  %12s  %3s%s\n", width, "shard",
+                                        "variable shape", "dtype", "kind", "offset", "stride", "rows", "bytes", "ps",
+                                        backups ? "  backup" : ""));
   for (const PlannedVariable& pv : plan.variables) {
     for (const PlannedShard& s : pv.shards) {
-      absl::StrAppend(&out, absl::StrFormat("%-*s  %-14s  %-8s  %-5s  %8d  %6d  %6d  %12d  %3d\n", width, s.name,
+      absl::StrAppend(&out, absl::StrFormat("%-*s  %-14s  %-8s  %-5s  %8d  %6d  %6d  %12d  %3d%s\n", width, s.name,
                                             ShapeString(pv.variable.shape), DTypeName(pv.variable.dtype),
                                             pv.variable.sparse ? "table" : "dense", s.row_offset, s.row_stride, s.rows,
-                                            s.bytes, s.ps));
+                                            s.bytes, s.ps, backups ? absl::StrFormat("  %6d", s.backup_ps) : ""));
     }
   }
   const std::vector<int64_t> slot_bytes = SlotBytes(plan, slots);
@@ -71,11 +77,15 @@ std::string PlanToTable(const VariablePlan& plan, const std::string& partitioner
   for (size_t i = 0; i < plan.ps_bytes.size(); ++i) {
     const int64_t held = plan.ps_bytes[i] + slot_bytes[i];
     const double pct = total > 0 ? 100.0 * static_cast<double>(held) / static_cast<double>(total) : 0.0;
+    const int64_t backup = i < plan.backup_bytes.size() ? plan.backup_bytes[i] : 0;
+    const std::string of_backups =
+        backups ? absl::StrFormat(" (values of backups: %d, primaries: %d)", backup, plan.ps_bytes[i] - backup) : "";
     if (slots.optimizer.empty()) {
-      absl::StrAppend(&out, absl::StrFormat("ps %d holds %d bytes of values (%.1f%%)\n", i, plan.ps_bytes[i], pct));
+      absl::StrAppend(&out, absl::StrFormat("ps %d holds %d bytes of values (%.1f%%)%s\n", i, plan.ps_bytes[i], pct,
+                                            of_backups));
     } else {
-      absl::StrAppend(&out, absl::StrFormat("ps %d holds %d bytes: %d of values + %d of %s slots (%.1f%%)\n", i, held,
-                                            plan.ps_bytes[i], slot_bytes[i], slots.optimizer, pct));
+      absl::StrAppend(&out, absl::StrFormat("ps %d holds %d bytes: %d of values + %d of %s slots (%.1f%%)%s\n", i,
+                                            held, plan.ps_bytes[i], slot_bytes[i], slots.optimizer, pct, of_backups));
     }
   }
   if (!slots.optimizer.empty()) {

@@ -1,6 +1,7 @@
 // Renders a VariablePlan for `pstrain plan`: a human table or the documented JSON shape
 // {"variables": [{"name", "shape", "dtype", "sparse", "shards": [{"name", "offset", "stride",
-//  "rows", "bytes", "ps"}]}], "strategy", "ps_bytes": [values per ps], "optimizer",
+//  "rows", "bytes", "ps", "backup_ps" (-1: none)}]}], "strategy", "ps_bytes": [values per ps,
+//  backups included], "ps_backup_bytes": [of which backups], "optimizer",
 //  "slots_per_value", "ps_slot_bytes": [optimizer slots per ps], "ps_total_bytes": [both]}.
 // A shard holds global rows offset + j * stride (stride > 1: a table's mod shard).
 // Thread-safety: pure functions.

@@ -18,6 +18,7 @@ absl::StatusOr<VariablePlan> PlanVariables(const std::vector<VariableSpec>& vari
   VariablePlan plan;
   plan.num_ps = num_ps;
   plan.ps_bytes.assign(static_cast<size_t>(num_ps), 0);
+  plan.backup_bytes.assign(static_cast<size_t>(num_ps), 0);
   std::set<std::string> names;
   int next_ps = 0;  // one round-robin counter over every shard of every variable
   for (const VariableSpec& var : variables) {
@@ -54,6 +55,25 @@ absl::StatusOr<VariablePlan> PlanVariables(const std::vector<VariableSpec>& vari
   return plan;
 }
 
+absl::Status AddBackups(int64_t replicas, VariablePlan* plan) {
+  if (replicas == 0) return absl::OkStatus();
+  if (replicas != 1 || replicas > plan->num_ps - 1) {
+    return absl::InvalidArgumentError(absl::StrCat("ps_replicas ", replicas, " is not possible with ", plan->num_ps,
+                                                   " ps tasks: at most 1 backup per shard, on another ps than its "
+                                                   "primary (ps_replicas <= num_ps - 1)"));
+  }
+  for (PlannedVariable& pv : plan->variables) {
+    for (PlannedShard& s : pv.shards) {
+      s.backup_ps = (s.ps + 1) % plan->num_ps;
+      const auto b = static_cast<size_t>(s.backup_ps);
+      const std::string what = absl::StrCat("the bytes held by ps ", s.backup_ps);
+      ASSIGN_OR_RETURN(plan->ps_bytes[b], CheckedSizeSum(plan->ps_bytes[b], s.bytes, what));
+      ASSIGN_OR_RETURN(plan->backup_bytes[b], CheckedSizeSum(plan->backup_bytes[b], s.bytes, what));
+    }
+  }
+  return absl::OkStatus();
+}
+
 InitializerProto InitializerToProto(const InitializerSpec& spec) {
   InitializerProto p;
   p.set_type(spec.type);
@@ -87,6 +107,7 @@ VariablePlanProto VariablePlanToProto(const VariablePlan& plan, uint64_t seed) {
       sp->set_ps_task(s.ps);
       sp->set_row_stride(s.row_stride);
       sp->set_sparse(pv.variable.sparse);
+      if (s.backup_ps >= 0) sp->set_backup_ps(s.backup_ps);
     }
   }
   return out;

@@ -25,6 +25,7 @@ struct PlannedShard {
   int64_t row_stride = 1;  // global row of local row j: row_offset + j * row_stride
   int64_t bytes = 0;
   int ps = 0;
+  int backup_ps = -1;  // the ps holding the shard's backup (ps_replicas 1), -1: none
 };
 
 struct PlannedVariable {
@@ -34,7 +35,8 @@ struct PlannedVariable {
 
 struct VariablePlan {
   std::vector<PlannedVariable> variables;
-  std::vector<int64_t> ps_bytes;  // bytes held by each ps task
+  std::vector<int64_t> ps_bytes;      // bytes held by each ps task (primaries and backups)
+  std::vector<int64_t> backup_bytes;  // of which backups
   int num_ps = 0;
 };
 
@@ -42,6 +44,11 @@ struct VariablePlan {
 // NumShards rejects (naming the variable).
 absl::StatusOr<VariablePlan> PlanVariables(const std::vector<VariableSpec>& variables, const PartitionerSpec& spec,
                                            int num_ps);
+
+// Gives every shard of `plan` `replicas` backups (0 or 1) on the ps after its primary,
+// round-robin, and counts their bytes toward that ps (ps_bytes, backup_bytes). InvalidArgument
+// when replicas > num_ps - 1 (a backup must live on another ps than its primary) or replicas > 1.
+absl::Status AddBackups(int64_t replicas, VariablePlan* plan);
 
 // The wire form sent to workers and used to create shards; `seed` goes into every shard spec.
 VariablePlanProto VariablePlanToProto(const VariablePlan& plan, uint64_t seed);

@@ -27,6 +27,9 @@ class GrpcWorkerClient : public WorkerClient {
   absl::Status Configure(const ConfigureRequest& request, ConfigureResponse* response, int64_t timeout_ms) override {
     return Call(&pstrain::WorkerService::Stub::Configure, request, response, timeout_ms);
   }
+  absl::Status Reassign(const ReassignRequest& request, ReassignResponse* response, int64_t timeout_ms) override {
+    return Call(&pstrain::WorkerService::Stub::Reassign, request, response, timeout_ms);
+  }
   absl::Status RunSteps(const RunStepsRequest& request, RunStepsResponse* response, int64_t timeout_ms) override {
     return Call(&pstrain::WorkerService::Stub::RunSteps, request, response, timeout_ms);
   }

@@ -23,6 +23,9 @@ class LocalWorkerClient : public WorkerClient {
   absl::Status Configure(const ConfigureRequest& request, ConfigureResponse* response, int64_t) override {
     return worker_->Configure(request, response);
   }
+  absl::Status Reassign(const ReassignRequest& request, ReassignResponse* response, int64_t) override {
+    return worker_->Reassign(request, response);
+  }
   absl::Status RunSteps(const RunStepsRequest& request, RunStepsResponse* response, int64_t) override {
     return worker_->RunSteps(request, response);
   }

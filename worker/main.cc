@@ -158,5 +158,13 @@ int main(int argc, char** argv) {
     std::_Exit(exit_code);
   }
   stopper.join();
+  // Every push a ps acknowledged, per shard: what a lost ps must not have lost (ps_replicas).
+  std::string acked;
+  int64_t total = 0;
+  for (const auto& [shard, n] : worker.AcknowledgedPushes()) {
+    absl::StrAppend(&acked, acked.empty() ? "" : " ", shard, "=", n);
+    total += n;
+  }
+  std::cerr << "pstrain-worker: " << task << " acknowledged pushes: " << total << " (" << acked << ")" << std::endl;
   return exit_code;
 }

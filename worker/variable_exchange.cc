@@ -53,6 +53,7 @@ absl::StatusOr<std::unique_ptr<VariableExchange>> VariableExchange::Create(const
   ex->pulled_.resize(ex->ps_.size());
   ex->pull_requests_.resize(ex->ps_.size());
   ex->push_requests_.resize(ex->ps_.size());
+  ex->acked_.assign(ex->ps_.size(), 0);
   for (size_t p = 0; p < ex->ps_.size(); ++p) {
     ex->pulled_[p].assign(ex->slots_[p].size() + ex->table_slots_[p].size(), 0);
     for (const ShardSlot& slot : ex->slots_[p]) {
@@ -265,6 +266,7 @@ absl::Status VariableExchange::PushTo(int p, int worker_index, bool tag, const s
   absl::Status pushed = ps_[p]->Push(request, &response);
   if (sync_step >= 0 && IsAlreadyCountedSyncPush(pushed)) return absl::OkStatus();
   RETURN_IF_ERROR(pushed);
+  ++acked_[p];  // only this ps's thread writes its entry
   for (int i = 0; i < response.versions_size() && i < static_cast<int>(pulled_[p].size()); ++i) {
     *staleness = std::max(*staleness, response.versions(i) - 1 - pulled_[p][i]);
   }
@@ -289,6 +291,15 @@ void VariableExchange::FillRows(int p, const std::vector<Tensor>& grads, const S
       std::memcpy(&(*id_bytes)[k * 8], &ids[positions[k]], sizeof(int64_t));
       std::memcpy(&(*values)[k * row_bytes], src + positions[k] * row_bytes, row_bytes);
     }
+  }
+}
+
+void VariableExchange::TakeAcknowledgedPushes(std::map<std::string, int64_t>* out) {
+  for (size_t p = 0; p < ps_.size(); ++p) {
+    if (acked_[p] == 0) continue;
+    for (const ShardSlot& slot : slots_[p]) (*out)[slot.name] += acked_[p];
+    for (const TableSlot& slot : table_slots_[p]) (*out)[slot.name] += acked_[p];
+    acked_[p] = 0;
   }
 }
 

@@ -10,7 +10,9 @@
 #ifndef PSTRAIN_WORKER_VARIABLE_EXCHANGE_H_
 #define PSTRAIN_WORKER_VARIABLE_EXCHANGE_H_
 
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -61,6 +63,10 @@ class VariableExchange {
 
   int num_ps() const { return static_cast<int>(ps_.size()); }
 
+  // Adds to `out` the pushes each shard's ps acknowledged since the last call (one per shard per
+  // successful push), then resets them. For checking that no acknowledged update was lost.
+  void TakeAcknowledgedPushes(std::map<std::string, int64_t>* out);
+
  private:
   struct ShardSlot {
     std::string name;
@@ -103,6 +109,7 @@ class VariableExchange {
   std::vector<std::vector<int64_t>> pulled_;         // per ps: version pulled per dense, then table slot
   std::vector<PullRequest> pull_requests_;          // per ps, reused
   std::vector<PushRequest> push_requests_;          // per ps, reused
+  std::vector<int64_t> acked_;                       // per ps: pushes acknowledged, not yet taken
 };
 
 }  // namespace pstrain

@@ -40,7 +40,7 @@ struct Worker::PartContext {
 struct Worker::Job {
   JobSpec spec;
   std::vector<VariableSpec> variables;
-  VariablePlanProto plan;
+  VariablePlanProto plan;  // replaced by Reassign under mu
   int worker_index = 0, num_workers = 1;
   bool sync = false;
   std::vector<std::string> ps_addresses;
@@ -159,6 +159,36 @@ absl::Status Worker::Configure(const ConfigureRequest& request, ConfigureRespons
   return absl::OkStatus();
 }
 
+absl::Status Worker::Reassign(const ReassignRequest& request, ReassignResponse* response) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Job> job, CurrentJob());
+  // The plan first, so a part built from now on routes by it; then every built part, each after
+  // the closure it runs now (its lock), so no step mixes two routings.
+  std::vector<PartContext*> parts;
+  {
+    absl::MutexLock lock(&job->mu);
+    job->plan = request.plan();
+    for (auto& [index, ctx] : job->parts) parts.push_back(ctx.get());
+  }
+  for (PartContext* ctx : parts) {
+    absl::MutexLock part_lock(&ctx->mu);
+    std::vector<PsClient*> ps;
+    for (const auto& client : ctx->ps) ps.push_back(client.get());
+    ASSIGN_OR_RETURN(std::unique_ptr<VariableExchange> exchange,
+                     VariableExchange::Create(job->variables, request.plan(), std::move(ps)));
+    {
+      absl::MutexLock lock(&mu_);
+      ctx->exchange->TakeAcknowledgedPushes(&acked_);
+    }
+    ctx->exchange = std::move(exchange);
+  }
+  return absl::OkStatus();
+}
+
+std::map<std::string, int64_t> Worker::AcknowledgedPushes() {
+  absl::MutexLock lock(&mu_);
+  return acked_;
+}
+
 void Worker::Shutdown() { stopping_ = true; }
 
 void Worker::Log(const std::string& line) const {
@@ -231,8 +261,13 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
     const int64_t t3 = env->NowMicros();
     // Sync pushes are tagged with the data part, so the ps collects each part once per step
     // whichever worker computed it.
-    ASSIGN_OR_RETURN(int64_t stale, ctx->exchange->PushAll(ctx->part, job.sync, ctx->grads, lookup,
-                                                           job.sync ? sync_step : -1));
+    absl::StatusOr<int64_t> pushed =
+        ctx->exchange->PushAll(ctx->part, job.sync, ctx->grads, lookup, job.sync ? sync_step : -1);
+    {
+      absl::MutexLock lock(&mu_);  // a failed push may still have been acknowledged by other ps
+      ctx->exchange->TakeAcknowledgedPushes(&acked_);
+    }
+    ASSIGN_OR_RETURN(int64_t stale, std::move(pushed));
     const int64_t t4 = env->NowMicros();
     if (!job.sync) staleness = std::max(staleness, stale);
     closure_examples[(request.data_position() + k) / per_epoch] += metrics.examples - examples_before;

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,15 @@ class Worker {
   // Pulls the current variables and evaluates test examples EvalRange(size, shard_index, num_shards).
   absl::Status Evaluate(const EvaluateRequest& request, EvaluateResponse* response);
 
+  // ps_replicas: the chief promoted backups after losing a ps; `request.plan` says where every
+  // shard lives now. Reroutes pulls and pushes (after the closure running now, if any).
+  // FailedPrecondition before Configure; InvalidArgument for a plan that does not fit the model.
+  absl::Status Reassign(const ReassignRequest& request, ReassignResponse* response);
+
+  // Pushes each ps acknowledged per shard since this worker started (for checking that no
+  // acknowledged update was lost).
+  std::map<std::string, int64_t> AcknowledgedPushes();
+
   // Makes RunSteps stop before its next step (Cancelled) and refuses new work; for shutdown.
   // A ps call already in flight is not interrupted.
   void Shutdown();
@@ -95,6 +105,7 @@ class Worker {
   absl::Mutex mu_;
   // Replaced by Configure; a closure running on the previous job keeps it alive until it ends.
   std::shared_ptr<Job> job_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> acked_ ABSL_GUARDED_BY(mu_);  // per shard
   std::atomic<bool> stopping_{false};
 };
 

@@ -26,6 +26,10 @@ class WorkerClient {
                                  int64_t timeout_ms) = 0;
   virtual absl::Status Configure(const ConfigureRequest& request, ConfigureResponse* response,
                                  int64_t timeout_ms) = 0;
+  // Default for implementations without it (fakes): Unimplemented.
+  virtual absl::Status Reassign(const ReassignRequest& request, ReassignResponse* response, int64_t timeout_ms) {
+    return absl::UnimplementedError(peer() + " cannot be reassigned");
+  }
   virtual absl::Status RunSteps(const RunStepsRequest& request, RunStepsResponse* response, int64_t timeout_ms) = 0;
   virtual absl::Status Evaluate(const EvaluateRequest& request, EvaluateResponse* response, int64_t timeout_ms) = 0;
   // Tells the worker that the job failed so it stops serving. Implementations without a process to

@@ -27,6 +27,11 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Configure(grpc::CallbackServerConte
   return RunOffReactor(ctx, &queue_, [=] { return worker_->Configure(*request, response); });
 }
 
+grpc::ServerUnaryReactor* WorkerServiceImpl::Reassign(grpc::CallbackServerContext* ctx, const ReassignRequest* request,
+                                                      ReassignResponse* response) {
+  return RunOffReactor(ctx, &queue_, [=] { return worker_->Reassign(*request, response); });
+}
+
 grpc::ServerUnaryReactor* WorkerServiceImpl::RunSteps(grpc::CallbackServerContext* ctx, const RunStepsRequest* request,
                                                   RunStepsResponse* response) {
   return RunOffReactor(ctx, &queue_, [=] { return worker_->RunSteps(*request, response); });

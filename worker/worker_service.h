@@ -24,6 +24,8 @@ class WorkerServiceImpl final : public pstrain::WorkerService::CallbackService {
                                       HandshakeResponse* response) override;
   grpc::ServerUnaryReactor* Configure(grpc::CallbackServerContext* ctx, const ConfigureRequest* request,
                                       ConfigureResponse* response) override;
+  grpc::ServerUnaryReactor* Reassign(grpc::CallbackServerContext* ctx, const ReassignRequest* request,
+                                     ReassignResponse* response) override;
   grpc::ServerUnaryReactor* RunSteps(grpc::CallbackServerContext* ctx, const RunStepsRequest* request,
                                      RunStepsResponse* response) override;
   grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* ctx, const EvaluateRequest* request,

@@ -21,6 +21,8 @@ const std::vector<Rule>& Rules() {
       {"/pstrain.PsService/GetStats", {kChief, kWorker, kPs, kEvaluator}},
       {kPsPullMethod, {kChief, kWorker, kPs, kEvaluator}},
       {kPsPushMethod, {kChief, kWorker, kPs}},
+      // ps_replicas: a primary sends a returned backup its shards' state.
+      {"/pstrain.PsService/InstallReplica", {kChief, kPs}},
       {"/pstrain.WorkerService/Handshake", {kChief, kWorker, kPs, kEvaluator}},
       {"/pstrain.ChiefService/Handshake", {kChief, kWorker, kPs, kEvaluator}},
       {"/pstrain.ChiefService/GetStatus", {kChief, kWorker, kPs, kEvaluator}},

@@ -62,6 +62,18 @@ absl::Status GrpcPsClient::GetStats(const PsStatsRequest& request, PsStatsRespon
   return Unary(&PsService::Stub::GetStats, request, response, deadline_);
 }
 
+absl::Status GrpcPsClient::Promote(const PromoteRequest& request, PromoteResponse* response) {
+  return Unary(&PsService::Stub::Promote, request, response, deadline_);
+}
+
+absl::Status GrpcPsClient::AttachBackup(const AttachBackupRequest& request, AttachBackupResponse* response) {
+  return Unary(&PsService::Stub::AttachBackup, request, response, deadline_);
+}
+
+absl::Status GrpcPsClient::InstallReplica(const ReplicaStateRequest& request, ReplicaStateResponse* response) {
+  return Unary(&PsService::Stub::InstallReplica, request, response, deadline_);
+}
+
 absl::Status GrpcPsClient::Shutdown(const ShutdownRequest& request, ShutdownResponse* response) {
   return Unary(&PsService::Stub::Shutdown, request, response, std::min(deadline_, absl::Seconds(3)));
 }

@@ -34,6 +34,9 @@ class GrpcPsClient : public PsClient {
   absl::Status Save(const SaveRequest& request, SaveResponse* response) override;
   absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) override;
   absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) override;
+  absl::Status Promote(const PromoteRequest& request, PromoteResponse* response) override;
+  absl::Status AttachBackup(const AttachBackupRequest& request, AttachBackupResponse* response) override;
+  absl::Status InstallReplica(const ReplicaStateRequest& request, ReplicaStateResponse* response) override;
   // Waits at most 3 s (less when the client's deadline is shorter): a failing job must not hang.
   absl::Status Shutdown(const ShutdownRequest& request, ShutdownResponse* response) override;
 

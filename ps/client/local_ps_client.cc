@@ -39,6 +39,15 @@ absl::Status LocalPsClient::Save(const SaveRequest& request, SaveResponse* respo
 absl::Status LocalPsClient::Restore(const RestoreRequest& request, RestoreResponse* response) {
   return server_->Restore(request, response);
 }
+absl::Status LocalPsClient::Promote(const PromoteRequest& request, PromoteResponse* response) {
+  return server_->Promote(request, response);
+}
+absl::Status LocalPsClient::AttachBackup(const AttachBackupRequest& request, AttachBackupResponse* response) {
+  return server_->AttachBackup(request, response);
+}
+absl::Status LocalPsClient::InstallReplica(const ReplicaStateRequest& request, ReplicaStateResponse* response) {
+  return server_->InstallReplica(request, response);
+}
 absl::Status LocalPsClient::GetStats(const PsStatsRequest& request, PsStatsResponse* response) {
   return server_->GetStats(request, response);
 }

@@ -23,6 +23,9 @@ class LocalPsClient : public PsClient {
   absl::Status Push(const PushRequest& request, PushResponse* response) override;
   absl::Status Save(const SaveRequest& request, SaveResponse* response) override;
   absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) override;
+  absl::Status Promote(const PromoteRequest& request, PromoteResponse* response) override;
+  absl::Status AttachBackup(const AttachBackupRequest& request, AttachBackupResponse* response) override;
+  absl::Status InstallReplica(const ReplicaStateRequest& request, ReplicaStateResponse* response) override;
   absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) override;
 
  private:

@@ -27,6 +27,15 @@ class MeteredPsClient : public PsClient {
   absl::Status Save(const SaveRequest& request, SaveResponse* response) override;
   absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) override;
   absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) override;
+  absl::Status Promote(const PromoteRequest& request, PromoteResponse* response) override {
+    return client_->Promote(request, response);
+  }
+  absl::Status AttachBackup(const AttachBackupRequest& request, AttachBackupResponse* response) override {
+    return client_->AttachBackup(request, response);
+  }
+  absl::Status InstallReplica(const ReplicaStateRequest& request, ReplicaStateResponse* response) override {
+    return client_->InstallReplica(request, response);
+  }
   absl::Status Shutdown(const ShutdownRequest& request, ShutdownResponse* response) override;
 
  private:

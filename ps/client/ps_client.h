@@ -30,6 +30,19 @@ class PsClient {
   virtual absl::Status Save(const SaveRequest& request, SaveResponse* response) = 0;
   virtual absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) = 0;
   virtual absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) = 0;
+  // The chief lost ps task request.lost_ps() (ps_replicas 1): the ps promotes the backups it holds
+  // of that ps's shards and stops forwarding to it. Implementations without it keep this default.
+  virtual absl::Status Promote(const PromoteRequest& request, PromoteResponse* response) {
+    return absl::UnimplementedError(peer() + " cannot promote backup shards");
+  }
+  // ps_replicas: the chief re-attaching a returned ps as backup (AttachBackup), and a primary
+  // sending a backup a shard's state (InstallReplica). Defaults: Unimplemented.
+  virtual absl::Status AttachBackup(const AttachBackupRequest& request, AttachBackupResponse* response) {
+    return absl::UnimplementedError(peer() + " cannot attach backups");
+  }
+  virtual absl::Status InstallReplica(const ReplicaStateRequest& request, ReplicaStateResponse* response) {
+    return absl::UnimplementedError(peer() + " cannot install shard states");
+  }
   // Tells the ps that the job failed so it stops serving. Implementations without a process to
   // stop (in-process, fakes) keep this default: Unimplemented.
   virtual absl::Status Shutdown(const ShutdownRequest& request, ShutdownResponse* response) {

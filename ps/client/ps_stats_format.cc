@@ -24,7 +24,8 @@ nlohmann::json Counters(const ShardStats& s) {
           {"rejected_pushes", s.rejected_pushes()},
           {"skipped_non_finite", s.skipped_non_finite()},
           {"update_seconds", s.update_seconds_total()},
-          {"version", s.version()}};
+          {"version", s.version()},
+          {"backup", s.backup()}};
 }
 
 }  // namespace
@@ -39,6 +40,8 @@ std::string ShardStatsText(const ShardStats& s) {
   absl::StrAppend(&out, ", version ", s.version());
   if (s.rejected_pushes() > 0) absl::StrAppend(&out, ", ", s.rejected_pushes(), " rejected");
   if (s.skipped_non_finite() > 0) absl::StrAppend(&out, ", ", s.skipped_non_finite(), " skipped non-finite");
+  if (s.backup()) absl::StrAppend(&out, ", backup");
+  if (s.backup_shards() > 0) absl::StrAppend(&out, ", ", s.backup_shards(), " backup shards");
   return out;
 }
 
@@ -46,6 +49,7 @@ nlohmann::json PsStatsToJson(const std::string& task, const PsStatsResponse& sta
   nlohmann::json out = Counters(stats.total());
   out.erase("name");
   out["task"] = task;
+  out["backup_shards"] = stats.total().backup_shards();
   out["shards"] = nlohmann::json::array();
   for (const ShardStats& s : stats.shards()) out["shards"].push_back(Counters(s));
   return out;

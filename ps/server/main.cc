@@ -20,6 +20,7 @@
 #include "common/security/tls_config.h"
 #include "common/stop_signals.h"
 #include "common/task_flags.h"
+#include "ps/client/grpc_ps_client.h"
 #include "ps/client/ps_stats_format.h"
 #include "ps/server/ps_grpc_server.h"
 #include "ps/server/ps_metrics.h"
@@ -38,6 +39,9 @@ ABSL_FLAG(std::string, tls_dir, "",
 ABSL_FLAG(std::string, tls_ca, "", "the cluster CA certificate (overrides --tls_dir's; also PSTRAIN_TLS_CA)");
 ABSL_FLAG(std::string, tls_cert, "", "this task's certificate (overrides --tls_dir's; also PSTRAIN_TLS_CERT)");
 ABSL_FLAG(std::string, tls_key, "", "this task's private key (overrides --tls_dir's; also PSTRAIN_TLS_KEY)");
+ABSL_FLAG(std::string, ps_transport, "tensor_channel",
+          "how this ps forwards updates to the ps holding their backups (job option ps_replicas): tensor_channel or "
+          "grpc, as the workers' flag of the same name");
 ABSL_FLAG(int, max_connections, 4096,
           "tensor-channel connections (and connections not yet sorted from gRPC's) the ps holds at once; more are "
           "refused with a log line");
@@ -50,6 +54,9 @@ struct PsConfig {
   int64_t memory_budget_bytes = 0;
   pstrain::TlsConfig tls;
   int max_connections = 0;
+  int ps_index = 0;
+  std::vector<std::string> ps_addresses;  // cluster.ps, by index: where backups live
+  pstrain::TransportConfig transport;     // how this ps reaches the others (backups)
 };
 
 // Raises the open-files limit to its hard maximum: every connection is a descriptor.
@@ -76,6 +83,12 @@ absl::StatusOr<PsConfig> LoadConfig() {
   if (!level.ok()) return level.status();
   PsConfig out;
   out.task = config->task->ToString();
+  out.ps_index = config->task->index;
+  out.ps_addresses = config->cluster.Addresses(pstrain::kPs);
+  absl::StatusOr<pstrain::TransportKind> kind = pstrain::ParseTransportKind(absl::GetFlag(FLAGS_ps_transport));
+  if (!kind.ok()) return kind.status();
+  out.transport.kind = *kind;
+  out.transport.caller = out.task;
   absl::StatusOr<pstrain::TlsConfig> tls = pstrain::LoadTlsConfig(
       pstrain::TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
                                         absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
@@ -83,6 +96,7 @@ absl::StatusOr<PsConfig> LoadConfig() {
       out.task);
   if (!tls.ok()) return tls.status();
   out.tls = *std::move(tls);
+  out.transport.tls = out.tls;  // a ps reaches its backups as a ps: its own certificate
   out.max_connections = absl::GetFlag(FLAGS_max_connections);
   if (out.max_connections < 1) return absl::InvalidArgumentError("--max_connections must be at least 1");
   out.listen = absl::GetFlag(FLAGS_listen);
@@ -114,6 +128,30 @@ int main(int argc, char** argv) {
   options.task = config->task;
   options.memory_budget_bytes = config->memory_budget_bytes;
   options.update_latency = pstrain::PsUpdateLatency(&metrics);
+  options.ps_index = config->ps_index;
+  // ps_replicas: a primary forwards its updates to the ps holding their backups, over the same
+  // transport and TLS as the workers' pushes.
+  options.connect_ps = [addresses = config->ps_addresses, transport = config->transport](int ps) {
+    pstrain::ReplicaPeer peer;
+    if (ps < 0 || static_cast<size_t>(ps) >= addresses.size()) {
+      peer.push = [ps, n = addresses.size()](const pstrain::PushRequest&, pstrain::PushResponse*) {
+        return absl::FailedPreconditionError(absl::StrCat("ps:", ps, " is not in this ps's TF_CONFIG (", n, " ps)"));
+      };
+      return peer;
+    }
+    std::shared_ptr<pstrain::PsClient> client =
+        pstrain::NewGrpcPsClient(addresses[static_cast<size_t>(ps)], absl::StrCat("ps:", ps), transport);
+    peer.push = [client](const pstrain::PushRequest& request, pstrain::PushResponse* response) {
+      return client->Push(request, response);
+    };
+    peer.install = [client](const pstrain::ReplicaStateRequest& request) {
+      pstrain::ReplicaStateResponse response;
+      return client->InstallReplica(request, &response);
+    };
+    return peer;
+  };
+  const std::string log_prefix = "pstrain-ps: " + config->task + ": ";
+  options.log = [log_prefix](const std::string& line) { std::cerr << log_prefix << line << std::endl; };
   pstrain::PsServer ps(options);
   pstrain::AddPsMetrics(&metrics, &ps);
   absl::StatusOr<std::unique_ptr<pstrain::HttpMetricsServer>> metrics_server = pstrain::ServeMetrics(

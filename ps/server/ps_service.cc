@@ -60,6 +60,27 @@ grpc::ServerUnaryReactor* PsServiceImpl::GetStats(grpc::CallbackServerContext* c
   return FinishNow(context, server_->GetStats(*request, response));
 }
 
+grpc::ServerUnaryReactor* PsServiceImpl::Promote(grpc::CallbackServerContext* context, const PromoteRequest* request,
+                                                 PromoteResponse* response) {
+  return FinishNow(context, server_->Promote(*request, response));
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::AttachBackup(grpc::CallbackServerContext* context,
+                                                      const AttachBackupRequest* request,
+                                                      AttachBackupResponse* response) {
+  // Sends whole shards to the backup: off the reaction thread.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  server_->AttachBackupInBackground(request, response,
+                                    [reactor](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::InstallReplica(grpc::CallbackServerContext* context,
+                                                        const ReplicaStateRequest* request,
+                                                        ReplicaStateResponse* response) {
+  return FinishNow(context, server_->InstallReplica(*request, response));
+}
+
 grpc::ServerUnaryReactor* PsServiceImpl::Shutdown(grpc::CallbackServerContext* context, const ShutdownRequest* request,
                                                   ShutdownResponse* response) {
   if (!on_shutdown_) return FinishNow(context, absl::UnimplementedError("this ps cannot be shut down remotely"));

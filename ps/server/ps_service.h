@@ -32,6 +32,12 @@ class PsServiceImpl final : public PsService::CallbackService {
                                     RestoreResponse* response) override;
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context, const PsStatsRequest* request,
                                      PsStatsResponse* response) override;
+  grpc::ServerUnaryReactor* Promote(grpc::CallbackServerContext* context, const PromoteRequest* request,
+                                    PromoteResponse* response) override;
+  grpc::ServerUnaryReactor* AttachBackup(grpc::CallbackServerContext* context, const AttachBackupRequest* request,
+                                         AttachBackupResponse* response) override;
+  grpc::ServerUnaryReactor* InstallReplica(grpc::CallbackServerContext* context, const ReplicaStateRequest* request,
+                                           ReplicaStateResponse* response) override;
   grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context, const ShutdownRequest* request,
                                      ShutdownResponse* response) override;
 

@@ -129,6 +129,7 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
     }
     created.push_back(std::make_shared<Shard>(spec, opts, std::move(values), std::move(slots), 0));
   }
+  RETURN_IF_ERROR(AssignRoles(created, request.initialize()));
   Install(std::move(created));
   return absl::OkStatus();
 }
@@ -196,6 +197,10 @@ absl::Status PsServer::GetStats(const PsStatsRequest& request, PsStatsResponse* 
     total->set_rows_pulled(total->rows_pulled() + s.rows_pulled());
     total->set_rows_pushed(total->rows_pushed() + s.rows_pushed());
     total->set_version(first ? s.version() : std::min(total->version(), s.version()));
+    if (shard->is_backup()) {
+      s.set_backup(true);
+      total->set_backup_shards(total->backup_shards() + 1);
+    }
     first = false;
     *response->add_shards() = std::move(s);
   }

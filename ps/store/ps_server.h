@@ -45,6 +45,7 @@
 #include "proto/ps.pb.h"
 #include "ps/store/background_queue.h"
 #include "ps/store/deadline_timer.h"
+#include "ps/store/replica_link.h"
 #include "ps/store/shard.h"
 
 namespace pstrain {
@@ -102,6 +103,13 @@ class PsServer {
     // Restore refuse shards beyond it before allocating them.
     int64_t memory_budget_bytes = 0;
     Histogram* update_latency = nullptr;  // each shard update's seconds (not owned; may be null)
+    // Replication (ps_replicas 1, ps_server_replication.cc): this ps's index in cluster.ps, and how
+    // to reach another ps task (null: shards with a backup_ps are refused).
+    int ps_index = -1;
+    ReplicaConnector connect_ps = nullptr;
+    int replica_in_flight = 4;                         // forwards in flight per backup ps
+    absl::Duration replica_retry_for = absl::Seconds(60);  // how long a forward retries an unreachable backup
+    std::function<void(const std::string&)> log = nullptr;  // replication events (may be null)
   };
 
   explicit PsServer(Options options);
@@ -128,8 +136,27 @@ class PsServer {
   void Push(const PushRequest* request, PushResponse* response, DoneCallback done);
   // Push over borrowed gradient bytes (the streaming paths): the views are only read before this
   // returns; `response` must stay valid until `done` runs.
+  // `replica_versions` non-empty: a primary ps forwarding updates it applied (ps_replicas 1), one
+  // version per part (dense gradients, then sparse entries); each shard must be a backup here.
+  //
+  // Replication: a shard whose spec names this ps as its backup_ps (and another as ps_task) is a
+  // backup: workers' pulls and pushes of it fail FAILED_PRECONDITION naming its primary. A primary
+  // with a backup forwards each update it applies and runs `done` only once the backup has it
+  // (replica_link.h for the link's errors).
   void PushGradients(int worker_index, int64_t step, const std::vector<GradientView>& gradients,
-                     const std::vector<SparseRowsView>& sparse, PushResponse* response, DoneCallback done);
+                     const std::vector<SparseRowsView>& sparse, PushResponse* response, DoneCallback done,
+                     absl::Span<const int64_t> replica_versions = {});
+  // The chief lost ps task request.lost_ps(): the backups here of its shards become primaries
+  // (their held forwards applied first), and the shards here that it backed up stop forwarding
+  // (pending pushes are answered). Lists both. InvalidArgument for lost_ps = this ps.
+  absl::Status Promote(const PromoteRequest& request, PromoteResponse* response);
+  // The chief: ps task request.backup_ps() is back and holds empty backups of the named shards.
+  // For each (a primary here), forwarding to it starts and its state is sent (InstallReplica).
+  // NotFound / FailedPrecondition naming a shard that is not a primary here; the link's errors.
+  absl::Status AttachBackup(const AttachBackupRequest& request, AttachBackupResponse* response);
+  // A primary's shard state for a backup here (see Shard::InstallReplicaState). NotFound;
+  // FailedPrecondition when the shard is not a backup here.
+  absl::Status InstallReplica(const ReplicaStateRequest& request, ReplicaStateResponse* response);
   // Pull for the streaming paths: same waiting and codes as Pull, answers with pooled snapshots
   // (dense shards, in request order) followed by the gathered rows of each sparse entry.
   void PullSnapshots(const PullRequest* request, PulledCallback done);
@@ -159,6 +186,8 @@ class PsServer {
   void CreateShardsInBackground(const CreateShardsRequest* request, CreateShardsResponse* response, DoneCallback done);
   void SaveInBackground(const SaveRequest* request, SaveResponse* response, DoneCallback done);
   void RestoreInBackground(const RestoreRequest* request, RestoreResponse* response, DoneCallback done);
+  void AttachBackupInBackground(const AttachBackupRequest* request, AttachBackupResponse* response,
+                                DoneCallback done);
 
   // Fails every parked call with Unavailable and every later one that would park. Idempotent.
   void Shutdown();
@@ -192,8 +221,9 @@ class PsServer {
                                            int64_t sync_timeout_ms, NonFinitePolicy non_finite) const;
   // Swaps in `shards`, aborting the calls parked on the ones they replace.
   void Install(std::vector<std::shared_ptr<Shard>> shards);
+  // `forwarded`: a primary's forward (every shard a backup) rather than a worker's push.
   absl::Status ValidatePush(int worker, int64_t step, const std::vector<GradientView>& gradients,
-                            const std::vector<SparseRowsView>& sparse, PushPlan* plan) const;
+                            const std::vector<SparseRowsView>& sparse, PushPlan* plan, bool forwarded = false) const;
   // One part of ValidatePush each: a dense gradient, a table shard's rows (summed per row).
   absl::Status PrepareDense(int worker, const GradientView& g, PushPlan::Part* part) const;
   absl::Status PrepareRows(int worker, const SparseRowsView& r, PushPlan::Part* part) const;
@@ -203,12 +233,36 @@ class PsServer {
   // thread), then `done` with its status; or `done` with the failure.
   void WhenPullReady(const PullRequest* request, std::function<absl::Status(const PullPlan&)> ready, DoneCallback done);
   absl::Status UnavailableStatus() const;
+  // Replication (ps_server_replication.cc). Sets each shard's role from its spec (backup, or the
+  // ps its updates go to), creating links as needed; FailedPrecondition when a shard needs a
+  // link and this ps has no connector or no index.
+  // `initialized` false: backups created empty wait for their state (AttachBackup).
+  absl::Status AssignRoles(const std::vector<std::shared_ptr<Shard>>& shards, bool initialized = true);
+  // FailedPrecondition naming the shard's primary when a worker reads or writes a backup.
+  absl::Status CheckNotBackup(const Shard& shard) const;
+  // Backup side: applies a primary's forwarded parts in its version order.
+  absl::Status ApplyForwarded(int worker, const std::vector<GradientView>& gradients,
+                              const std::vector<SparseRowsView>& sparse, absl::Span<const int64_t> versions,
+                              PushResponse* response);
+  // Primary side: forwards the applied parts `forwards` (indices into the request's parts, dense
+  // then sparse, with their new versions) to their backups and runs `done` once all have them.
+  struct Forwarded {
+    size_t part;
+    int64_t version;
+    int target;
+  };
+  void ForwardThenDone(const std::vector<GradientView>& gradients, const std::vector<SparseRowsView>& sparse,
+                       const std::vector<Forwarded>& forwards, DoneCallback done);
+  ReplicaLink* LinkTo(int ps) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
   Env* const env_;
   DeadlineTimer timer_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Shard>> shards_ ABSL_GUARDED_BY(mu_);
+  std::map<int, std::unique_ptr<ReplicaLink>> links_ ABSL_GUARDED_BY(mu_);  // by backup ps index
+  // Links detached by Promote, kept until the ps stops: a push may still hold one.
+  std::vector<std::unique_ptr<ReplicaLink>> retired_links_ ABSL_GUARDED_BY(mu_);
   // Checkpoint I/O and shard creation. Last, so it finishes its tasks before the members they use go.
   BackgroundQueue background_;
 };

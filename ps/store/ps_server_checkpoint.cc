@@ -21,6 +21,7 @@ absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) 
   for (const auto& entry : shards) {
     const std::string& name = entry.first;
     const std::shared_ptr<Shard>& shard = entry.second;
+    if (shard->is_backup()) continue;  // saved once, by its primary
     absl::StatusOr<SavedShard> saved;
     auto write = [&](const Tensor& values, const std::vector<Tensor>& slots, int64_t version) {
       // A diverged model is never saved over the last good checkpoint (unless the job said to go on).
@@ -65,6 +66,7 @@ absl::Status PsServer::Restore(const RestoreRequest& request, RestoreResponse* r
   ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards,
                    LoadShardsFromCheckpoint(env_, request.checkpoint_dir(),
                                             {request.shards().begin(), request.shards().end()}, opts));
+  RETURN_IF_ERROR(AssignRoles(shards));
   Install(std::move(shards));
   return absl::OkStatus();
 }
@@ -76,6 +78,11 @@ void PsServer::CreateShardsInBackground(const CreateShardsRequest* request, Crea
 
 void PsServer::SaveInBackground(const SaveRequest* request, SaveResponse* response, DoneCallback done) {
   background_.Run([this, request, response, done = std::move(done)] { done(Save(*request, response)); });
+}
+
+void PsServer::AttachBackupInBackground(const AttachBackupRequest* request, AttachBackupResponse* response,
+                                        DoneCallback done) {
+  background_.Run([this, request, response, done = std::move(done)] { done(AttachBackup(*request, response)); });
 }
 
 void PsServer::RestoreInBackground(const RestoreRequest* request, RestoreResponse* response, DoneCallback done) {

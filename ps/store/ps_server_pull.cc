@@ -17,6 +17,7 @@ absl::Status PsServer::PlanPull(const PullRequest& request, PullPlan* plan) cons
   plan->rows.resize(plan->shards.size() - dense);
   for (size_t i = 0; i < plan->shards.size(); ++i) {
     const Shard& shard = *plan->shards[i];
+    RETURN_IF_ERROR(CheckNotBackup(shard));
     RETURN_IF_ERROR(CheckRowAccess(shard, i >= dense));
     if (i < dense) {
       bytes += static_cast<int64_t>(shard.num_bytes());

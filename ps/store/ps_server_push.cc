@@ -84,7 +84,7 @@ absl::Status PsServer::CheckSparseSizes(const PushRequest& header, absl::Span<co
 }
 
 absl::Status PsServer::ValidatePush(int worker, int64_t step, const std::vector<GradientView>& gradients,
-                                    const std::vector<SparseRowsView>& sparse, PushPlan* plan) const {
+                                    const std::vector<SparseRowsView>& sparse, PushPlan* plan, bool forwarded) const {
   std::vector<std::string> names;
   for (const GradientView& g : gradients) names.push_back(g.name);
   for (const SparseRowsView& r : sparse) names.push_back(r.name);
@@ -94,8 +94,17 @@ absl::Status PsServer::ValidatePush(int worker, int64_t step, const std::vector<
     PushPlan::Part& part = plan->parts[i];
     part.shard = shards[i];
     part.table = i >= gradients.size();
-    absl::Status s = part.table ? PrepareRows(worker, sparse[i - gradients.size()], &part)
-                                : PrepareDense(worker, gradients[i], &part);
+    absl::Status s;
+    if (forwarded != part.shard->is_backup()) {
+      s = forwarded ? absl::FailedPreconditionError(absl::StrCat("shard ", part.shard->name(), " on ", options_.task,
+                                                                 " is not a backup (promoted, or another plan); "
+                                                                 "its updates are not taken from another ps"))
+                    : CheckNotBackup(*part.shard);
+    }
+    if (s.ok()) {
+      s = part.table ? PrepareRows(worker, sparse[i - gradients.size()], &part)
+                     : PrepareDense(worker, gradients[i], &part);
+    }
     if (s.ok() && part.shard->options().mode == UPDATE_SYNC) s = part.shard->CheckSyncPush(worker, step);
     if (!s.ok()) {
       part.shard->CountRejected();
@@ -150,18 +159,23 @@ void PsServer::Push(const PushRequest* request, PushResponse* response, DoneCall
                      {g.gradient().shape().begin(), g.gradient().shape().end()},
                      g.gradient().data()});
   }
-  PushGradients(request->worker_index(), request->step(), views, SparseRowsViews(*request), response, std::move(done));
+  PushGradients(request->worker_index(), request->step(), views, SparseRowsViews(*request), response, std::move(done),
+                request->replica_versions());
 }
 
 void PsServer::PushGradients(int worker, int64_t step, const std::vector<GradientView>& gradients,
-                             const std::vector<SparseRowsView>& sparse, PushResponse* response, DoneCallback done) {
+                             const std::vector<SparseRowsView>& sparse, PushResponse* response, DoneCallback done,
+                             absl::Span<const int64_t> replica_versions) {
+  if (!replica_versions.empty()) return done(ApplyForwarded(worker, gradients, sparse, replica_versions, response));
   PushPlan plan;
   absl::Status s = ValidatePush(worker, step, gradients, sparse, &plan);
   if (!s.ok()) return done(s);
   response->set_skipped_non_finite(plan.skipped);
   response->clear_versions();
   bool any_sync = false;
-  for (PushPlan::Part& part : plan.parts) {
+  std::vector<Forwarded> forwards;
+  for (size_t i = 0; i < plan.parts.size(); ++i) {
+    PushPlan::Part& part = plan.parts[i];
     Shard& shard = *part.shard;
     if (part.table) {
       shard.CountRowPush(part.num_ids, part.bytes);
@@ -175,9 +189,14 @@ void PsServer::PushGradients(int worker, int64_t step, const std::vector<Gradien
     } else if (part.skipped) {
       response->add_versions(shard.version());
     } else {
-      response->add_versions(part.table ? shard.ApplyRowsNow(part.rows) : shard.ApplyNow(part.grad));
+      // The target is read with the update: an update after AttachBackup's copy is forwarded.
+      int target = -1;
+      const int64_t v = part.table ? shard.ApplyRowsNow(part.rows, &target) : shard.ApplyNow(part.grad, &target);
+      response->add_versions(v);
+      if (target >= 0) forwards.push_back({i, v, target});
     }
   }
+  if (!forwards.empty()) return ForwardThenDone(gradients, sparse, forwards, std::move(done));
   if (!any_sync) return done(absl::OkStatus());
   ParkSyncPush(worker, step, response, std::move(plan), std::move(done));
 }

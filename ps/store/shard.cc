@@ -98,7 +98,7 @@ void Shard::ApplyLocked(const float* grad, std::vector<std::function<void()>>* r
   FinishUpdateLocked(start, run_after);
 }
 
-int64_t Shard::ApplyNow(const char* grad) {
+int64_t Shard::ApplyNow(const char* grad, int* forward_to) {
   std::vector<std::function<void()>> run_after;
   int64_t v;
   {
@@ -111,6 +111,7 @@ int64_t Shard::ApplyNow(const char* grad) {
       ApplyLocked(reinterpret_cast<const float*>(grad), &run_after);
     }
     v = version_;
+    if (forward_to != nullptr) *forward_to = forward_to_;
   }
   RunAll(run_after);
   return v;

@@ -83,7 +83,8 @@ class Shard {
   static int64_t CountNonFinite(absl::string_view data);
 
   // Async mode: applies `grad` (raw float32 bytes of shape()) now; returns the new version.
-  int64_t ApplyNow(const char* grad);
+  // `forward_to` (may be null): forward_to() as of this update, read with it (replication).
+  int64_t ApplyNow(const char* grad, int* forward_to = nullptr);
 
   // Sync mode, first phase: FailedPrecondition when `worker` already pushed for `step`, `step` is
   // stale (< version) or ahead (> version); InvalidArgument for a worker index outside 0..N-1.
@@ -124,10 +125,48 @@ class Shard {
   int64_t GatherRows(absl::Span<const int64_t> rows, char* out) const;
   // Async mode: applies `update` (local rows, duplicates already summed) now; returns the new
   // version. An empty update still counts as an update (the version advances, as for dense).
-  int64_t ApplyRowsNow(const RowGradients& update);
+  int64_t ApplyRowsNow(const RowGradients& update, int* forward_to = nullptr);
   // Sync mode: AddSyncGradient for a table: `update` holds `worker`'s summed rows for `step` (empty
   // for a gradient skipped as non-finite). Same errors as CheckSyncPush.
   absl::Status AddSyncRows(int worker, int64_t step, RowGradients update, AppliedCallback applied);
+
+  // Replication (ps_replicas 1; shard_replica.cc). A backup copy is updated only by ApplyReplica,
+  // in its primary's order; a primary forwards its updates to ps task forward_to() (-1: none).
+  bool is_backup() const { return backup_.load(std::memory_order_acquire); }
+  void set_backup(bool backup) { backup_.store(backup, std::memory_order_release); }
+  int forward_to() const {
+    absl::MutexLock l(&mu_);
+    return forward_to_;
+  }
+  void set_forward_to(int ps) {
+    absl::MutexLock l(&mu_);
+    forward_to_ = ps;
+  }
+  // Re-attaching a returned backup: starts forwarding to `ps` and copies the state, in one step,
+  // so every update after the copy is forwarded and none before it is.
+  ShardSnapshot SnapshotForBackup(int ps);
+  // Backup created empty (a returned ps): holds every forward until InstallReplicaState.
+  void set_awaiting_state() {
+    absl::MutexLock l(&mu_);
+    awaiting_state_ = true;
+  }
+  // Backup: replaces values, slots and version by the primary's (InvalidArgument on a size or
+  // slot-count mismatch), drops held forwards up to `version` and applies those that follow.
+  absl::Status InstallReplicaState(absl::string_view values, const std::vector<absl::string_view>& slots,
+                                   int64_t version);
+  // Backup: applies an update its primary applied as version `version` (`dense`: float32 bytes of
+  // shape(), any alignment; or `rows`, already summed, for a table shard): at once when this copy
+  // is at version - 1, then the held updates that follow it; held (copied) while an earlier one is
+  // still on its way (forwards travel in parallel); dropped when already applied. Returns the
+  // version reached. Forwarding the gradient and applying it with the same optimizer in the same
+  // order keeps the backup's values and slots bit for bit the primary's.
+  int64_t ApplyReplica(int64_t version, const char* dense, RowGradients rows);
+  // Promotion: applies the held updates in version order, skipping the missing ones (their pushes
+  // were never acknowledged: the primary answers a push only once its backup has it); returns how
+  // many it applied.
+  int64_t ApplyHeldReplicaUpdates();
+  // Updates held by ApplyReplica, waiting for an earlier one.
+  int64_t held_replica_updates() const;
 
   void CountRejected() { rejected_.fetch_add(1, std::memory_order_relaxed); }
   void CountSkipped() { skipped_.fetch_add(1, std::memory_order_relaxed); }
@@ -164,6 +203,17 @@ class Shard {
   void CompleteSyncStepLocked(std::vector<std::function<void()>>* run_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CompleteDenseSyncStepLocked(std::vector<std::function<void()>>* run_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // A forwarded update held until the ones before it arrived.
+  struct HeldUpdate {
+    std::vector<float> dense;
+    RowGradients rows;
+  };
+  // Applies the held updates that follow version_ in order.
+  void DrainHeldLocked(std::vector<std::function<void()>>* run_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies one forwarded update (dense or rows by the shard's kind) under mu_.
+  void ApplyReplicaLocked(const float* dense, const RowGradients& rows, std::vector<std::function<void()>>* run_after)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const ShardSpecProto spec_;
   const ShardOptions options_;
   const std::vector<int64_t> shape_;
@@ -182,6 +232,10 @@ class Shard {
   std::vector<AppliedCallback> applied_waiters_ ABSL_GUARDED_BY(mu_);
   std::multimap<int64_t, ReadyCallback> version_waiters_ ABSL_GUARDED_BY(mu_);
   Tensor sum_ ABSL_GUARDED_BY(mu_);  // sync: reused buffer for the sum of a step's gradients
+  std::map<int64_t, HeldUpdate> held_ ABSL_GUARDED_BY(mu_);  // backup: version -> update
+  std::atomic<bool> backup_{false};
+  int forward_to_ ABSL_GUARDED_BY(mu_) = -1;
+  bool awaiting_state_ ABSL_GUARDED_BY(mu_) = false;
 
   mutable std::atomic<int64_t> pulls_{0}, bytes_out_{0};  // counted by const Read
   mutable std::atomic<int64_t> rows_pulled_{0};

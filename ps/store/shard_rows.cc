@@ -67,13 +67,14 @@ void Shard::ApplyRowsLocked(const RowGradients& update, std::vector<std::functio
   FinishUpdateLocked(start, run_after);
 }
 
-int64_t Shard::ApplyRowsNow(const RowGradients& update) {
+int64_t Shard::ApplyRowsNow(const RowGradients& update, int* forward_to) {
   std::vector<std::function<void()>> run_after;
   int64_t v;
   {
     absl::MutexLock l(&mu_);
     ApplyRowsLocked(update, &run_after);
     v = version_;
+    if (forward_to != nullptr) *forward_to = forward_to_;
   }
   RunAll(run_after);
   return v;

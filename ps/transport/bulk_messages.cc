@@ -8,6 +8,7 @@ PushRequest PushHeader(const PushRequest& request) {
   PushRequest header;
   header.set_worker_index(request.worker_index());
   header.set_step(request.step());
+  *header.mutable_replica_versions() = request.replica_versions();  // a primary's forward (ps_replicas)
   for (const ShardGradient& g : request.gradients()) {
     ShardGradient* h = header.add_gradients();
     h->set_name(g.name());

@@ -411,8 +411,9 @@ TensorChannelSession::Step TensorChannelSession::StartCall() {
     }
     pushed_.Clear();
     // The views are read before PushGradients returns; the response is filled before `done` runs.
-    server_->ps()->PushGradients(push.worker_index(), push.step(), views, rows, &pushed_,
-                                 [self](absl::Status s) { self->PushDone(std::move(s)); });
+    server_->ps()->PushGradients(
+        push.worker_index(), push.step(), views, rows, &pushed_,
+        [self](absl::Status s) { self->PushDone(std::move(s)); }, push.replica_versions());
     gradients_.clear();
     sparse_bytes_.clear();
   }

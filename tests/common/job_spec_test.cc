@@ -30,6 +30,30 @@ TEST(JobSpecTest, PresetsParse) {
   }
 }
 
+TEST(JobSpecTest, PsReplicasIsZeroOrOneAndAsyncOnly) {
+  nlohmann::json doc = Cnn();
+  EXPECT_EQ(JobSpecFromJson(doc)->ps_replicas, 0);
+  doc["ps_replicas"] = 1;
+  auto spec = JobSpecFromJson(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->ps_replicas, 1);
+  EXPECT_EQ(JobSpecFromJson(JobSpecToJson(*spec))->ps_replicas, 1);
+  EXPECT_TRUE(CheckPsReplicas(*spec, 2).ok());
+  absl::Status few = CheckPsReplicas(*spec, 1);
+  EXPECT_EQ(few.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(few.message().find("needs at least 2 ps tasks"), std::string::npos) << few;
+  doc["ps_replicas"] = 2;
+  auto two = JobSpecFromJson(doc);
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("ps_replicas"), std::string::npos) << two.status();
+  doc["ps_replicas"] = 1;
+  doc["mode"] = "sync";
+  auto sync = JobSpecFromJson(doc);
+  ASSERT_FALSE(sync.ok());
+  EXPECT_NE(sync.status().message().find("sync mode with backup shards is not supported"), std::string::npos)
+      << sync.status();
+}
+
 TEST(JobSpecTest, CnnMatchesTheSeedModel) {
   auto spec = LoadJobSpec("cnn");
   ASSERT_TRUE(spec.ok());

@@ -46,6 +46,22 @@ std::vector<int64_t> Rows(const nlohmann::json& plan, size_t var = 0) {
   return rows;
 }
 
+TEST(PlanCommandTest, PsReplicasShowsBackupsAndTheirBytes) {
+  auto plan = PlanJson("--partitioner=fixed_shards --num_shards=2 --shape=10,30 --num_ps=2 --ps_replicas=1");
+  EXPECT_EQ(plan["variables"][0]["shards"][0]["ps"], 0);
+  EXPECT_EQ(plan["variables"][0]["shards"][0]["backup_ps"], 1);
+  EXPECT_EQ(plan["variables"][0]["shards"][1]["backup_ps"], 0);
+  EXPECT_EQ(plan["ps_bytes"], nlohmann::json({1200, 1200}));  // 600 of primaries + 600 of backups each
+  EXPECT_EQ(plan["ps_backup_bytes"], nlohmann::json({600, 600}));
+  Result table = RunCommand("env -u TF_CONFIG " + Bin("pstrain") + " plan --job=cnn --num_ps=2 --ps_replicas=1");
+  EXPECT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_THAT(table.output, HasSubstr("a backup of every shard on the next ps"));
+  EXPECT_THAT(table.output, HasSubstr("(values of backups: "));
+  Result one = RunCommand("env -u TF_CONFIG " + Bin("pstrain") + " plan --job=cnn --num_ps=1 --ps_replicas=1");
+  EXPECT_EQ(one.exit_code, 2) << one.output;
+  EXPECT_THAT(one.output, HasSubstr("ps_replicas <= num_ps - 1"));
+}
+
 TEST(PlanCommandTest, SingleVariableFromFlags) {
   auto plan = PlanJson("--partitioner=max_size --max_shard_bytes=1000 --shape=10,30 --dtype=float64 --num_ps=3");
   EXPECT_EQ(Rows(plan), (std::vector<int64_t>{4, 3, 3}));

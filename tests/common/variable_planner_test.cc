@@ -35,6 +35,35 @@ TEST(VariablePlannerTest, FixedShardsRoundRobinOverTwoPs) {
   EXPECT_EQ(plan->ps_bytes, (std::vector<int64_t>{20, 20}));
 }
 
+TEST(VariablePlannerTest, BackupsOnTheNextPsCountTowardItsBytes) {
+  PartitionerSpec spec;
+  spec.kind = PartitionerSpec::Kind::kFixedShards;
+  spec.num_shards = 3;
+  auto plan = PlanVariables({Var("v", {12})}, spec, 3);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(AddBackups(1, &*plan).ok());
+  const auto& shards = plan->variables[0].shards;
+  EXPECT_EQ(shards[0].backup_ps, 1);
+  EXPECT_EQ(shards[1].backup_ps, 2);
+  EXPECT_EQ(shards[2].backup_ps, 0);
+  EXPECT_EQ(plan->ps_bytes, (std::vector<int64_t>{32, 32, 32}));
+  EXPECT_EQ(plan->backup_bytes, (std::vector<int64_t>{16, 16, 16}));
+  const VariablePlanProto proto = VariablePlanToProto(*plan, 7);
+  EXPECT_EQ(proto.variables(0).shards(2).ps_task(), 2);
+  EXPECT_EQ(proto.variables(0).shards(2).backup_ps(), 0);
+}
+
+TEST(VariablePlannerTest, BackupsNeedAnotherPs) {
+  auto plan = PlanVariables({Var("v", {12})}, PartitionerSpec{}, 1);
+  ASSERT_TRUE(plan.ok());
+  absl::Status s = AddBackups(1, &*plan);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("ps_replicas <= num_ps - 1"), std::string::npos) << s;
+  EXPECT_TRUE(AddBackups(0, &*plan).ok());
+  EXPECT_EQ(plan->variables[0].shards[0].backup_ps, -1);
+  EXPECT_FALSE(VariablePlanToProto(*plan, 7).variables(0).shards(0).has_backup_ps());
+}
+
 // TensorFlow 1's "mod" partition_strategy for tables: shard i of n holds rows i, i+n, ...; the
 // shard sizes are the div split's; dense variables stay div; one shard is plain.
 TEST(VariablePlannerTest, ModStrategyForTablesOnly) {

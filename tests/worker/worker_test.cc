@@ -140,6 +140,42 @@ TEST_F(WorkerTest, PushesTheGradientOfItsNextBatch) {
   }
 }
 
+// ps_replicas: after the chief promoted ps:1's backups on ps:0, Reassign routes every pull and
+// push to ps:0; the acknowledged pushes are counted per shard across the change.
+TEST_F(WorkerTest, ReassignRoutesToThePromotedShardsAndCountsAcknowledgedPushes) {
+  SetUp("async");
+  ConfigureResponse configured;
+  ReassignRequest reassign;
+  ReassignResponse reassigned;
+  EXPECT_EQ(worker_->Reassign(reassign, &reassigned).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(worker_->Configure(request_, &configured).ok());
+  RunStepsRequest run;
+  run.set_num_steps(2);
+  RunStepsResponse done;
+  ASSERT_TRUE(worker_->RunSteps(run, &done).ok());
+  VariablePlanProto moved = plan_, promoted = plan_;  // promoted: only ps:1's shards, now on ps:0
+  for (int v = 0; v < moved.variables_size(); ++v) {
+    for (int i = 0; i < moved.variables(v).shards_size(); ++i) {
+      const bool was_ps1 = moved.variables(v).shards(i).ps_task() == 1;
+      moved.mutable_variables(v)->mutable_shards(i)->set_ps_task(0);
+      promoted.mutable_variables(v)->mutable_shards(i)->set_ps_task(was_ps1 ? 0 : -1);
+    }
+  }
+  ps_[0]->CreateFromPlan(promoted, Fill);
+  *reassign.mutable_plan() = moved;
+  ASSERT_TRUE(worker_->Reassign(reassign, &reassigned).ok());
+  const size_t ps1_pushes = ps_[1]->pushes().size();
+  ASSERT_TRUE(worker_->RunSteps(run, &done).ok());
+  EXPECT_EQ(ps_[1]->pushes().size(), ps1_pushes);  // nothing goes to ps:1 any more
+  const std::map<std::string, int64_t> acked = worker_->AcknowledgedPushes();
+  ASSERT_FALSE(acked.empty());
+  for (const auto& v : plan_.variables()) {
+    for (const auto& s : v.shards()) EXPECT_EQ(acked.at(s.shard_name()), 4) << s.shard_name();
+  }
+  reassign.mutable_plan()->mutable_variables(0)->mutable_shards(0)->set_ps_task(5);
+  EXPECT_EQ(worker_->Reassign(reassign, &reassigned).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(WorkerTest, RunsKStepsAndAppliesUpdatesBetweenThem) {
   SetUp("async");
   ConfigureResponse configured;

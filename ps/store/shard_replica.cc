@@ -1,0 +1,129 @@
+// Shard's backup side of replication (ps_replicas 1): forwarded updates applied in the primary's
+// version order. See shard.h.
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "ps/store/shard.h"
+
+namespace pstrain {
+namespace {
+
+void RunAll(std::vector<std::function<void()>>& fns) {
+  for (auto& f : fns) f();
+}
+
+}  // namespace
+
+void Shard::ApplyReplicaLocked(const float* dense, const RowGradients& rows,
+                               std::vector<std::function<void()>>* run_after) {
+  if (spec_.sparse()) {
+    ApplyRowsLocked(rows, run_after);
+  } else {
+    ApplyLocked(dense, run_after);
+  }
+}
+
+int64_t Shard::ApplyReplica(int64_t version, const char* dense, RowGradients rows) {
+  std::vector<std::function<void()>> run_after;
+  int64_t reached;
+  {
+    absl::MutexLock l(&mu_);
+    if (awaiting_state_ || version > version_ + 1) {
+      // An earlier update is still on its way: keep a copy until it lands.
+      HeldUpdate& held = held_[version];
+      if (spec_.sparse()) {
+        held.rows = std::move(rows);
+      } else {
+        held.dense.resize(num_bytes_ / sizeof(float));
+        if (num_bytes_ > 0) std::memcpy(held.dense.data(), dense, num_bytes_);
+      }
+    } else if (version == version_ + 1) {
+      if (!spec_.sparse() && reinterpret_cast<uintptr_t>(dense) % alignof(float) != 0) {
+        std::vector<float> aligned(num_bytes_ / sizeof(float));
+        if (num_bytes_ > 0) std::memcpy(aligned.data(), dense, num_bytes_);
+        ApplyReplicaLocked(aligned.data(), rows, &run_after);
+      } else {
+        ApplyReplicaLocked(reinterpret_cast<const float*>(dense), rows, &run_after);
+      }
+      DrainHeldLocked(&run_after);
+    }  // else: already applied (a forward retried after its answer was lost)
+    reached = version_;
+  }
+  RunAll(run_after);
+  return reached;
+}
+
+void Shard::DrainHeldLocked(std::vector<std::function<void()>>* run_after) {
+  while (!held_.empty() && held_.begin()->first <= version_) held_.erase(held_.begin());  // already in
+  while (!held_.empty() && held_.begin()->first == version_ + 1) {
+    HeldUpdate next = std::move(held_.begin()->second);
+    held_.erase(held_.begin());
+    ApplyReplicaLocked(next.dense.data(), next.rows, run_after);
+  }
+}
+
+ShardSnapshot Shard::SnapshotForBackup(int ps) {
+  absl::MutexLock l(&mu_);
+  forward_to_ = ps;
+  ShardSnapshot snap;
+  snap.values = *values_;
+  snap.slots = slots_;
+  snap.version = version_;
+  return snap;
+}
+
+absl::Status Shard::InstallReplicaState(absl::string_view values, const std::vector<absl::string_view>& slots,
+                                        int64_t version) {
+  std::vector<std::function<void()>> run_after;
+  {
+    absl::MutexLock l(&mu_);
+    if (values.size() != num_bytes_ || slots.size() != slots_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": a state of ", values.size(), " bytes and ",
+                                                     slots.size(), " slots does not fit its ", num_bytes_,
+                                                     " bytes and ", slots_.size(), " slots"));
+    }
+    for (absl::string_view s : slots) {
+      if (s.size() != num_bytes_) {
+        return absl::InvalidArgumentError(absl::StrCat("shard ", name(), ": a slot of ", s.size(),
+                                                       " bytes does not fit its ", num_bytes_, " bytes"));
+      }
+    }
+    PrepareWriteLocked();
+    if (num_bytes_ > 0) {
+      std::memcpy(values_->raw(), values.data(), num_bytes_);
+      for (size_t i = 0; i < slots.size(); ++i) std::memcpy(slots_[i].raw(), slots[i].data(), num_bytes_);
+    }
+    version_ = version;
+    awaiting_state_ = false;
+    DrainHeldLocked(&run_after);
+  }
+  RunAll(run_after);
+  return absl::OkStatus();
+}
+
+int64_t Shard::ApplyHeldReplicaUpdates() {
+  std::vector<std::function<void()>> run_after;
+  int64_t applied = 0;
+  {
+    absl::MutexLock l(&mu_);
+    awaiting_state_ = false;  // promoted before its state came: what it has is all there is
+    while (!held_.empty()) {
+      HeldUpdate next = std::move(held_.begin()->second);
+      // Versions stay the primary's: the update lands as the version it had there.
+      version_ = std::max(version_, held_.begin()->first - 1);
+      held_.erase(held_.begin());
+      ApplyReplicaLocked(next.dense.data(), next.rows, &run_after);
+      ++applied;
+    }
+  }
+  RunAll(run_after);
+  return applied;
+}
+
+int64_t Shard::held_replica_updates() const {
+  absl::MutexLock l(&mu_);
+  return static_cast<int64_t>(held_.size());
+}
+
+}  // namespace pstrain

@@ -1,0 +1,382 @@
+// Replication (ps_replicas 1) between two PsServers in one process: the backup stays bit for bit
+// its primary (values and optimizer slots, dense and table shards, every optimizer) under
+// concurrent pushes whose forwards travel in parallel; backups refuse workers and are not saved;
+// promotion applies held forwards; link errors (permanent, unreachable, detached) end every push.
+#include <atomic>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "common/env.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ps/client/local_ps_client.h"
+#include "ps/store/ps_server.h"
+#include "tests/ps/ps_test_util.h"
+
+namespace pstrain {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_util::Rows;
+using testing_util::Spec;
+using testing_util::TableShard;
+
+constexpr int64_t kVocab = 12, kDim = 3;
+
+OptimizerProto Optimizer(const std::string& type) {
+  OptimizerProto o;
+  o.set_type(type);
+  o.mutable_learning_rate()->set_initial(0.05);
+  if (type == "sgd") {
+    o.set_momentum(0.9);
+    o.set_nesterov(true);
+  }
+  if (type == "adam" || type == "lazy_adam") {
+    o.set_beta_1(0.9);
+    o.set_beta_2(0.999);
+  }
+  if (type == "adagrad" || type == "ftrl") o.set_initial_accumulator_value(0.1);
+  if (type == "rmsprop") {
+    o.set_rho(0.9);
+    o.set_centered(true);
+  }
+  if (type == "ftrl") {
+    o.set_l1(0.01);
+    o.set_beta(0.1);
+  }
+  o.set_epsilon(1e-7);
+  return o;
+}
+
+// A dense shard and a table shard of ps:0, backed up on ps:1.
+CreateShardsRequest Request(const std::string& optimizer) {
+  ShardSpecProto w = Spec("w", {6, 5}, 0, 6, "random_uniform");
+  ShardSpecProto emb = TableShard("emb", kVocab, kDim, 0, kVocab, 1, "emb");
+  for (ShardSpecProto* s : {&w, &emb}) {
+    s->set_ps_task(0);
+    s->set_backup_ps(1);
+  }
+  CreateShardsRequest r = testing_util::CreateRequest({w, emb}, UPDATE_ASYNC, 4);
+  *r.mutable_optimizer() = Optimizer(optimizer);
+  return r;
+}
+
+PushRequest RandomPush(std::mt19937* rng) {
+  std::normal_distribution<float> g(0.f, 1.f);
+  std::vector<float> dense(30);
+  for (float& x : dense) x = g(*rng);
+  PushRequest r = testing_util::OnePush("w", {6, 5}, dense);
+  // Rows with duplicates (summed by the ps) and a few untouched ones.
+  std::uniform_int_distribution<int64_t> id(0, kVocab - 1);
+  std::vector<int64_t> ids;
+  std::vector<float> values;
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(id(*rng));
+    for (int d = 0; d < kDim; ++d) values.push_back(g(*rng));
+  }
+  *r.add_sparse() = Rows("emb", ids, values);
+  return r;
+}
+
+class ReplicationTest : public ::testing::Test {
+ protected:
+  void Start(absl::Duration retry_for = absl::Seconds(60)) {
+    PsServer::Options b;
+    b.task = "ps:1";
+    b.ps_index = 1;
+    backup_ = std::make_unique<PsServer>(b);
+    PsServer::Options p;
+    p.task = "ps:0";
+    p.ps_index = 0;
+    p.replica_retry_for = retry_for;
+    p.connect_ps = [this](int ps) {
+      EXPECT_EQ(ps, 1);
+      ReplicaPeer peer;
+      peer.push = [this](const PushRequest& request, PushResponse* response) {
+        sends_.fetch_add(1);
+        if (fault_) {
+          absl::Status s = fault_();
+          if (!s.ok()) return s;
+        }
+        return LocalPsClient(backup_.get()).Push(request, response);
+      };
+      peer.install = [this](const ReplicaStateRequest& request) {
+        ReplicaStateResponse response;
+        return LocalPsClient(backup_.get()).InstallReplica(request, &response);
+      };
+      return peer;
+    };
+    p.log = [this](const std::string& line) {
+      absl::MutexLock l(&log_mu_);
+      log_.push_back(line);
+    };
+    primary_ = std::make_unique<PsServer>(p);
+  }
+
+  void Create(const std::string& optimizer) {
+    CreateShardsRequest r = Request(optimizer);
+    CreateShardsResponse out;
+    ASSERT_TRUE(backup_->CreateShards(r, &out).ok());
+    ASSERT_TRUE(primary_->CreateShards(r, &out).ok());
+  }
+
+  std::string Checkpoint(PsServer* ps, const std::string& name, SaveResponse* out) {
+    const std::string dir = ::testing::TempDir() + "/replication_" + name;
+    SaveRequest r;
+    r.set_checkpoint_dir(dir);
+    EXPECT_TRUE(ps->Save(r, out).ok());
+    return dir;
+  }
+
+  std::vector<std::unique_ptr<PsServer>> retired_;
+  std::unique_ptr<PsServer> backup_, primary_;  // the primary forwards to the backup: declared after it
+  std::function<absl::Status()> fault_;          // set before pushes start
+  std::atomic<int> sends_{0};
+  absl::Mutex log_mu_;
+  std::vector<std::string> log_ ABSL_GUARDED_BY(log_mu_);
+};
+
+class ReplicaBitsTest : public ReplicationTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(ReplicaBitsTest, BackupIsBitIdenticalToPrimaryAfterConcurrentPushes) {
+  Start();
+  Create(GetParam());
+  constexpr int kThreads = 4, kPushes = 40;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(100 + t);
+      for (int i = 0; i < kPushes; ++i) {
+        PushResponse response;
+        if (!LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response).ok()) failures.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  // Every push was acknowledged, so the backup has every update: promote it and compare.
+  PromoteRequest promote;
+  promote.set_lost_ps(0);
+  PromoteResponse promoted;
+  ASSERT_TRUE(backup_->Promote(promote, &promoted).ok());
+  EXPECT_THAT(promoted.promoted(), ::testing::UnorderedElementsAre("emb", "w"));
+  SaveResponse a, b;
+  Checkpoint(primary_.get(), "primary_" + GetParam(), &a);
+  Checkpoint(backup_.get(), "backup_" + GetParam(), &b);
+  ASSERT_EQ(a.shards_size(), 2);
+  ASSERT_EQ(b.shards_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(a.shards(i).shard_name(), b.shards(i).shard_name());
+    EXPECT_EQ(a.shards(i).version(), kThreads * kPushes);
+    EXPECT_EQ(b.shards(i).version(), kThreads * kPushes);
+    // The checksum covers the values and every optimizer slot.
+    EXPECT_EQ(a.shards(i).checksum(), b.shards(i).checksum()) << a.shards(i).shard_name() << " " << GetParam();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryOptimizer, ReplicaBitsTest,
+                         ::testing::Values("sgd", "adagrad", "adam", "rmsprop", "ftrl", "lazy_adam"));
+
+TEST_F(ReplicationTest, BackupRefusesWorkersAndIsNotSaved) {
+  Start();
+  Create("adagrad");
+  std::mt19937 rng(1);
+  PushResponse response;
+  absl::Status push = LocalPsClient(backup_.get()).Push(RandomPush(&rng), &response);
+  EXPECT_EQ(push.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(push.message(), HasSubstr("backup of ps:0"));
+  PullResponse pulled;
+  absl::Status pull = LocalPsClient(backup_.get()).Pull(testing_util::OnePull("w"), &pulled);
+  EXPECT_EQ(pull.code(), absl::StatusCode::kFailedPrecondition);
+  SaveResponse saved;
+  Checkpoint(backup_.get(), "backup_only", &saved);
+  EXPECT_EQ(saved.shards_size(), 0);  // each shard is saved once, by its primary
+  PsStatsResponse stats;
+  ASSERT_TRUE(backup_->GetStats({}, &stats).ok());
+  EXPECT_EQ(stats.total().backup_shards(), 2);
+}
+
+TEST_F(ReplicationTest, PermanentLinkErrorFailsPushesWithoutRetrying) {
+  Start();
+  Create("sgd");
+  fault_ = [] { return absl::InvalidArgumentError("shard w does not fit"); };
+  std::mt19937 rng(2);
+  PushResponse response;
+  absl::Status first = LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response);
+  EXPECT_EQ(first.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(first.message(), HasSubstr("ps:0 cannot keep its backup on ps:1"));
+  EXPECT_THAT(first.message(), HasSubstr("shard w does not fit"));
+  absl::Status second = LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response);
+  EXPECT_EQ(second.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(sends_.load(), 1);  // never sent again
+  absl::MutexLock l(&log_mu_);
+  ASSERT_EQ(log_.size(), 1u);  // logged once
+  EXPECT_THAT(log_[0], HasSubstr("permanent"));
+}
+
+TEST_F(ReplicationTest, UnreachableBackupFailsThePushAfterRetrying) {
+  Start(absl::Milliseconds(200));
+  Create("sgd");
+  fault_ = [] { return absl::UnavailableError("connection refused"); };
+  std::mt19937 rng(3);
+  PushResponse response;
+  absl::Status s = LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("could not reach its backup ps:1"));
+  EXPECT_GT(sends_.load(), 1);
+}
+
+TEST_F(ReplicationTest, PromoteOnThePrimaryAnswersPushesWaitingForALostBackup) {
+  Start();
+  Create("sgd");
+  fault_ = [] { return absl::UnavailableError("connection refused"); };
+  absl::Notification done;
+  absl::Status result;
+  std::thread pusher([&] {
+    std::mt19937 rng(4);
+    PushResponse response;
+    result = LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response);
+    done.Notify();
+  });
+  while (sends_.load() == 0) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_FALSE(done.HasBeenNotified());  // not acknowledged while the backup lacks it
+  PromoteRequest promote;
+  promote.set_lost_ps(1);
+  PromoteResponse out;
+  ASSERT_TRUE(primary_->Promote(promote, &out).ok());
+  EXPECT_THAT(out.unbacked(), ::testing::UnorderedElementsAre("emb", "w"));
+  EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  pusher.join();
+  EXPECT_TRUE(result.ok()) << result;
+  // Later pushes are not forwarded at all.
+  const int sends = sends_.load();
+  std::mt19937 rng(5);
+  PushResponse response;
+  EXPECT_TRUE(LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response).ok());
+  EXPECT_EQ(sends_.load(), sends);
+}
+
+TEST_F(ReplicationTest, PromotionAppliesHeldForwardsInVersionOrder) {
+  Start();
+  Create("sgd");
+  // Forwards for versions 2 and 3 arrive before version 1's: both are held.
+  auto forward = [&](int64_t version, float value) {
+    PushRequest r = testing_util::OnePush("w", {6, 5}, std::vector<float>(30, value));
+    *r.add_sparse() = Rows("emb", {}, {});
+    r.add_replica_versions(version);
+    r.add_replica_versions(version);
+    PushResponse response;
+    return LocalPsClient(backup_.get()).Push(r, &response);
+  };
+  ASSERT_TRUE(forward(2, 1.f).ok());
+  ASSERT_TRUE(forward(3, 2.f).ok());
+  PsStatsResponse stats;
+  ASSERT_TRUE(backup_->GetStats({}, &stats).ok());
+  EXPECT_EQ(stats.total().version(), 0);
+  // A forward already applied (a retry) is dropped: version 1 applies once.
+  ASSERT_TRUE(forward(1, 0.5f).ok());
+  ASSERT_TRUE(forward(1, 0.5f).ok());
+  ASSERT_TRUE(backup_->GetStats({}, &stats).ok());
+  EXPECT_EQ(stats.total().version(), 3);
+  // Version 5 arrives, 4 never does (the primary died before forwarding it: never acknowledged).
+  ASSERT_TRUE(forward(5, 4.f).ok());
+  PromoteRequest promote;
+  promote.set_lost_ps(0);
+  PromoteResponse out;
+  ASSERT_TRUE(backup_->Promote(promote, &out).ok());
+  ASSERT_TRUE(backup_->GetStats({}, &stats).ok());
+  EXPECT_EQ(stats.total().version(), 5);
+  // Now a primary: workers may push it.
+  std::mt19937 rng(6);
+  PushResponse response;
+  EXPECT_TRUE(LocalPsClient(backup_.get()).Push(RandomPush(&rng), &response).ok());
+}
+
+// ps:1 was lost (the primary stopped forwarding), came back empty, and is attached again while
+// pushes go on: afterwards it is bit for bit the primary again.
+TEST_F(ReplicationTest, ReturnedBackupIsAttachedAgainWhilePushesGoOn) {
+  Start();
+  Create("adam");
+  PromoteRequest promote;
+  promote.set_lost_ps(1);
+  PromoteResponse out;
+  ASSERT_TRUE(primary_->Promote(promote, &out).ok());
+  std::mt19937 rng(7);
+  for (int i = 0; i < 20; ++i) {
+    PushResponse response;
+    ASSERT_TRUE(LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response).ok());
+  }
+  // The returned process: a fresh ps:1 holding empty backups.
+  {
+    PsServer::Options b;
+    b.task = "ps:1";
+    b.ps_index = 1;
+    auto fresh = std::make_unique<PsServer>(b);
+    CreateShardsRequest r = Request("adam");
+    r.set_initialize(false);
+    CreateShardsResponse created;
+    ASSERT_TRUE(fresh->CreateShards(r, &created).ok());
+    backup_.swap(fresh);
+    // `fresh` (the old ps:1) is no longer reached: the link to it was detached and retired.
+    retired_.push_back(std::move(fresh));
+  }
+  std::atomic<bool> stop{false};
+  std::thread pusher([&] {
+    std::mt19937 rng2(8);
+    while (!stop.load()) {
+      PushResponse response;
+      EXPECT_TRUE(LocalPsClient(primary_.get()).Push(RandomPush(&rng2), &response).ok());
+    }
+  });
+  AttachBackupRequest attach;
+  attach.set_backup_ps(1);
+  attach.add_shard_names("w");
+  attach.add_shard_names("emb");
+  AttachBackupResponse attached;
+  absl::Status s = primary_->AttachBackup(attach, &attached);
+  for (int i = 0; i < 20; ++i) {
+    PushResponse response;
+    ASSERT_TRUE(LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response).ok());
+  }
+  stop.store(true);
+  pusher.join();
+  ASSERT_TRUE(s.ok()) << s;
+  PsStatsResponse stats;
+  ASSERT_TRUE(backup_->GetStats({}, &stats).ok());
+  EXPECT_EQ(stats.total().backup_shards(), 2);
+  promote.set_lost_ps(0);
+  ASSERT_TRUE(backup_->Promote(promote, &out).ok());
+  SaveResponse a, b;
+  Checkpoint(primary_.get(), "attach_primary", &a);
+  Checkpoint(backup_.get(), "attach_backup", &b);
+  ASSERT_EQ(a.shards_size(), 2);
+  ASSERT_EQ(b.shards_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(a.shards(i).version(), b.shards(i).version());
+    EXPECT_GT(a.shards(i).version(), 40);
+    EXPECT_EQ(a.shards(i).checksum(), b.shards(i).checksum()) << a.shards(i).shard_name();
+  }
+}
+
+TEST_F(ReplicationTest, ShardOfAnotherPsOrWithoutConnectorIsRefused) {
+  PsServer::Options o;
+  o.task = "ps:2";
+  o.ps_index = 2;
+  PsServer other(o);
+  CreateShardsResponse out;
+  absl::Status s = other.CreateShards(Request("sgd"), &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("neither"));
+  o.task = "ps:0";
+  o.ps_index = 0;
+  PsServer no_connector(o);
+  s = no_connector.CreateShards(Request("sgd"), &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("cannot reach other ps tasks"));
+}
+
+}  // namespace
+}  // namespace pstrain
