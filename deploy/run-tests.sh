@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Installs, builds and runs the whole test suite with ctest (unit and integration tests), then the
-# bad-input tests under AddressSanitizer + UndefinedBehaviorSanitizer (deploy/sanitize-tests.sh,
-# mostly its clang build: 14.6 more minutes from an empty build dir without ccache on 2 shared cores at
-# load 5, far less with ccache; bounded at 20), after clang's thread-safety analysis of every source
-# (deploy/thread-safety.sh: syntax only, about 3 minutes on 2 loaded cores; bounded at 8).
-# --no-sanitizers skips both.
+# CI: installs, builds and runs the whole test suite with ctest (unit and integration tests), then
+#   - clang's thread-safety analysis of every source (deploy/thread-safety.sh: syntax only; bounded at 8 min),
+#   - the bad-input tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#     (deploy/sanitize-tests.sh asan, its own clang build in build-asan/; bounded at 20 min),
+#   - the concurrency tests under ThreadSanitizer (deploy/sanitize-tests.sh tsan, build-tsan/; bounded at 20 min),
+#   - every libFuzzer target for FUZZ_SECONDS (10) from its corpus (deploy/fuzz.sh, built in build-asan/; bounded at 12 min).
+# Minutes from an empty ccache on 2 cores: CI_MINUTES.
+# --no-sanitizers skips all but the build and ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitizers=1
 for arg in "$@"; do
   case $arg in
     --no-sanitizers) sanitizers=0 ;;
-    *) echo "run-tests: unknown argument $arg (--no-sanitizers skips the sanitizer and thread-safety runs)" >&2; exit 2 ;;
+    *) echo "run-tests: unknown argument $arg (--no-sanitizers skips the sanitizer, fuzzing and thread-safety runs)" >&2; exit 2 ;;
   esac
 done
 bash deploy/build.sh
@@ -19,4 +21,6 @@ ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
 if [ "$sanitizers" = 1 ]; then
   timeout 480 bash deploy/thread-safety.sh
   timeout 1200 bash deploy/sanitize-tests.sh asan
+  timeout 1200 bash deploy/sanitize-tests.sh tsan
+  timeout 720 bash deploy/fuzz.sh "${FUZZ_SECONDS:-10}"
 fi

@@ -70,6 +70,9 @@ class TlsStream : public ByteStream {
   SSL* const ssl_;
   const int fd_;
   bool kernel_send_ = false;
+  // On OpenSSL's socket BIO (kernel TLS possible), whose write(2) raises SIGPIPE: every SSL call
+  // blocks it in this thread meanwhile.
+  bool block_sigpipe_ = false;
 };
 
 }  // namespace pstrain
