@@ -74,10 +74,11 @@ bool KernelTlsAvailable(std::string* ulps = nullptr) {
 // caller, never SIGPIPE for the process, without two signal-mask syscalls around every record.
 // Used when the kernel has no TLS offload (which needs OpenSSL's own socket BIO).
 int NoSignalWrite(BIO* bio, const char* data, int n) {
-  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
+  const auto* socket = static_cast<const TlsStream::BioSocket*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
   for (;;) {
-    const ssize_t sent = ::send(fd, data, static_cast<size_t>(n), MSG_NOSIGNAL);
+    const ssize_t sent =
+        ::send(socket->fd, data, static_cast<size_t>(n), MSG_NOSIGNAL | (socket->more ? MSG_MORE : 0));
     if (sent >= 0) return static_cast<int>(sent);
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(bio);
@@ -86,10 +87,10 @@ int NoSignalWrite(BIO* bio, const char* data, int n) {
 }
 
 int NoSignalRead(BIO* bio, char* out, int n) {
-  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
+  const auto* socket = static_cast<const TlsStream::BioSocket*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
   for (;;) {
-    const ssize_t got = ::recv(fd, out, static_cast<size_t>(n), 0);
+    const ssize_t got = ::recv(socket->fd, out, static_cast<size_t>(n), 0);
     if (got >= 0) return static_cast<int>(got);  // 0: the peer closed (errno left as it was)
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_read(bio);
@@ -170,19 +171,22 @@ absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Create(std::shared_ptr<con
   // The kernel can take over only a session on OpenSSL's socket BIO; without it, sends go through
   // the BIO above, and no call needs SIGPIPE blocked.
   static const bool kernel_tls = KernelTlsAvailable();
+  if (ssl == nullptr) {
+    return absl::InternalError(absl::StrCat("tensor channel TLS: cannot start a session: ", OpenSslErrors()));
+  }
+  std::unique_ptr<TlsStream> stream(new TlsStream(std::move(context), ssl, fd));  // frees `ssl`
+  stream->socket_.fd = fd;
   BIO* bio = nullptr;
-  if (ssl != nullptr && !kernel_tls && NoSignalSocketMethod() != nullptr) {
+  if (!kernel_tls && NoSignalSocketMethod() != nullptr) {
     bio = BIO_new(NoSignalSocketMethod());
     if (bio != nullptr) {
-      BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+      BIO_set_data(bio, &stream->socket_);
       SSL_set_bio(ssl, bio, bio);  // owned by the session
     }
   }
-  if (ssl == nullptr || (bio == nullptr && SSL_set_fd(ssl, fd) != 1)) {
-    SSL_free(ssl);
+  if (bio == nullptr && SSL_set_fd(ssl, fd) != 1) {
     return absl::InternalError(absl::StrCat("tensor channel TLS: cannot start a session: ", OpenSslErrors()));
   }
-  std::unique_ptr<TlsStream> stream(new TlsStream(std::move(context), ssl, fd));
   stream->block_sigpipe_ = bio == nullptr;
   if (stream->context_->side() == TlsContext::Side::kClient) {
     SSL_set_connect_state(ssl);
@@ -291,7 +295,10 @@ IoResult TlsStream::Write(const iovec* parts, size_t count) {
     ERR_clear_error();
     errno = 0;
     size_t sent = 0;
+    // One record per call (partial writes): more follow unless this is the last of the last part.
+    socket_.more = parts[i].iov_len > SSL3_RT_MAX_PLAIN_LENGTH || i + 1 < count;
     const int rc = SSL_write_ex(ssl_, parts[i].iov_base, parts[i].iov_len, &sent);
+    socket_.more = false;
     if (rc != 1) {
       if (r.bytes > 0) return r;  // report what went; the next call meets the wait again
       return Failed(rc, "sending");
