@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) with clang, AddressSanitizer and UndefinedBehaviorSanitizer
-# into build-fuzz/, then runs each one for a bounded time from its seed corpus
+# in the asan build dir (build-asan/, configured by deploy/sanitize-tests.sh, whose objects carry the
+# fuzzer's coverage), then runs each one for a bounded time from its seed corpus
 # (tests/fuzz/corpus/<target>/). A crash, a sanitizer report or a failed check stops that target,
-# leaves the input that caused it in build-fuzz/findings/<target>/ and makes the script exit 1.
+# leaves the input that caused it in build-asan/findings/<target>/ and makes the script exit 1.
 #
 # Usage: bash deploy/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #   SECONDS_PER_TARGET  how long each target runs (default 60; 0 builds them only); CI runs 10.
 #   TARGET              only these targets (default: all of them).
-# New inputs the fuzzer finds go to build-fuzz/corpus/<target>/, never into the repo's seeds.
+# New inputs the fuzzer finds go to build-asan/corpus/<target>/, never into the repo's seeds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,30 +22,19 @@ ALL=(tf_config_fuzz job_spec_fuzz idx_reader_fuzz csv_reader_fuzz criteo_parser_
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 
-bash deploy/install-deps.sh clang libclang-rt-14-dev
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}"
-# The libraries under test carry the fuzzer's coverage and the sanitizers; the targets link libFuzzer.
-FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -O1 -gline-tables-only"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-if ! cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_C_COMPILER=clang \
-    -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS="$FLAGS" -DCMAKE_C_FLAGS="$FLAGS" -DPSTRAIN_FUZZ=ON \
-    -DPSTRAIN_CUDA=OFF -DPSTRAIN_NATIVE=OFF -DPSTRAIN_BUILD_BENCHMARKS=OFF >"$log" 2>&1; then
-  cat "$log" >&2
-  exit 1
-fi
-cmake --build build-fuzz -j"$(nproc)" --target "${TARGETS[@]}"
+BUILD_DIR=build-asan
+bash deploy/sanitize-tests.sh asan --build-only "${TARGETS[@]}"
 [ "$SECONDS_PER_TARGET" -eq 0 ] && exit 0
 
 export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 failed=()
 for target in "${TARGETS[@]}"; do
-  corpus=build-fuzz/corpus/$target
-  findings=build-fuzz/findings/$target
+  corpus=$BUILD_DIR/corpus/$target
+  findings=$BUILD_DIR/findings/$target
   mkdir -p "$corpus" "$findings"
   # -rss_limit_mb: an input that makes a parser hold more than this is a finding too.
-  if build-fuzz/fuzz/"$target" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \
+  if "$BUILD_DIR"/fuzz/"$target" -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \
       -print_final_stats=1 -artifact_prefix="$findings/" "$corpus" "tests/fuzz/corpus/$target" \
       >"$findings/log.txt" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$findings/log.txt")

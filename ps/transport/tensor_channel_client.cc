@@ -36,6 +36,18 @@ absl::Status ProtocolViolation(const std::string& what) {
   return absl::InternalError(absl::StrCat("tensor channel protocol violation: ", what));
 }
 
+// InvalidArgument unless the caller's rows hold num_ids ids of 8 bytes (and a pull's answer is
+// then checked against a count that cannot overflow).
+absl::Status CheckRowIds(const SparseRows& r) {
+  const uint64_t bytes = r.ids().size();
+  if (r.num_ids() < 0 || bytes % 8 != 0 || static_cast<uint64_t>(r.num_ids()) != bytes / 8 ||
+      bytes > static_cast<uint64_t>(kMaxMessageBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat("table shard ", r.shard_name(), ": num_ids ", r.num_ids(),
+                                                   " does not match ", bytes, " bytes of row ids (8 bytes per id)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 struct TensorChannelClient::Connection {
@@ -265,6 +277,7 @@ absl::Status TensorChannelClient::Pull(const PullRequest& request, PullResponse*
   header->set_min_version(request.min_version());
   std::vector<absl::string_view> payload;  // the sparse entries' ids follow the message
   for (const SparseRows& r : request.sparse()) {
+    RETURN_IF_ERROR(Named(CheckRowIds(r)));
     SparseRows* h = header->add_sparse();
     h->set_shard_name(r.shard_name());
     h->set_num_ids(r.num_ids());
@@ -338,6 +351,7 @@ absl::Status TensorChannelClient::Push(const PushRequest& request, PushResponse*
     payload.push_back(g.gradient().data());
   }
   for (const SparseRows& r : request.sparse()) {
+    RETURN_IF_ERROR(Named(CheckRowIds(r)));
     call.add_payload_bytes(static_cast<int64_t>(r.ids().size()));
     call.add_payload_bytes(static_cast<int64_t>(r.values().size()));
     payload.push_back(r.ids());

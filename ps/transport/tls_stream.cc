@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -52,6 +53,72 @@ class NoSigpipe {
   bool was_pending_ = false;
 };
 
+// What one recv may take in (a few 16 KiB records); under glibc's mmap threshold, so a buffer
+// released between bursts comes back from the heap.
+constexpr size_t kReadAheadBytes = 96 << 10;
+
+// Whether the kernel has TLS offload ("tls" in /proc/sys/net/ipv4/tcp_available_ulp).
+bool KernelTlsAvailable(std::string* ulps = nullptr) {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_available_ulp");
+  std::string line;
+  std::getline(in, line);
+  if (ulps != nullptr) *ulps = line.empty() ? "unreadable" : line;
+  std::istringstream words(line);
+  for (std::string w; words >> w;) {
+    if (w == "tls") return true;
+  }
+  return false;
+}
+
+// A BIO over a non-blocking socket that sends with MSG_NOSIGNAL: a peer gone away is EPIPE for the
+// caller, never SIGPIPE for the process, without two signal-mask syscalls around every record.
+// Used when the kernel has no TLS offload (which needs OpenSSL's own socket BIO).
+int NoSignalWrite(BIO* bio, const char* data, int n) {
+  const auto* socket = static_cast<const TlsStream::BioSocket*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  for (;;) {
+    const ssize_t sent =
+        ::send(socket->fd, data, static_cast<size_t>(n), MSG_NOSIGNAL | (socket->more ? MSG_MORE : 0));
+    if (sent >= 0) return static_cast<int>(sent);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(bio);
+    return -1;
+  }
+}
+
+int NoSignalRead(BIO* bio, char* out, int n) {
+  const auto* socket = static_cast<const TlsStream::BioSocket*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  for (;;) {
+    const ssize_t got = ::recv(socket->fd, out, static_cast<size_t>(n), 0);
+    if (got >= 0) return static_cast<int>(got);  // 0: the peer closed (errno left as it was)
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_read(bio);
+    return -1;
+  }
+}
+
+long NoSignalCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+int NoSignalCreate(BIO* bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+// The method, made once (thread-safe static initialisation) and kept for the process.
+const BIO_METHOD* NoSignalSocketMethod() {
+  static const BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "pstrain no-SIGPIPE socket");
+    if (m == nullptr || BIO_meth_set_write(m, NoSignalWrite) != 1 || BIO_meth_set_read(m, NoSignalRead) != 1 ||
+        BIO_meth_set_ctrl(m, NoSignalCtrl) != 1 || BIO_meth_set_create(m, NoSignalCreate) != 1) {
+      BIO_meth_free(m);
+      return static_cast<BIO_METHOD*>(nullptr);
+    }
+    return m;
+  }();
+  return method;
+}
+
 bool IsIpAddress(const std::string& host) {
   unsigned char addr[16];
   return inet_pton(AF_INET, host.c_str(), addr) == 1 || inet_pton(AF_INET6, host.c_str(), addr) == 1;
@@ -75,7 +142,11 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(const TlsCo
     return ContextError("set the protocol version and ciphers");
   }
   SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS | SSL_OP_NO_RENEGOTIATION);
-  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // Idle connections hold no record buffers (a ps holds thousands of connections).
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+  // Read ahead: one recv takes in several records, not a header and then a body per record.
+  SSL_CTX_set_read_ahead(ctx, 1);
+  SSL_CTX_set_default_read_buffer_len(ctx, kReadAheadBytes);
   if (X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), ca.get()) != 1) return ContextError("trust the cluster CA");
   if (SSL_CTX_use_certificate(ctx, cert.get()) != 1 || SSL_CTX_use_PrivateKey(ctx, key.get()) != 1 ||
       SSL_CTX_check_private_key(ctx) != 1) {
@@ -88,27 +159,35 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(const TlsCo
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 
 std::string KernelTlsStatus() {
-  std::ifstream in("/proc/sys/net/ipv4/tcp_available_ulp");
-  std::stringstream ulps;
-  ulps << in.rdbuf();
-  const std::string list = ulps.str().empty() ? "unreadable" : ulps.str().substr(0, ulps.str().find('\n'));
-  for (std::istringstream words(list); words;) {
-    std::string w;
-    words >> w;
-    if (w == "tls") return "kernel TLS available: sends go from the tensors to the socket in one copy";
-  }
-  return absl::StrCat("no kernel TLS (tcp_available_ulp: ", list,
+  std::string ulps;
+  if (KernelTlsAvailable(&ulps)) return "kernel TLS available: sends go from the tensors to the socket in one copy";
+  return absl::StrCat("no kernel TLS (tcp_available_ulp: ", ulps,
                       "; load the tls module to enable it): OpenSSL encrypts in user space");
 }
 
 absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Create(std::shared_ptr<const TlsContext> context, int fd,
                                                              const std::string& peer_host) {
   SSL* ssl = SSL_new(context->get());
-  if (ssl == nullptr || SSL_set_fd(ssl, fd) != 1) {
-    SSL_free(ssl);
+  // The kernel can take over only a session on OpenSSL's socket BIO; without it, sends go through
+  // the BIO above, and no call needs SIGPIPE blocked.
+  static const bool kernel_tls = KernelTlsAvailable();
+  if (ssl == nullptr) {
     return absl::InternalError(absl::StrCat("tensor channel TLS: cannot start a session: ", OpenSslErrors()));
   }
-  std::unique_ptr<TlsStream> stream(new TlsStream(std::move(context), ssl, fd));
+  std::unique_ptr<TlsStream> stream(new TlsStream(std::move(context), ssl, fd));  // frees `ssl`
+  stream->socket_.fd = fd;
+  BIO* bio = nullptr;
+  if (!kernel_tls && NoSignalSocketMethod() != nullptr) {
+    bio = BIO_new(NoSignalSocketMethod());
+    if (bio != nullptr) {
+      BIO_set_data(bio, &stream->socket_);
+      SSL_set_bio(ssl, bio, bio);  // owned by the session
+    }
+  }
+  if (bio == nullptr && SSL_set_fd(ssl, fd) != 1) {
+    return absl::InternalError(absl::StrCat("tensor channel TLS: cannot start a session: ", OpenSslErrors()));
+  }
+  stream->block_sigpipe_ = bio == nullptr;
   if (stream->context_->side() == TlsContext::Side::kClient) {
     SSL_set_connect_state(ssl);
     const bool named = IsIpAddress(peer_host)
@@ -132,7 +211,8 @@ TlsStream::~TlsStream() { SSL_free(ssl_); }
 absl::Status TlsStream::Handshake(Want* want) {
   *want = Want::kNothing;
   ERR_clear_error();
-  NoSigpipe no_sigpipe;
+  std::optional<NoSigpipe> no_sigpipe;
+  if (block_sigpipe_) no_sigpipe.emplace();
   const int rc = SSL_do_handshake(ssl_);
   if (rc == 1) {
     kernel_send_ = BIO_get_ktls_send(SSL_get_wbio(ssl_));
@@ -161,7 +241,8 @@ std::string TlsStream::PeerIdentity() const {
 
 bool TlsStream::kernel_send() const { return kernel_send_; }
 
-bool TlsStream::HasBufferedInput() const { return SSL_pending(ssl_) > 0; }
+// Decoded bytes, or (read ahead) received bytes of records not decoded yet.
+bool TlsStream::HasBufferedInput() const { return SSL_has_pending(ssl_) == 1; }
 
 IoResult TlsStream::Failed(int rc, const char* what) {
   IoResult r;
@@ -190,7 +271,8 @@ IoResult TlsStream::Read(char* dst, size_t n) {
   ERR_clear_error();
   errno = 0;
   size_t got = 0;
-  NoSigpipe no_sigpipe;  // a read may write too: an alert for a peer that sent garbage, or a key update
+  std::optional<NoSigpipe> no_sigpipe;  // a read may write too: an alert for a peer that sent garbage, or a key update
+  if (block_sigpipe_) no_sigpipe.emplace();
   const int rc = SSL_read_ex(ssl_, dst, n, &got);
   if (rc == 1) {
     IoResult r;
@@ -207,12 +289,16 @@ IoResult TlsStream::Write(const iovec* parts, size_t count) {
     return plain.Write(parts, count);
   }
   IoResult r;
-  NoSigpipe no_sigpipe;
+  std::optional<NoSigpipe> no_sigpipe;
+  if (block_sigpipe_) no_sigpipe.emplace();
   for (size_t i = 0; i < count; ++i) {
     ERR_clear_error();
     errno = 0;
     size_t sent = 0;
+    // One record per call (partial writes): more follow unless this is the last of the last part.
+    socket_.more = parts[i].iov_len > SSL3_RT_MAX_PLAIN_LENGTH || i + 1 < count;
     const int rc = SSL_write_ex(ssl_, parts[i].iov_base, parts[i].iov_len, &sent);
+    socket_.more = false;
     if (rc != 1) {
       if (r.bytes > 0) return r;  // report what went; the next call meets the wait again
       return Failed(rc, "sending");

@@ -70,6 +70,21 @@ class TlsStream : public ByteStream {
   SSL* const ssl_;
   const int fd_;
   bool kernel_send_ = false;
+  // On OpenSSL's socket BIO (kernel TLS possible), whose write(2) raises SIGPIPE: every SSL call
+  // blocks it in this thread meanwhile.
+  bool block_sigpipe_ = false;
+
+ public:
+  // What the no-SIGPIPE BIO (tls_stream.cc) writes to: the socket, and whether more records of the
+  // same write follow (sent with MSG_MORE, so the kernel sends full segments and wakes the peer
+  // once per burst rather than once per 16 KiB record).
+  struct BioSocket {
+    int fd = -1;
+    bool more = false;
+  };
+
+ private:
+  BioSocket socket_;
 };
 
 }  // namespace pstrain

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/cluster_spec.h"
 #include "common/protocol_version.h"
@@ -372,6 +373,12 @@ TEST_F(ChannelTest, RowSizesThatDoNotFitTheIdCountAreRejected) {
   const TensorCallResponse answer = answer_of(pull, std::string(16, '\0'));
   EXPECT_EQ(answer.code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(answer.message(), HasSubstr("3 row ids arrived as 16 bytes"));
+  for (int64_t num_ids : {int64_t{-2}, int64_t{1} << 61, INT64_MIN}) {  // negative, or 8 * num_ids overflows
+    rows->set_num_ids(num_ids);
+    const TensorCallResponse refused = answer_of(pull, std::string(16, '\0'));
+    EXPECT_EQ(refused.code(), static_cast<int>(absl::StatusCode::kInvalidArgument)) << num_ids;
+    EXPECT_THAT(refused.message(), HasSubstr(absl::StrCat(num_ids, " row ids arrived as 16 bytes")));
+  }
   // Still in step: a well-formed pull of two rows on the same connection.
   rows->set_num_ids(2);
   const TensorCallResponse good = answer_of(pull, std::string(16, '\0'), 2 * 4 * 4);
@@ -394,6 +401,42 @@ TEST_F(ChannelTest, NegativeOrOverflowingSizesCloseTheConnectionAndAreLogged) {
     EXPECT_TRUE(raw.ClosedByPeer());
   }
   EXPECT_THAT(Log(), HasSubstr("push payload size out of range"));
+}
+
+// The ps's end: a frame whose header claims a negative (as int64) or oversized payload, and a
+// table pull whose id sizes are negative or add up past any message, close the connection before
+// anything is allocated or skipped, with a log line; other clients go on.
+TEST_F(ChannelTest, FramesClaimingNegativeOrOverflowingPayloadsCloseTheConnectionAndAreLogged) {
+  ASSERT_TRUE(Create(UPDATE_ASYNC, 1).ok());
+  for (uint64_t claimed : {~uint64_t{7}, kMaxFramePayloadBytes + 1}) {
+    RawChannel raw(server_->port());
+    ASSERT_TRUE(raw.Open());
+    TensorCallRequest pull;
+    pull.mutable_pull()->add_shard_names("big");
+    std::string frame = FrameHead(pull, 0);
+    EncodeFrameHeader({static_cast<uint32_t>(frame.size() - kFrameHeaderBytes), claimed}, frame.data());
+    // The header alone: the ps reads no further, so its close is a clean one (no unread bytes, no reset).
+    ASSERT_TRUE(raw.Send(frame.substr(0, kFrameHeaderBytes)));
+    EXPECT_TRUE(raw.ClosedByPeer()) << claimed;
+    EXPECT_THAT(Log(), HasSubstr(absl::StrCat("announces ", claimed, " payload bytes")));
+  }
+  for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{-8}, {INT64_MAX, INT64_MAX, 2}}) {
+    RawChannel raw(server_->port());
+    ASSERT_TRUE(raw.Open());
+    TensorCallRequest pull;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      SparseRows* rows = pull.mutable_pull()->add_sparse();
+      rows->set_shard_name("big");
+      rows->set_num_ids(1);
+      pull.add_payload_bytes(sizes[i]);
+    }
+    ASSERT_TRUE(raw.SendFrame(pull));
+    EXPECT_TRUE(raw.ClosedByPeer());
+  }
+  EXPECT_THAT(Log(), HasSubstr("pull payload size out of range"));
+  TensorChannelClient client(address_, "ps:0", Plain());
+  PullResponse pulled;
+  EXPECT_TRUE(client.Pull(OnePull("big"), &pulled, absl::Seconds(10)).ok());
 }
 
 TEST_F(ChannelTest, AClientThatBreaksTheProtocolIsDisconnectedAndOthersGoOn) {
@@ -496,13 +539,14 @@ TEST_F(ChannelTest, ConcurrentPullsAndPushesAreNeverTorn) {
   EXPECT_EQ(ToFloats(p.values(0).value())[4321], -static_cast<float>(kPushers * kPushes));
 }
 
-// A ps that answers a pull with sizes that do not fit what was asked: INTERNAL, no allocation.
-TEST(TensorChannelClient, APsThatAnnouncesWrongSizesIsInternal) {
-  for (int64_t announced : {int64_t{-8}, int64_t{1} << 40, int64_t{12}}) {
-    int port = 0;
-    const int listener = testing_util::ListenLoopback(&port);
-    ASSERT_GE(listener, 0);
-    std::thread fake([listener, announced] {
+// A fake ps on a new loopback listener: it takes one connection, echoes the preface, answers the
+// hello, then answers the next call with `answer` (raw bytes: a frame, or what claims to be one)
+// and waits until the client closes. Join `thread` and close `listener` at the end.
+struct FakePs {
+  explicit FakePs(std::string answer) {
+    listener = testing_util::ListenLoopback(&port);
+    if (listener < 0) return;
+    thread = std::thread([this, answer = std::move(answer)] {
       const int fd = ::accept(listener, nullptr, nullptr);
       auto read_frame = [fd] {
         char header[kFrameHeaderBytes];
@@ -517,30 +561,119 @@ TEST(TensorChannelClient, APsThatAnnouncesWrongSizesIsInternal) {
       read_frame();
       TensorCallResponse hello;
       hello.mutable_hello()->set_protocol_version(kProtocolVersion);
-      std::string out = FrameHead(hello, 0);
+      const std::string out = FrameHead(hello, 0);
       ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
       read_frame();
-      TensorCallResponse pulled;  // a 4-float shard announced as `announced` bytes
-      ShardValue* v = pulled.mutable_pull()->add_values();
-      v->set_name("w");
-      v->mutable_value()->add_shape(4);
-      pulled.add_payload_bytes(announced);
-      out = FrameHead(pulled, 16);
-      ::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+      ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
       char byte;
       ::recv(fd, &byte, 1, 0);  // until the client closes
       ::close(fd);
     });
-    TensorChannelClient client("127.0.0.1:" + std::to_string(port), "ps:9", Plain());
-    PullResponse pulled;
-    absl::Status s = client.Pull(OnePull("w"), &pulled, absl::Seconds(30));
+  }
+  ~FakePs() {
+    if (thread.joinable()) thread.join();
+    if (listener >= 0) ::close(listener);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port); }
+
+  int port = 0;
+  int listener = -1;
+  std::thread thread;
+};
+
+// A ps that answers a pull with sizes that do not fit what was asked: INTERNAL, no allocation.
+TEST(TensorChannelClient, APsThatAnnouncesWrongSizesIsInternal) {
+  for (int64_t announced : {int64_t{-8}, int64_t{1} << 40, int64_t{12}}) {
+    TensorCallResponse pulled;  // a 4-float shard announced as `announced` bytes
+    ShardValue* v = pulled.mutable_pull()->add_values();
+    v->set_name("w");
+    v->mutable_value()->add_shape(4);
+    pulled.add_payload_bytes(announced);
+    FakePs fake(FrameHead(pulled, 16));
+    ASSERT_GE(fake.listener, 0);
+    TensorChannelClient client(fake.address(), "ps:9", Plain());
+    PullResponse got;
+    absl::Status s = client.Pull(OnePull("w"), &got, absl::Seconds(30));
     EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << announced;
     EXPECT_THAT(Message(s), HasSubstr("ps:9: tensor channel protocol violation")) << announced;
-    EXPECT_EQ(pulled.values_size(), 0);
-    // The client closes the connection it no longer trusts: the fake's read ends.
-    fake.join();
-    ::close(listener);
+    EXPECT_EQ(got.values_size(), 0);
+    // The client closes the connection it no longer trusts: the fake's read ends (its join).
   }
+}
+
+// A frame whose header claims a payload of a negative size (as int64) or beyond any message:
+// the client gives up on the connection before allocating, INTERNAL naming the size.
+TEST(TensorChannelClient, AnAnswerFrameClaimingANegativeOrOverflowingPayloadIsInternal) {
+  for (uint64_t claimed : {~uint64_t{7}, kMaxFramePayloadBytes + 1, ~uint64_t{0}}) {
+    TensorCallResponse pulled;
+    ShardValue* v = pulled.mutable_pull()->add_values();
+    v->set_name("w");
+    v->mutable_value()->add_shape(4);
+    pulled.add_payload_bytes(16);
+    std::string frame = FrameHead(pulled, 0);
+    EncodeFrameHeader({static_cast<uint32_t>(frame.size() - kFrameHeaderBytes), claimed}, frame.data());
+    FakePs fake(frame);
+    ASSERT_GE(fake.listener, 0);
+    TensorChannelClient client(fake.address(), "ps:9", Plain());
+    PullResponse got;
+    absl::Status s = client.Pull(OnePull("w"), &got, absl::Seconds(30));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << claimed;
+    EXPECT_THAT(Message(s), HasSubstr(absl::StrCat("announces ", claimed, " payload bytes"))) << claimed;
+    EXPECT_EQ(got.values_size(), 0);
+  }
+}
+
+// A table pull answered with rows that do not fit the ids asked for (another count, a size that
+// is no whole number of rows, a negative size): INTERNAL, nothing allocated for them.
+TEST(TensorChannelClient, ATablePullAnswerWhoseRowsDoNotFitTheIdsIsInternal) {
+  PullRequest request;
+  *request.add_sparse() = testing_util::Rows("t", {3, 5});
+  struct Case {
+    int64_t num_ids, bytes;
+  };
+  for (const Case& c : {Case{3, 24}, Case{2, 12}, Case{2, -8}, Case{int64_t{1} << 62, 16}}) {
+    TensorCallResponse answer;
+    SparseRows* rows = answer.mutable_pull()->add_sparse();
+    rows->set_shard_name("t");
+    rows->set_num_ids(c.num_ids);
+    answer.add_payload_bytes(c.bytes);
+    FakePs fake(FrameHead(answer, 0));
+    ASSERT_GE(fake.listener, 0);
+    TensorChannelClient client(fake.address(), "ps:9", Plain());
+    PullResponse got;
+    absl::Status s = client.Pull(request, &got, absl::Seconds(30));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << c.num_ids << " " << c.bytes;
+    EXPECT_THAT(Message(s), HasSubstr("do not fit the shard or rows asked for")) << c.num_ids << " " << c.bytes;
+    EXPECT_EQ(got.sparse_size(), 0);
+  }
+}
+
+// Rows whose id count does not match their id bytes never leave the client: INVALID_ARGUMENT
+// naming the table shard (nothing listens at the address: nothing is sent).
+TEST(TensorChannelClient, RowsWhoseIdCountDoesNotMatchTheirIdsAreRefusedBeforeSending) {
+  TensorChannelClient client("127.0.0.1:1", "ps:9", Plain());
+  for (int64_t num_ids : {int64_t{3}, int64_t{-1}, int64_t{1} << 61, INT64_MIN}) {
+    SparseRows rows = testing_util::Rows("t", {3, 5}, std::vector<float>(8, 1.0f));
+    rows.set_num_ids(num_ids);
+    PullRequest pull;
+    *pull.add_sparse() = rows;
+    PullResponse pulled;
+    absl::Status s = client.Pull(pull, &pulled, absl::Seconds(5));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << num_ids;
+    EXPECT_THAT(Message(s), HasSubstr(absl::StrCat("table shard t: num_ids ", num_ids, " does not match 16 bytes")));
+    PushRequest push;
+    *push.add_sparse() = rows;
+    PushResponse pushed;
+    s = client.Push(push, &pushed, absl::Seconds(5));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << num_ids;
+    EXPECT_THAT(Message(s), HasSubstr("table shard t: num_ids"));
+  }
+  SparseRows ragged = testing_util::Rows("t", {3, 5});
+  ragged.mutable_ids()->resize(12);  // an id and a half
+  PullRequest pull;
+  *pull.add_sparse() = ragged;
+  PullResponse pulled;
+  EXPECT_EQ(client.Pull(pull, &pulled, absl::Seconds(5)).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TensorChannelClient, AnIpv6WildcardPsServesBothFamilies) {
