@@ -25,7 +25,7 @@ bash "$S" --delay_secs=0 -- bash -c "echo run >>$work/runs; [ \$(wc -l <$work/ru
 
 # SIGTERM goes to the task; the supervisor exits with the task's status and does not restart it.
 rm -f "$work/runs"
-bash "$S" --delay_secs=0 -- bash -c "trap 'echo term >$work/term; exit 7' TERM; echo run >>$work/runs; sleep 30 & wait" \
+bash "$S" --delay_secs=0 -- bash -c "trap 'echo term >$work/term; kill \$s; exit 7' TERM; echo run >>$work/runs; sleep 30 & s=\$!; wait" \
   2>"$work/log3" &
 sup=$!
 for _ in $(seq 1 100); do [ -s "$work/runs" ] && break; sleep 0.05; done
