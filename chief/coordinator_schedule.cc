@@ -158,6 +158,9 @@ absl::StatusOr<EvalResult> Coordinator::Evaluate() {
 }
 
 absl::Status Coordinator::SaveCheckpoint() {
+  // A ps restarted without its shards would save none: bring every ps back before saving.
+  RETURN_IF_ERROR(CheckPsAlive());
+  if (rolled_back_) return absl::OkStatus();  // sync: the state is that of the newest checkpoint
   int64_t step = tracker_->global_step();
   const int64_t save_start_micros = env_->NowMicros();
   // Every handed-out closure has finished here, so the positions match the variables saved.

@@ -217,13 +217,15 @@ absl::Status WorkerPool::Execute(int worker, const Closure& closure) {
 void WorkerPool::HandleFailure(int worker, const Closure& closure, const absl::Status& status) {
   const std::string& peer = peers_[worker];
   if (std::optional<int> ps = PsTroubleIndex(status); ps.has_value()) {
-    queue_->Requeue(closure);  // the same ids and steps: it runs again once the ps is back
     {
       absl::MutexLock lock(&mu_);
       states_[worker].ps_failures++;
       states_[worker].last_error = std::string(status.message());
     }
+    // The sink pauses the queue first: no other worker may take the closure (and a phase end,
+    // e.g. a checkpoint of a ps that lost its shards) before the ps is checked.
     sink_->OnPsTrouble(*ps, status);
+    queue_->Requeue(closure);  // the same ids and steps: it runs again once the ps is back
     env_->SleepForMicros(options_.ps_trouble_backoff_ms * 1000);
     return;
   }

@@ -45,11 +45,13 @@ while :; do
   CHILD=$!
   rc=0
   wait "$CHILD" || rc=$?
-  # A trapped signal interrupts `wait` (status > 128) while the task is still shutting down.
-  while kill -0 "$CHILD" 2>/dev/null; do
+  if [ "$STOPPING" = 1 ]; then
+    # A trapped signal interrupts `wait` while the task shuts down: wait until it has exited, then
+    # once more for its own status (bash keeps it).
+    while kill -0 "$CHILD" 2>/dev/null; do wait "$CHILD" || true; done
     rc=0
     wait "$CHILD" || rc=$?
-  done
+  fi
   CHILD=""
   if [ "$STOPPING" = 1 ]; then
     say "stopped by a signal; the task exited with status $rc"

@@ -20,11 +20,16 @@ set +e
 out=$(bash deploy/local/demo.sh --no-build=true --workers=0 2>&1); rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q "need positive integers" <<<"$out" || fail "demo.sh --workers=0: exit $rc: $out"
-for script in deploy/local/demo.sh deploy/docker/run-compose.sh deploy/docker/build-image.sh deploy/netns/run-cluster.sh; do
+for script in deploy/local/demo.sh deploy/local/supervise.sh deploy/docker/run-compose.sh deploy/docker/build-image.sh \
+              deploy/netns/run-cluster.sh; do
   set +e
   out=$(bash "$script" --no-such-flag=1 2>&1); rc=$?
   set -e
   [ "$rc" = 2 ] && grep -qi "unknown .*--no-such-flag" <<<"$out" || fail "$script --no-such-flag=1: exit $rc: $out"
   bash "$script" --help=true >/dev/null || fail "$script --help=true failed"
 done
+set +e
+out=$(bash deploy/local/supervise.sh --max_restarts=-1 -- true 2>&1); rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q "max_restarts needs" <<<"$out" || fail "supervise.sh --max_restarts=-1: exit $rc: $out"
 echo "PASS: deploy scripts take --flag=value (args.sh); unknown flags are named"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# ctest supervise: deploy/local/supervise.sh restarts a task that died, at most --max_restarts
+# times with a log line each, stops restarting once the task exits 0, and passes SIGTERM to the
+# task (and exits with its status, without a restart).
+#   supervise_test.sh SOURCE_DIR
+set -euo pipefail
+S="$1/deploy/local/supervise.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Always failing: 1 run + 2 restarts, then the task's status.
+rc=0
+bash "$S" --max_restarts=2 --delay_secs=0 --name t -- bash -c "echo run >>$work/runs; exit 3" 2>"$work/log1" || rc=$?
+[ "$rc" = 3 ] || fail "exit $rc, expected the task's 3"
+[ "$(wc -l <"$work/runs")" = 3 ] || fail "ran $(wc -l <"$work/runs") times, expected 3"
+[ "$(grep -c "t: exited with status 3; restart [12] of 2" "$work/log1")" = 2 ] || fail "no line per restart: $(cat "$work/log1")"
+grep -q "not restarting" "$work/log1" || fail "the last failure is not named: $(cat "$work/log1")"
+
+# Fails once, then succeeds: restarted once, exit 0.
+rm -f "$work/runs"
+bash "$S" --delay_secs=0 -- bash -c "echo run >>$work/runs; [ \$(wc -l <$work/runs) = 2 ]" 2>"$work/log2" ||
+  fail "a task that exits 0 on its second run: the supervisor exited $?"
+[ "$(wc -l <"$work/runs")" = 2 ] || fail "ran $(wc -l <"$work/runs") times, expected 2"
+
+# SIGTERM goes to the task; the supervisor exits with the task's status and does not restart it.
+rm -f "$work/runs"
+bash "$S" --delay_secs=0 -- bash -c "trap 'echo term >$work/term; kill \$s; exit 7' TERM; echo run >>$work/runs; sleep 30 & s=\$!; wait" \
+  2>"$work/log3" &
+sup=$!
+for _ in $(seq 1 100); do [ -s "$work/runs" ] && break; sleep 0.05; done
+kill -TERM "$sup"
+rc=0
+wait "$sup" || rc=$?
+[ "$rc" = 7 ] || fail "exit $rc after SIGTERM, expected the task's 7"
+[ -f "$work/term" ] || fail "the task did not get SIGTERM"
+[ "$(wc -l <"$work/runs")" = 1 ] || fail "the task was restarted after SIGTERM"
+echo "PASS: supervise.sh restarts a failed task (bounded, one line each), stops on exit 0, passes SIGTERM"
