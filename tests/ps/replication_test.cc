@@ -3,6 +3,7 @@
 // concurrent pushes whose forwards travel in parallel; backups refuse workers and are not saved;
 // promotion applies held forwards; link errors (permanent, unreachable, detached) end every push.
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <thread>
 #include <vector>
@@ -324,13 +325,22 @@ TEST_F(ReplicationTest, ReturnedBackupIsAttachedAgainWhilePushesGoOn) {
     retired_.push_back(std::move(fresh));
   }
   std::atomic<bool> stop{false};
+  std::atomic<int> pushed{0};  // by the thread below, every one acknowledged
   std::thread pusher([&] {
     std::mt19937 rng2(8);
     while (!stop.load()) {
       PushResponse response;
       EXPECT_TRUE(LocalPsClient(primary_.get()).Push(RandomPush(&rng2), &response).ok());
+      pushed.fetch_add(1);
     }
   });
+  // Pushes must be going on while the backup is attached, however the threads are scheduled.
+  auto wait_for_pushes = [&](int at_least) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (pushed.load() < at_least && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    ASSERT_GE(pushed.load(), at_least) << "the pushing thread made no progress in 30 s";
+  };
+  wait_for_pushes(1);
   AttachBackupRequest attach;
   attach.set_backup_ps(1);
   attach.add_shard_names("w");
@@ -341,6 +351,7 @@ TEST_F(ReplicationTest, ReturnedBackupIsAttachedAgainWhilePushesGoOn) {
     PushResponse response;
     ASSERT_TRUE(LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response).ok());
   }
+  wait_for_pushes(pushed.load() + 1);
   stop.store(true);
   pusher.join();
   ASSERT_TRUE(s.ok()) << s;
@@ -356,7 +367,7 @@ TEST_F(ReplicationTest, ReturnedBackupIsAttachedAgainWhilePushesGoOn) {
   ASSERT_EQ(b.shards_size(), 2);
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(a.shards(i).version(), b.shards(i).version());
-    EXPECT_GT(a.shards(i).version(), 40);
+    EXPECT_EQ(a.shards(i).version(), 40 + pushed.load());  // every acknowledged push
     EXPECT_EQ(a.shards(i).checksum(), b.shards(i).checksum()) << a.shards(i).shard_name();
   }
 }
