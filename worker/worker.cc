@@ -1,6 +1,7 @@
 #include "worker/worker.h"
 
 #include <map>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/binary_metrics.h"
@@ -17,6 +18,11 @@
 #include "worker/variable_exchange.h"
 
 namespace pstrain {
+
+// Sync re-runs: how long a step whose pulled versions are mixed waits for them to agree (see
+// RunSteps) before it is computed from what it has.
+constexpr int kMixedVersionTries = 500;
+constexpr int64_t kMixedVersionWaitMicros = 2000;
 
 // What one data part's closures need: its examples, and buffers of their own so closures of two
 // parts (this worker's own and a lost worker's, re-run here) can run at the same time.
@@ -236,6 +242,14 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
       // gradient (a sync step completes only with every part), so they are skipped; a ps that
       // is past the step while another is not got this part's push there before the loss.
       auto [lowest, highest] = ctx->exchange->PulledVersionRange();
+      // Some ps past the step and others not: another execution of this part (a silent worker
+      // that resumed, or the lost one) has pushed to some ps; its pushes to the others are
+      // usually in flight, so wait a little for them rather than compute from mixed versions.
+      for (int tries = 0; lowest == sync_step && highest > sync_step && tries < kMixedVersionTries; ++tries) {
+        env->SleepForMicros(kMixedVersionWaitMicros);
+        RETURN_IF_ERROR(ctx->exchange->PullAll(sync_step, &ctx->params, lookup));
+        std::tie(lowest, highest) = ctx->exchange->PulledVersionRange();
+      }
       if (lowest > sync_step) {
         ++skipped;
         continue;
