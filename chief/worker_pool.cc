@@ -93,14 +93,14 @@ void WorkerPool::MarkLost(int worker, const absl::Status& cause) {
   if (!fatal.ok()) queue_->Fail(fatal);
 }
 
+bool WorkerPool::IsAlive(int worker) {
+  absl::MutexLock lock(&mu_);
+  return states_[worker].alive;
+}
+
 void WorkerPool::Run(int worker) {
   while (!stopping_) {
-    bool alive;
-    {
-      absl::MutexLock lock(&mu_);
-      alive = states_[worker].alive;
-    }
-    if (!alive) {
+    if (!IsAlive(worker)) {
       env_->SleepForMicros(options_.poll_interval_ms * 1000);
       if (!stopping_ && PollOnce(worker)) {
         SetAlive(worker, true, "");
@@ -114,12 +114,7 @@ void WorkerPool::Run(int worker) {
 
 void WorkerPool::RunRescue(int worker) {
   while (!stopping_) {
-    bool alive;
-    {
-      absl::MutexLock lock(&mu_);
-      alive = states_[worker].alive;
-    }
-    if (!alive) {
+    if (!IsAlive(worker)) {
       env_->SleepForMicros(options_.poll_interval_ms * 1000);
       continue;
     }

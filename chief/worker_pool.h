@@ -107,6 +107,7 @@ class WorkerPool {
   std::vector<PoolWorkerInfo> Snapshot() const;
 
  private:
+  bool IsAlive(int worker) ABSL_LOCKS_EXCLUDED(mu_);
   void Run(int worker);
   // A rescue thread of `worker`: runs orphans while the worker is alive.
   void RunRescue(int worker);

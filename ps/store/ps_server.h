@@ -203,6 +203,14 @@ class PsServer {
       RowGradients rows;           // table: the rows, duplicates summed
       bool skipped = false;        // non-finite, skipped under NON_FINITE_SKIP
       int64_t num_ids = 0, bytes = 0;
+      // The shard's push counters for this part (rows for a table, bytes for a dense shard).
+      void CountPush() const {
+        if (table) {
+          shard->CountRowPush(num_ids, bytes);
+        } else {
+          shard->CountPush(bytes);
+        }
+      }
     };
     std::vector<Part> parts;
     int64_t skipped = 0;

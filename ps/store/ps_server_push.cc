@@ -177,11 +177,7 @@ void PsServer::PushGradients(int worker, int64_t step, const std::vector<Gradien
   for (size_t i = 0; i < plan.parts.size(); ++i) {
     PushPlan::Part& part = plan.parts[i];
     Shard& shard = *part.shard;
-    if (part.table) {
-      shard.CountRowPush(part.num_ids, part.bytes);
-    } else {
-      shard.CountPush(part.bytes);
-    }
+    part.CountPush();
     if (part.skipped) shard.CountSkipped();
     if (shard.options().mode == UPDATE_SYNC) {
       any_sync = true;

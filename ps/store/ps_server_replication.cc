@@ -81,11 +81,7 @@ absl::Status PsServer::ApplyForwarded(int worker, const std::vector<GradientView
   for (size_t i = 0; i < plan.parts.size(); ++i) {
     PushPlan::Part& part = plan.parts[i];
     Shard& shard = *part.shard;
-    if (part.table) {
-      shard.CountRowPush(part.num_ids, part.bytes);
-    } else {
-      shard.CountPush(part.bytes);
-    }
+    part.CountPush();
     response->add_versions(shard.ApplyReplica(versions[i], part.grad, std::move(part.rows)));
   }
   return absl::OkStatus();
