@@ -160,13 +160,16 @@ class Coordinator : public WorkerPoolSink {
   // Brings every ps reported in trouble back (HandleLostPs), then resumes the queue. Called on
   // Run()'s thread between feeds and waits.
   absl::Status CheckPsTrouble();
-  // The one place a lost ps is handled: waits for it and puts its shards back (async: that ps's
-  // only; sync: every ps rolls back). A job with ps replicas would promote one here instead.
+  // The one place a lost ps is handled: a ps that answers with all its shards is kept as it is;
+  // otherwise it is waited for and its shards put back (async: that ps's only; sync: every ps
+  // rolls back), or, in a job with ps replicas, HandleLostReplicatedPs promotes its backups. A ps
+  // already failed over is left to CheckReturnedPs.
   absl::Status HandleLostPs(int ps, const absl::Status& cause, int64_t lost_at_micros);
-  // ps_replicas (coordinator_replicas.cc): HandleLostPs for a job whose shards have backups:
-  // promotes the backups of lost `ps`'s shards and reroutes the workers at once (first report);
-  // later reports of the same ps check whether it answers again, and make it a backup again then.
-  absl::Status HandleLostReplicatedPs(int ps, const absl::Status& cause, int64_t lost_at_micros);
+  // ps_replicas (coordinator_replicas.cc): the rest of HandleLostPs once `ps` was found lost
+  // (`why`: what the probe found): promotes the backups of its shards and reroutes the workers
+  // at once.
+  absl::Status HandleLostReplicatedPs(int ps, const absl::Status& cause, const std::string& why,
+                                      int64_t lost_at_micros);
   // ps_replicas: a ps failed over earlier that answers again (probed at most once a second) gets
   // empty backups, filled by their primaries (replica_failover.h Rejoin). OK while it stays away.
   absl::Status CheckReturnedPs();

@@ -65,7 +65,7 @@ absl::StatusOr<PsRestoreSource> Coordinator::RestoreSource(int ps) {
 }
 
 absl::Status Coordinator::HandleLostPs(int ps, const absl::Status& cause, int64_t lost_at_micros) {
-  if (spec_.ps_replicas > 0) return HandleLostReplicatedPs(ps, cause, lost_at_micros);
+  if (spec_.ps_replicas > 0 && failed_over_.count(ps) > 0) return absl::OkStatus();  // CheckReturnedPs watches it
   const std::vector<std::string> shards = ShardNamesOnPs(plan_, ps);
   std::string why;
   if (recovery_->Probe(ps, shards, &why) == PsRecovery::State::kIntact) {
@@ -74,6 +74,7 @@ absl::Status Coordinator::HandleLostPs(int ps, const absl::Status& cause, int64_
     Log(absl::StrCat("ps:", ps, " answers with its shards intact (after: ", cause.message(), "); going on"));
     return absl::OkStatus();
   }
+  if (spec_.ps_replicas > 0) return HandleLostReplicatedPs(ps, cause, why, lost_at_micros);
   const int64_t step = tracker_->global_step();
   Log(absl::StrCat("lost ps:", ps, " at ", ps_addresses_[ps], " at step ", step, " (", cause.message(), "; ", why,
                    "): training paused, waiting up to ", options_.ps_recovery.timeout_ms / 1000,

@@ -9,14 +9,8 @@
 
 namespace pstrain {
 
-absl::Status Coordinator::HandleLostReplicatedPs(int ps, const absl::Status& cause, int64_t lost_at_micros) {
-  if (failed_over_.count(ps) > 0) return absl::OkStatus();  // known: CheckReturnedPs watches for it
-  std::string why;
-  if (recovery_->Probe(ps, ShardNamesOnPs(plan_, ps), &why) == PsRecovery::State::kIntact) {
-    Log(absl::StrCat("ps:", ps, " answers with its shards intact (a closure failed on it: ", cause.message(),
-                     "); going on"));
-    return absl::OkStatus();
-  }
+absl::Status Coordinator::HandleLostReplicatedPs(int ps, const absl::Status& cause, const std::string& why,
+                                                 int64_t lost_at_micros) {
   const int64_t step = tracker_->global_step();
   ASSIGN_OR_RETURN(VariablePlanProto next, PlanAfterLoss(plan_, ps));
   Log(absl::StrCat("lost ps:", ps, " at ", ps_addresses_[ps], " at step ", step, " (", cause.message(), "; ", why,
