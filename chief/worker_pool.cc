@@ -152,11 +152,7 @@ void WorkerPool::Watch() {
         absl::MutexLock lock(&mu_);
         if (!states_[w].alive || busy_[w].in_flight.empty()) continue;
       }
-      HandshakeRequest hello;
-      hello.set_protocol_version(kProtocolVersion);
-      hello.set_caller("chief:0");
-      HandshakeResponse reply;
-      const bool answered = workers_[w]->Handshake(hello, &reply, options_.handshake_timeout_ms).ok();
+      const bool answered = Answers(w);
       std::vector<Closure> requeue;
       int64_t silent_ms = 0;
       {
@@ -240,12 +236,16 @@ void WorkerPool::HandleFailure(int worker, const Closure& closure, const absl::S
   if (was_alive) MarkLost(worker, status);
 }
 
-bool WorkerPool::PollOnce(int worker) {
+bool WorkerPool::Answers(int worker) {
   HandshakeRequest hello;
   hello.set_protocol_version(kProtocolVersion);
   hello.set_caller("chief:0");
   HandshakeResponse reply;
-  if (!workers_[worker]->Handshake(hello, &reply, options_.handshake_timeout_ms).ok()) return false;
+  return workers_[worker]->Handshake(hello, &reply, options_.handshake_timeout_ms).ok();
+}
+
+bool WorkerPool::PollOnce(int worker) {
+  if (!Answers(worker)) return false;
   ConfigureResponse configured;
   absl::Status s = workers_[worker]->Configure(configure_(worker), &configured, options_.configure_timeout_ms);
   if (s.ok()) return true;

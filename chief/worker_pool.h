@@ -108,6 +108,8 @@ class WorkerPool {
 
  private:
   bool IsAlive(int worker) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether `worker` answers a Handshake within the handshake timeout.
+  bool Answers(int worker);
   void Run(int worker);
   // A rescue thread of `worker`: runs orphans while the worker is alive.
   void RunRescue(int worker);
