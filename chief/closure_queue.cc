@@ -29,6 +29,9 @@ void ClosureQueue::SetTargetLost(int worker, bool lost) {
 std::optional<Closure> ClosureQueue::Take(int worker, absl::Duration timeout, TakeMode mode) {
   absl::MutexLock lock(&mu_);
   auto find = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> std::deque<Closure>::iterator {
+    // A lost worker's dispatchers may still be waiting here when it is lost: the orphans that
+    // loss makes must go to live workers, never back to it.
+    if (lost_targets_.count(worker) > 0) return waiting_.end();
     // Orphans: the earliest sync round first (a later one would wait on the ps for it).
     auto best = waiting_.end();
     for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {

@@ -51,7 +51,8 @@ class ClosureQueue {
   enum class TakeMode { kOwn, kOrphans };
 
   // Blocks until a closure that `worker` may run is waiting, then hands it out; returns nullopt
-  // after `timeout`, on a fatal error or after Shutdown().
+  // after `timeout`, on a fatal error or after Shutdown(). A worker marked lost (SetTargetLost)
+  // is handed nothing until it is back.
   std::optional<Closure> Take(int worker, absl::Duration timeout, TakeMode mode = TakeMode::kOwn);
 
   // Sync mode: `worker` is lost (true) or back (false). While it is lost, closures targeted at it

@@ -75,20 +75,28 @@ std::vector<PoolWorkerInfo> WorkerPool::Snapshot() const {
   return states_;
 }
 
+void WorkerPool::SetStateLocked(int worker, bool alive, const std::string& error) {
+  states_[worker].alive = alive;
+  if (!alive) {
+    states_[worker].failures++;
+    states_[worker].last_error = error;
+  }
+}
+
 void WorkerPool::SetAlive(int worker, bool alive, const std::string& error) {
   {
     absl::MutexLock lock(&mu_);
-    states_[worker].alive = alive;
-    if (!alive) {
-      states_[worker].failures++;
-      states_[worker].last_error = error;
-    }
+    SetStateLocked(worker, alive, error);
   }
   queue_->SetTargetLost(worker, !alive);
 }
 
 void WorkerPool::MarkLost(int worker, const absl::Status& cause) {
   SetAlive(worker, false, std::string(cause.message()));
+  ReportLost(worker, cause);
+}
+
+void WorkerPool::ReportLost(int worker, const absl::Status& cause) {
   absl::Status fatal = sink_->OnWorkerLost(worker, cause);
   if (!fatal.ok()) queue_->Fail(fatal);
 }
@@ -126,11 +134,21 @@ bool WorkerPool::DispatchOne(int worker, ClosureQueue::TakeMode mode) {
   std::optional<Closure> closure = queue_->Take(worker, absl::Milliseconds(100), mode);
   if (!closure.has_value()) return false;
   sink_->AssignData(worker, &*closure);
+  bool lost_meanwhile = false;
   {
     absl::MutexLock lock(&mu_);
+    // Taken just before the watchdog declared this worker lost: that section re-queued what was
+    // in flight then, so this one goes back too rather than to a worker nobody watches.
+    lost_meanwhile = !states_[worker].alive;
     Busy& busy = busy_[worker];
-    if (busy.in_flight.empty()) busy.last_heard_micros = env_->NowMicros();
-    busy.in_flight[closure->id] = *closure;
+    if (!lost_meanwhile) {
+      if (busy.in_flight.empty()) busy.last_heard_micros = env_->NowMicros();
+      busy.in_flight[closure->id] = *closure;
+    }
+  }
+  if (lost_meanwhile) {
+    queue_->Requeue(*closure);
+    return false;
   }
   absl::Status s = Execute(worker, *closure);
   bool abandoned;
@@ -154,7 +172,7 @@ void WorkerPool::Watch() {
       }
       const bool answered = Answers(w);
       std::vector<Closure> requeue;
-      int64_t silent_ms = 0;
+      absl::Status cause;
       {
         absl::MutexLock lock(&mu_);
         Busy& busy = busy_[w];
@@ -162,18 +180,22 @@ void WorkerPool::Watch() {
           busy.last_heard_micros = env_->NowMicros();
           continue;
         }
-        silent_ms = (env_->NowMicros() - busy.last_heard_micros) / 1000;
+        const int64_t silent_ms = (env_->NowMicros() - busy.last_heard_micros) / 1000;
         if (!states_[w].alive || busy.in_flight.empty() || silent_ms < options_.silence_timeout_ms) continue;
         for (const auto& [id, c] : busy.in_flight) {
           requeue.push_back(c);
           abandoned_.insert(id);
         }
+        cause = absl::DeadlineExceededError(
+            absl::StrCat("silent for ", silent_ms / 1000.0, " s with ", requeue.size(),
+                         " closure(s) in flight (no Handshake answer; the limit is --worker_silence_timeout_secs)"));
+        // Lost in the same section that took its closures: one its threads take from now on is
+        // re-queued by DispatchOne, never left running on it unwatched.
+        SetStateLocked(w, false, std::string(cause.message()));
       }
-      const absl::Status cause = absl::DeadlineExceededError(
-          absl::StrCat("silent for ", silent_ms / 1000.0, " s with ", requeue.size(),
-                       " closure(s) in flight (no Handshake answer; the limit is --worker_silence_timeout_secs)"));
       for (const Closure& c : requeue) queue_->Requeue(c);
-      MarkLost(w, cause);  // after the re-queue: see HandleFailure
+      queue_->SetTargetLost(w, true);  // after the re-queue: see HandleFailure
+      ReportLost(w, cause);
     }
   }
 }

@@ -118,15 +118,19 @@ class WorkerPool {
   // Marks `worker` lost (dead, its targeted closures orphaned) and tells the sink; a fatal answer
   // fails the phase.
   void MarkLost(int worker, const absl::Status& cause);
+  // MarkLost's last part: tells the sink, failing the phase on a fatal answer.
+  void ReportLost(int worker, const absl::Status& cause);
   // Runs one closure on `worker`; OK when it ran (counted or duplicate).
   absl::Status Execute(int worker, const Closure& closure);
-  // Take, assign data, run and handle failure: one closure on `worker`. False when none came.
+  // Take, assign data, run and handle failure: one closure on `worker`. False when none ran.
   bool DispatchOne(int worker, ClosureQueue::TakeMode mode);
   // Handles a failed closure: re-queue and mark dead, or fail the phase.
   void HandleFailure(int worker, const Closure& closure, const absl::Status& status);
   // One poll of a dead worker: Handshake, then Configure. True when it is back.
   bool PollOnce(int worker);
   void SetAlive(int worker, bool alive, const std::string& error);
+  // SetAlive's record of the state, without the queue.
+  void SetStateLocked(int worker, bool alive, const std::string& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Env* const env_;
   const std::vector<WorkerClient*> workers_;

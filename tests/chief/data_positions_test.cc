@@ -3,6 +3,8 @@
 #include "chief/data_positions.h"
 
 #include <filesystem>
+#include <optional>
+#include <thread>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
@@ -107,6 +109,28 @@ TEST(ClosureQueueDataTest, LostTargetsClosuresBecomeOrphansForRescueThreadsOnly)
   auto back = q.Take(1, absl::ZeroDuration(), ClosureQueue::TakeMode::kOwn);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->id, 4);
+}
+
+TEST(ClosureQueueDataTest, ALostWorkersWaitingDispatcherIsNotHandedTheOrphansOfItsLoss) {
+  ClosureQueue q;
+  q.Push(Train(1, 5, 1));
+  q.Push(Train(2, 5, 1));
+  // Worker 1's rescue thread waits for orphans when worker 1 is lost (a SIGSTOP): the orphans
+  // that loss makes must not wake it, or a round would go back to the stopped worker while a
+  // live one waits on the ps for it.
+  std::optional<Closure> by_lost;
+  std::thread rescue_of_lost(
+      [&] { by_lost = q.Take(1, absl::Milliseconds(300), ClosureQueue::TakeMode::kOrphans); });
+  q.SetTargetLost(1, true);
+  rescue_of_lost.join();
+  EXPECT_FALSE(by_lost.has_value());
+  EXPECT_FALSE(q.Take(1, absl::ZeroDuration(), ClosureQueue::TakeMode::kOwn).has_value());
+  auto first = q.Take(0, absl::ZeroDuration(), ClosureQueue::TakeMode::kOrphans);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->id, 1);
+  auto second = q.Take(0, absl::ZeroDuration(), ClosureQueue::TakeMode::kOrphans);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->id, 2);
 }
 
 TEST(ClosureQueueDataTest, DropWaitingKeepsClosuresWhoseBatchesWereHandedOut) {
