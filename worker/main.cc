@@ -15,6 +15,7 @@
 #include "common/cluster_spec.h"
 #include "common/cpu_level.h"
 #include "common/exit_codes.h"
+#include "common/malloc_tuning.h"
 #include "common/metrics_endpoint.h"
 #include "common/process_metrics.h"
 #include "common/security/tls_config.h"
@@ -120,6 +121,7 @@ int main(int argc, char** argv) {
     std::cerr << "pstrain-worker: bad configuration: " << config.status().message() << "\n";
     return pstrain::kExitBadConfiguration;
   }
+  pstrain::KeepFreedBuffersForReuse();  // tensor-sized buffers cycle per step: see malloc_tuning.h
   pstrain::BlockStopSignals();  // before any thread starts, so only WaitForStop receives them
 
   const std::string task = config->options.task;

@@ -14,6 +14,7 @@
 #include "common/cluster_spec.h"
 #include "common/cpu_level.h"
 #include "common/exit_codes.h"
+#include "common/malloc_tuning.h"
 #include "common/memory_budget.h"
 #include "common/metrics_endpoint.h"
 #include "common/process_metrics.h"
@@ -120,6 +121,7 @@ int main(int argc, char** argv) {
     std::cerr << "pstrain-ps: bad configuration: " << config.status().message() << "\n";
     return pstrain::kExitBadConfiguration;
   }
+  pstrain::KeepFreedBuffersForReuse();  // tensor-sized buffers cycle per step: see malloc_tuning.h
   pstrain::BlockStopSignals();  // before gRPC starts its threads, so only WaitForStop receives them
 
   pstrain::MetricsRegistry metrics;

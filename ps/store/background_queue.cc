@@ -1,8 +1,10 @@
 #include "ps/store/background_queue.h"
 
+#include <sched.h>
+
 namespace pstrain {
 
-BackgroundQueue::BackgroundQueue() : thread_([this] { Loop(); }) {}
+BackgroundQueue::BackgroundQueue(Priority priority) : thread_([this, priority] { Loop(priority); }) {}
 
 BackgroundQueue::~BackgroundQueue() {
   {
@@ -17,7 +19,11 @@ void BackgroundQueue::Run(std::function<void()> task) {
   tasks_.push_back(std::move(task));
 }
 
-void BackgroundQueue::Loop() {
+void BackgroundQueue::Loop(Priority priority) {
+  if (priority == Priority::kIdle) {
+    sched_param param{};
+    (void)sched_setscheduler(0, SCHED_IDLE, &param);  // 0: this thread; lowering needs no privilege
+  }
   for (;;) {
     std::function<void()> task;
     {

@@ -1,5 +1,6 @@
 // One background thread running queued tasks in order: how the ps service keeps checkpoint I/O
-// and shard creation (seconds for large variables) off gRPC's reaction threads.
+// and shard creation (seconds for large variables) off gRPC's reaction threads, and how a backup
+// applies forwarded updates after it has answered them (at idle priority: see ps_server.h).
 // Thread-safety: all methods are thread-safe.
 #ifndef PSTRAIN_PS_STORE_BACKGROUND_QUEUE_H_
 #define PSTRAIN_PS_STORE_BACKGROUND_QUEUE_H_
@@ -14,7 +15,10 @@ namespace pstrain {
 
 class BackgroundQueue {
  public:
-  BackgroundQueue();
+  // kIdle: the thread runs only when the CPUs have nothing else to run (Linux SCHED_IDLE; where
+  // the system refuses, it runs at normal priority).
+  enum class Priority { kNormal, kIdle };
+  explicit BackgroundQueue(Priority priority = Priority::kNormal);
   // Runs the tasks still queued, then joins the thread.
   ~BackgroundQueue();
 
@@ -22,7 +26,7 @@ class BackgroundQueue {
   void Run(std::function<void()> task);
 
  private:
-  void Loop();
+  void Loop(Priority priority);
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -109,6 +109,11 @@ class PsServer {
     ReplicaConnector connect_ps = nullptr;
     int replica_in_flight = 4;                         // forwards in flight per backup ps
     absl::Duration replica_retry_for = absl::Seconds(60);  // how long a forward retries an unreachable backup
+    // A backup answers a forward once it holds the update and applies it afterwards, on an
+    // idle-priority thread, so neither the primary's answer to the worker nor the CPU the workers
+    // use waits for the backup's optimizer. Up to this many bytes of such updates per backup shard
+    // (their gradients); past it, and with 0, a forward is applied before it is answered.
+    int64_t replica_defer_bytes = int64_t{4} << 20;
     std::function<void(const std::string&)> log = nullptr;  // replication events (may be null)
   };
 
@@ -248,7 +253,8 @@ class PsServer {
   absl::Status AssignRoles(const std::vector<std::shared_ptr<Shard>>& shards, bool initialized = true);
   // FailedPrecondition naming the shard's primary when a worker reads or writes a backup.
   absl::Status CheckNotBackup(const Shard& shard) const;
-  // Backup side: applies a primary's forwarded parts in its version order.
+  // Backup side: applies a primary's forwarded parts in its version order (now, or kept for
+  // replica_applier_: see Options::replica_defer_bytes).
   absl::Status ApplyForwarded(int worker, const std::vector<GradientView>& gradients,
                               const std::vector<SparseRowsView>& sparse, absl::Span<const int64_t> versions,
                               PushResponse* response);
@@ -273,6 +279,8 @@ class PsServer {
   std::vector<std::unique_ptr<ReplicaLink>> retired_links_ ABSL_GUARDED_BY(mu_);
   // Checkpoint I/O and shard creation. Last, so it finishes its tasks before the members they use go.
   BackgroundQueue background_;
+  // Applies the forwards a backup kept (ApplyForwarded), when the CPUs are otherwise idle.
+  BackgroundQueue replica_applier_{BackgroundQueue::Priority::kIdle};
 };
 
 }  // namespace pstrain

@@ -80,9 +80,17 @@ absl::Status PsServer::ApplyForwarded(int worker, const std::vector<GradientView
   response->clear_versions();
   for (size_t i = 0; i < plan.parts.size(); ++i) {
     PushPlan::Part& part = plan.parts[i];
-    Shard& shard = *part.shard;
+    std::shared_ptr<Shard> shard = part.shard;
     part.CountPush();
-    response->add_versions(shard.ApplyReplica(versions[i], part.grad, std::move(part.rows)));
+    // Kept, the update is the backup's as surely as applied (a promotion applies it first), so it
+    // is answered now and applied off the path of the worker's push.
+    if (options_.replica_defer_bytes > 0 &&
+        shard->DeferReplica(versions[i], part.grad, &part.rows, options_.replica_defer_bytes)) {
+      response->add_versions(versions[i]);
+      replica_applier_.Run([shard] { shard->ApplyDeferredReplicaUpdates(); });
+    } else {
+      response->add_versions(shard->ApplyReplica(versions[i], part.grad, std::move(part.rows)));
+    }
   }
   return absl::OkStatus();
 }

@@ -161,11 +161,20 @@ class Shard {
   // version reached. Forwarding the gradient and applying it with the same optimizer in the same
   // order keeps the backup's values and slots bit for bit the primary's.
   int64_t ApplyReplica(int64_t version, const char* dense, RowGradients rows);
+  // Backup: keeps the update of `version` (as ApplyReplica takes it; dense bytes copied) for
+  // ApplyDeferredReplicaUpdates instead of applying it now, and returns true; returns false, keeping
+  // nothing, when the kept updates would pass `max_held_bytes`, when this copy awaits its state or
+  // has the version already: the caller then calls ApplyReplica, which applies at once. Kept
+  // updates are applied by promotion, a state install or an ApplyReplica that reaches them.
+  bool DeferReplica(int64_t version, const char* dense, RowGradients* rows, int64_t max_held_bytes);
+  // Applies the kept updates that follow this copy's version, in order (not past a missing one);
+  // returns how many.
+  int64_t ApplyDeferredReplicaUpdates();
   // Promotion: applies the held updates in version order, skipping the missing ones (their pushes
   // were never acknowledged: the primary answers a push only once its backup has it); returns how
   // many it applied.
   int64_t ApplyHeldReplicaUpdates();
-  // Updates held by ApplyReplica, waiting for an earlier one.
+  // Updates held by ApplyReplica (waiting for an earlier one) or DeferReplica.
   int64_t held_replica_updates() const;
 
   void CountRejected() { rejected_.fetch_add(1, std::memory_order_relaxed); }
@@ -207,7 +216,15 @@ class Shard {
   struct HeldUpdate {
     std::vector<float> dense;
     RowGradients rows;
+    int64_t bytes() const {
+      return static_cast<int64_t>((dense.size() + rows.grads.size()) * sizeof(float) +
+                                  rows.rows.size() * sizeof(int64_t));
+    }
   };
+  // Keeps `version`'s update in held_ (dense bytes copied, rows moved).
+  void HoldLocked(int64_t version, const char* dense, RowGradients rows) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes held_'s first update and returns it.
+  HeldUpdate TakeFirstHeldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies the held updates that follow version_ in order.
   void DrainHeldLocked(std::vector<std::function<void()>>* run_after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies one forwarded update (dense or rows by the shard's kind) under mu_.
@@ -233,6 +250,7 @@ class Shard {
   std::multimap<int64_t, ReadyCallback> version_waiters_ ABSL_GUARDED_BY(mu_);
   Tensor sum_ ABSL_GUARDED_BY(mu_);  // sync: reused buffer for the sum of a step's gradients
   std::map<int64_t, HeldUpdate> held_ ABSL_GUARDED_BY(mu_);  // backup: version -> update
+  int64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;             // of held_'s updates
   std::atomic<bool> backup_{false};
   int forward_to_ ABSL_GUARDED_BY(mu_) = -1;
   bool awaiting_state_ ABSL_GUARDED_BY(mu_) = false;

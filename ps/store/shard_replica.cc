@@ -24,6 +24,51 @@ void Shard::ApplyReplicaLocked(const float* dense, const RowGradients& rows,
   }
 }
 
+void Shard::HoldLocked(int64_t version, const char* dense, RowGradients rows) {
+  auto [it, fresh] = held_.try_emplace(version);
+  HeldUpdate& held = it->second;
+  if (!fresh) held_bytes_ -= held.bytes();  // a retried forward of a held version: the same update
+  if (spec_.sparse()) {
+    held.rows = std::move(rows);
+  } else {
+    held.dense.resize(num_bytes_ / sizeof(float));
+    if (num_bytes_ > 0) std::memcpy(held.dense.data(), dense, num_bytes_);
+  }
+  held_bytes_ += held.bytes();
+}
+
+Shard::HeldUpdate Shard::TakeFirstHeldLocked() {
+  HeldUpdate first = std::move(held_.begin()->second);
+  held_.erase(held_.begin());
+  held_bytes_ -= first.bytes();
+  return first;
+}
+
+bool Shard::DeferReplica(int64_t version, const char* dense, RowGradients* rows, int64_t max_held_bytes) {
+  absl::MutexLock l(&mu_);
+  if (awaiting_state_ || version <= version_) return false;
+  const int64_t bytes = spec_.sparse() ? static_cast<int64_t>(rows->grads.size() * sizeof(float) +
+                                                              rows->rows.size() * sizeof(int64_t))
+                                       : static_cast<int64_t>(num_bytes_);
+  if (held_bytes_ + bytes > max_held_bytes) return false;
+  HoldLocked(version, dense, std::move(*rows));
+  return true;
+}
+
+int64_t Shard::ApplyDeferredReplicaUpdates() {
+  std::vector<std::function<void()>> run_after;
+  int64_t applied = 0;
+  {
+    absl::MutexLock l(&mu_);
+    if (awaiting_state_) return 0;  // InstallReplicaState applies them after the state
+    const int64_t before = version_;
+    DrainHeldLocked(&run_after);
+    applied = version_ - before;
+  }
+  RunAll(run_after);
+  return applied;
+}
+
 int64_t Shard::ApplyReplica(int64_t version, const char* dense, RowGradients rows) {
   std::vector<std::function<void()>> run_after;
   int64_t reached;
@@ -31,13 +76,7 @@ int64_t Shard::ApplyReplica(int64_t version, const char* dense, RowGradients row
     absl::MutexLock l(&mu_);
     if (awaiting_state_ || version > version_ + 1) {
       // An earlier update is still on its way: keep a copy until it lands.
-      HeldUpdate& held = held_[version];
-      if (spec_.sparse()) {
-        held.rows = std::move(rows);
-      } else {
-        held.dense.resize(num_bytes_ / sizeof(float));
-        if (num_bytes_ > 0) std::memcpy(held.dense.data(), dense, num_bytes_);
-      }
+      HoldLocked(version, dense, std::move(rows));
     } else if (version == version_ + 1) {
       if (!spec_.sparse() && reinterpret_cast<uintptr_t>(dense) % alignof(float) != 0) {
         std::vector<float> aligned(num_bytes_ / sizeof(float));
@@ -55,10 +94,9 @@ int64_t Shard::ApplyReplica(int64_t version, const char* dense, RowGradients row
 }
 
 void Shard::DrainHeldLocked(std::vector<std::function<void()>>* run_after) {
-  while (!held_.empty() && held_.begin()->first <= version_) held_.erase(held_.begin());  // already in
+  while (!held_.empty() && held_.begin()->first <= version_) TakeFirstHeldLocked();  // already in
   while (!held_.empty() && held_.begin()->first == version_ + 1) {
-    HeldUpdate next = std::move(held_.begin()->second);
-    held_.erase(held_.begin());
+    HeldUpdate next = TakeFirstHeldLocked();
     ApplyReplicaLocked(next.dense.data(), next.rows, run_after);
   }
 }
@@ -109,10 +147,9 @@ int64_t Shard::ApplyHeldReplicaUpdates() {
     absl::MutexLock l(&mu_);
     awaiting_state_ = false;  // promoted before its state came: what it has is all there is
     while (!held_.empty()) {
-      HeldUpdate next = std::move(held_.begin()->second);
       // Versions stay the primary's: the update lands as the version it had there.
       version_ = std::max(version_, held_.begin()->first - 1);
-      held_.erase(held_.begin());
+      HeldUpdate next = TakeFirstHeldLocked();
       ApplyReplicaLocked(next.dense.data(), next.rows, &run_after);
       ++applied;
     }

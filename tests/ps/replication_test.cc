@@ -83,10 +83,12 @@ PushRequest RandomPush(std::mt19937* rng) {
 
 class ReplicationTest : public ::testing::Test {
  protected:
-  void Start(absl::Duration retry_for = absl::Seconds(60)) {
+  // `backup_defer_bytes`: the backup's Options::replica_defer_bytes (-1: its default).
+  void Start(absl::Duration retry_for = absl::Seconds(60), int64_t backup_defer_bytes = -1) {
     PsServer::Options b;
     b.task = "ps:1";
     b.ps_index = 1;
+    if (backup_defer_bytes >= 0) b.replica_defer_bytes = backup_defer_bytes;
     backup_ = std::make_unique<PsServer>(b);
     PsServer::Options p;
     p.task = "ps:0";
@@ -129,6 +131,27 @@ class ReplicationTest : public ::testing::Test {
     r.set_checkpoint_dir(dir);
     EXPECT_TRUE(ps->Save(r, out).ok());
     return dir;
+  }
+
+  // A forward of ps:0's update `version` straight to the backup: 30 floats of `value` for "w" and
+  // an empty row update for "emb".
+  absl::Status Forward(int64_t version, float value) {
+    PushRequest r = testing_util::OnePush("w", {6, 5}, std::vector<float>(30, value));
+    *r.add_sparse() = Rows("emb", {}, {});
+    r.add_replica_versions(version);
+    r.add_replica_versions(version);
+    PushResponse response;
+    return LocalPsClient(backup_.get()).Push(r, &response);
+  }
+
+  // The backup's version: of every shard (the stats' total), or of shard `name`.
+  int64_t BackupVersion(const std::string& name = "") {
+    PsStatsResponse stats;
+    EXPECT_TRUE(backup_->GetStats({}, &stats).ok());
+    for (const ShardStats& s : stats.shards()) {
+      if (s.name() == name) return s.version();
+    }
+    return stats.total().version();
   }
 
   std::vector<std::unique_ptr<PsServer>> retired_;
@@ -261,39 +284,82 @@ TEST_F(ReplicationTest, PromoteOnThePrimaryAnswersPushesWaitingForALostBackup) {
 }
 
 TEST_F(ReplicationTest, PromotionAppliesHeldForwardsInVersionOrder) {
-  Start();
+  Start(absl::Seconds(60), /*backup_defer_bytes=*/0);  // each forward applied before it is answered
   Create("sgd");
   // Forwards for versions 2 and 3 arrive before version 1's: both are held.
-  auto forward = [&](int64_t version, float value) {
-    PushRequest r = testing_util::OnePush("w", {6, 5}, std::vector<float>(30, value));
-    *r.add_sparse() = Rows("emb", {}, {});
-    r.add_replica_versions(version);
-    r.add_replica_versions(version);
-    PushResponse response;
-    return LocalPsClient(backup_.get()).Push(r, &response);
-  };
-  ASSERT_TRUE(forward(2, 1.f).ok());
-  ASSERT_TRUE(forward(3, 2.f).ok());
-  PsStatsResponse stats;
-  ASSERT_TRUE(backup_->GetStats({}, &stats).ok());
-  EXPECT_EQ(stats.total().version(), 0);
+  ASSERT_TRUE(Forward(2, 1.f).ok());
+  ASSERT_TRUE(Forward(3, 2.f).ok());
+  EXPECT_EQ(BackupVersion(), 0);
   // A forward already applied (a retry) is dropped: version 1 applies once.
-  ASSERT_TRUE(forward(1, 0.5f).ok());
-  ASSERT_TRUE(forward(1, 0.5f).ok());
-  ASSERT_TRUE(backup_->GetStats({}, &stats).ok());
-  EXPECT_EQ(stats.total().version(), 3);
+  ASSERT_TRUE(Forward(1, 0.5f).ok());
+  ASSERT_TRUE(Forward(1, 0.5f).ok());
+  EXPECT_EQ(BackupVersion(), 3);
   // Version 5 arrives, 4 never does (the primary died before forwarding it: never acknowledged).
-  ASSERT_TRUE(forward(5, 4.f).ok());
+  ASSERT_TRUE(Forward(5, 4.f).ok());
   PromoteRequest promote;
   promote.set_lost_ps(0);
   PromoteResponse out;
   ASSERT_TRUE(backup_->Promote(promote, &out).ok());
-  ASSERT_TRUE(backup_->GetStats({}, &stats).ok());
-  EXPECT_EQ(stats.total().version(), 5);
+  EXPECT_EQ(BackupVersion(), 5);
   // Now a primary: workers may push it.
   std::mt19937 rng(6);
   PushResponse response;
   EXPECT_TRUE(LocalPsClient(backup_.get()).Push(RandomPush(&rng), &response).ok());
+}
+
+TEST_F(ReplicationTest, KeptForwardsAreAnsweredAtOnceAndAppliedInOrderAfterwards) {
+  Start();  // the default: a backup keeps forwards and applies them on its idle-priority thread
+  Create("sgd");
+  ASSERT_TRUE(Forward(2, 1.f).ok());
+  ASSERT_TRUE(Forward(3, 2.f).ok());
+  ASSERT_TRUE(Forward(1, 0.5f).ok());
+  ASSERT_TRUE(Forward(1, 0.5f).ok());  // a retry of a kept update: still applied once
+  // Applied when the CPUs have time: a bounded wait, not a fixed sleep.
+  for (int i = 0; i < 3000 && BackupVersion() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(BackupVersion(), 3);
+  // The same updates, each applied before it is answered, on a second pair: bit for bit equal.
+  SaveResponse kept;
+  PromoteRequest promote;
+  promote.set_lost_ps(0);
+  PromoteResponse out;
+  ASSERT_TRUE(backup_->Promote(promote, &out).ok());
+  Checkpoint(backup_.get(), "kept_forwards", &kept);
+  retired_.push_back(std::move(primary_));
+  retired_.push_back(std::move(backup_));
+  Start(absl::Seconds(60), /*backup_defer_bytes=*/0);
+  Create("sgd");
+  for (auto [version, value] : {std::pair<int64_t, float>{1, 0.5f}, {2, 1.f}, {3, 2.f}}) {
+    ASSERT_TRUE(Forward(version, value).ok());
+  }
+  ASSERT_TRUE(backup_->Promote(promote, &out).ok());
+  SaveResponse applied;
+  Checkpoint(backup_.get(), "applied_forwards", &applied);
+  ASSERT_EQ(kept.shards_size(), applied.shards_size());
+  for (int i = 0; i < kept.shards_size(); ++i) {
+    EXPECT_EQ(kept.shards(i).version(), 3);
+    EXPECT_EQ(kept.shards(i).checksum(), applied.shards(i).checksum()) << kept.shards(i).shard_name();
+  }
+}
+
+TEST_F(ReplicationTest, PromotionAppliesKeptForwardsBeforeItAnswers) {
+  Start();
+  Create("sgd");
+  for (int64_t v = 1; v <= 20; ++v) ASSERT_TRUE(Forward(v, 0.1f * static_cast<float>(v)).ok());
+  PromoteRequest promote;
+  promote.set_lost_ps(0);
+  PromoteResponse out;
+  ASSERT_TRUE(backup_->Promote(promote, &out).ok());
+  EXPECT_EQ(BackupVersion(), 20);  // every answered forward is in, whether or not its turn had come
+}
+
+TEST_F(ReplicationTest, ForwardsPastTheKeptBytesAreAppliedBeforeTheyAreAnswered) {
+  // Room for one kept update of "w" (30 floats); "emb"'s empty row updates take none.
+  Start(absl::Seconds(60), /*backup_defer_bytes=*/30 * sizeof(float));
+  Create("sgd");
+  ASSERT_TRUE(Forward(2, 1.f).ok());    // kept (its turn has not come)
+  ASSERT_TRUE(Forward(3, 2.f).ok());    // past the room: held, as its turn has not come either
+  ASSERT_TRUE(Forward(1, 0.5f).ok());   // past the room: applied now, and 2 and 3 after it
+  EXPECT_EQ(BackupVersion("w"), 3);
 }
 
 // ps:1 was lost (the primary stopped forwarding), came back empty, and is attached again while
