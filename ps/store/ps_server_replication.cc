@@ -77,6 +77,14 @@ absl::Status PsServer::ApplyForwarded(int worker, const std::vector<GradientView
   }
   PushPlan plan;
   RETURN_IF_ERROR(ValidatePush(worker, 0, gradients, sparse, &plan, /*forwarded=*/true));
+  for (const PushPlan::Part& part : plan.parts) {
+    // A primary forwards only updates it applied, never non-finite ones (it skips or refuses those).
+    if (part.skipped) {
+      part.shard->CountRejected();
+      return absl::InvalidArgumentError(absl::StrCat("a forward to ", options_.task, " carries non-finite values for ",
+                                                     part.shard->name(), ", which its primary never applies"));
+    }
+  }
   response->clear_versions();
   for (size_t i = 0; i < plan.parts.size(); ++i) {
     PushPlan::Part& part = plan.parts[i];

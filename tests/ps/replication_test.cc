@@ -4,6 +4,7 @@
 // promotion applies held forwards; link errors (permanent, unreachable, detached) end every push.
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <random>
 #include <thread>
 #include <vector>
@@ -339,6 +340,23 @@ TEST_F(ReplicationTest, KeptForwardsAreAnsweredAtOnceAndAppliedInOrderAfterwards
     EXPECT_EQ(kept.shards(i).version(), 3);
     EXPECT_EQ(kept.shards(i).checksum(), applied.shards(i).checksum()) << kept.shards(i).shard_name();
   }
+}
+
+TEST_F(ReplicationTest, ForwardWithNonFiniteValuesIsRefused) {
+  Start();
+  CreateShardsRequest r = Request("sgd");
+  r.set_non_finite(NON_FINITE_SKIP);  // workers' non-finite pushes are skipped, but a forward's are corrupt
+  CreateShardsResponse out;
+  ASSERT_TRUE(backup_->CreateShards(r, &out).ok());
+  std::vector<float> bad(30, 1.f);
+  bad[7] = std::numeric_limits<float>::quiet_NaN();
+  PushRequest forward = testing_util::OnePush("w", {6, 5}, bad);
+  forward.add_replica_versions(1);
+  PushResponse response;
+  absl::Status s = LocalPsClient(backup_.get()).Push(forward, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("non-finite values for w"));
+  EXPECT_EQ(BackupVersion("w"), 0);
 }
 
 TEST_F(ReplicationTest, PromotionAppliesKeptForwardsBeforeItAnswers) {
