@@ -48,12 +48,12 @@ kind_asan() {
   UNIT_TARGETS=(common_bad_input_test common_job_spec_test common_cluster_spec_test common_partitioner_test
                 common_variable_planner_test common_tensor_test common_env_test ps_bad_input_test ps_test
                 chief_bad_input_test in_process_cluster_test worker_bad_input_test worker_dataset_test
-                worker_criteo_reader_test)
+                worker_criteo_reader_test ps_replication_test)
   SUITES="CheckedMath|JsonLimits|JsonFields|MemoryBudget|ConfinedPath|ReadRegularFile|TaskFlags|JobSpec|ClusterSpec"
   SUITES+="|CheckpointBadInput|PsMemoryBudget|TensorChannelBounds|ByteBudget|ModelDirRuns|CoordinatorMemory"
   SUITES+="|DivergenceCheck|DatasetBadInput|Partitioner|VariablePlanner|Tensor|Env|Checkpoint|TableCheckpoint|Checksum"
   SUITES+="|PsServer|SparsePs|TensorChannelWire|TensorChannelClient|Channel|InProcessCluster|Divergence|Idx|Csv"
-  SUITES+="|CriteoLine|CriteoBadLine|CriteoReader"
+  SUITES+="|CriteoLine|CriteoBadLine|CriteoReader|Replication|EveryOptimizer/ReplicaBits"
   INTEGRATION="bad_input_.*|bad_config|file_access"
   TESTS="^((${SUITES})(Test)?\\.|integration_(${INTEGRATION})$)"
   # fuzzer-no-link: the libFuzzer targets (tests/fuzz, deploy/fuzz.sh) are built here too; for the
@@ -76,7 +76,7 @@ kind_tsan() {
   BINARIES=()
   UNIT_TARGETS=(ps_test closure_queue_test coordinator_test worker_thread_pool_test worker_logic_test
                 worker_with_ps_test worker_sparse_exchange_test common_metrics_test in_process_cluster_test
-                job_shutdown_test)
+                job_shutdown_test ps_replication_test)
   TESTS=""  # every test of those targets (their suites, listed once they are built)
   SAN_FLAGS="-fsanitize=thread -fno-omit-frame-pointer"
   OPT_FLAGS="-O1 -gline-tables-only"
