@@ -158,9 +158,14 @@ void PsServer::ForwardThenDone(const std::vector<GradientView>& gradients, const
         absl::Status result;
         {
           absl::MutexLock l(&countdown->mu);
-          result = countdown->first;
+          // A status of its own, moved to the push's thread: none of this sender's copies share its
+          // text, so no thread frees what another still reads (abseil's shared-status counts are
+          // atomics in a library ThreadSanitizer cannot see).
+          if (!countdown->first.ok()) {
+            result = absl::Status(countdown->first.code(), std::string(countdown->first.message()));
+          }
         }
-        countdown->done(result);
+        countdown->done(std::move(result));
       }
     };
     if (link == nullptr) {
