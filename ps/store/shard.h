@@ -216,10 +216,11 @@ class Shard {
   struct HeldUpdate {
     std::vector<float> dense;
     RowGradients rows;
-    int64_t bytes() const {
-      return static_cast<int64_t>((dense.size() + rows.grads.size()) * sizeof(float) +
-                                  rows.rows.size() * sizeof(int64_t));
+    // What `rows` takes in held_ (its ids and gradients).
+    static int64_t RowsBytes(const RowGradients& rows) {
+      return static_cast<int64_t>(rows.grads.size() * sizeof(float) + rows.rows.size() * sizeof(int64_t));
     }
+    int64_t bytes() const { return static_cast<int64_t>(dense.size() * sizeof(float)) + RowsBytes(rows); }
   };
   // Keeps `version`'s update in held_ (dense bytes copied, rows moved).
   void HoldLocked(int64_t version, const char* dense, RowGradients rows) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -47,9 +47,7 @@ Shard::HeldUpdate Shard::TakeFirstHeldLocked() {
 bool Shard::DeferReplica(int64_t version, const char* dense, RowGradients* rows, int64_t max_held_bytes) {
   absl::MutexLock l(&mu_);
   if (awaiting_state_ || version <= version_) return false;
-  const int64_t bytes = spec_.sparse() ? static_cast<int64_t>(rows->grads.size() * sizeof(float) +
-                                                              rows->rows.size() * sizeof(int64_t))
-                                       : static_cast<int64_t>(num_bytes_);
+  const int64_t bytes = spec_.sparse() ? HeldUpdate::RowsBytes(*rows) : static_cast<int64_t>(num_bytes_);
   if (held_bytes_ + bytes > max_held_bytes) return false;
   HoldLocked(version, dense, std::move(*rows));
   return true;
