@@ -50,6 +50,11 @@ absl::Status GrpcPsClient::Push(const PushRequest& request, PushResponse* respon
   return transport_->Push(request, response, deadline_);
 }
 
+absl::Status GrpcPsClient::PushParts(const PushRequest& header, absl::Span<const absl::string_view> payload,
+                                     PushResponse* response) {
+  return transport_->PushParts(header, payload, response, deadline_);
+}
+
 absl::Status GrpcPsClient::Save(const SaveRequest& request, SaveResponse* response) {
   return Unary(&PsService::Stub::Save, request, response, deadline_);
 }

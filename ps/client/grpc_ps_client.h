@@ -31,6 +31,8 @@ class GrpcPsClient : public PsClient {
   absl::Status CreateShards(const CreateShardsRequest& request, CreateShardsResponse* response) override;
   absl::Status Pull(const PullRequest& request, PullResponse* response) override;
   absl::Status Push(const PushRequest& request, PushResponse* response) override;
+  absl::Status PushParts(const PushRequest& header, absl::Span<const absl::string_view> payload,
+                         PushResponse* response) override;
   absl::Status Save(const SaveRequest& request, SaveResponse* response) override;
   absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) override;
   absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) override;

@@ -8,7 +8,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "proto/common.pb.h"
+#include "common/push_parts.h"
 #include "proto/ps.pb.h"
 
 namespace pstrain {
@@ -27,6 +30,15 @@ class PsClient {
   virtual absl::Status CreateShards(const CreateShardsRequest& request, CreateShardsResponse* response) = 0;
   virtual absl::Status Pull(const PullRequest& request, PullResponse* response) = 0;
   virtual absl::Status Push(const PushRequest& request, PushResponse* response) = 0;
+  // A push given as a header without bytes and the bytes apart (ps/transport/ps_transport.h's
+  // PsTransport::PushParts): how a primary ps forwards an update from the buffers it arrived in.
+  // This default copies them into one request; clients with a transport send them as they are.
+  virtual absl::Status PushParts(const PushRequest& header, absl::Span<const absl::string_view> payload,
+                                 PushResponse* response) {
+    absl::StatusOr<PushRequest> request = AssemblePush(header, payload);
+    if (!request.ok()) return request.status();
+    return Push(*request, response);
+  }
   virtual absl::Status Save(const SaveRequest& request, SaveResponse* response) = 0;
   virtual absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) = 0;
   virtual absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) = 0;

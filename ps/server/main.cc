@@ -136,16 +136,16 @@ int main(int argc, char** argv) {
   options.connect_ps = [addresses = config->ps_addresses, transport = config->transport](int ps) {
     pstrain::ReplicaPeer peer;
     if (ps < 0 || static_cast<size_t>(ps) >= addresses.size()) {
-      peer.push = [ps, n = addresses.size()](const pstrain::PushRequest&, pstrain::PushResponse*) {
+      peer.push = [ps, n = addresses.size()](const pstrain::PushRequest&, absl::Span<const absl::string_view>,
+                                             pstrain::PushResponse*) {
         return absl::FailedPreconditionError(absl::StrCat("ps:", ps, " is not in this ps's TF_CONFIG (", n, " ps)"));
       };
       return peer;
     }
     std::shared_ptr<pstrain::PsClient> client =
         pstrain::NewGrpcPsClient(addresses[static_cast<size_t>(ps)], absl::StrCat("ps:", ps), transport);
-    peer.push = [client](const pstrain::PushRequest& request, pstrain::PushResponse* response) {
-      return client->Push(request, response);
-    };
+    peer.push = [client](const pstrain::PushRequest& header, absl::Span<const absl::string_view> payload,
+                         pstrain::PushResponse* response) { return client->PushParts(header, payload, response); };
     peer.install = [client](const pstrain::ReplicaStateRequest& request) {
       pstrain::ReplicaStateResponse response;
       return client->InstallReplica(request, &response);

@@ -33,6 +33,10 @@ void PsServer::Shutdown() {
     shards = shards_;
   }
   for (auto& [name, shard] : shards) shard->Abort(UnavailableStatus());
+  // Forwards still retrying an unreachable backup end, so the threads serving their pushes do too.
+  absl::MutexLock l(&mu_);
+  for (auto& [ps, link] : links_) link->Stop();
+  for (auto& link : retired_links_) link->Stop();
 }
 
 absl::Status PsServer::Handshake(const HandshakeRequest& request, HandshakeResponse* response) {

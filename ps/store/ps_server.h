@@ -34,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -107,7 +108,6 @@ class PsServer {
     // to reach another ps task (null: shards with a backup_ps are refused).
     int ps_index = -1;
     ReplicaConnector connect_ps = nullptr;
-    int replica_in_flight = 4;                         // forwards in flight per backup ps
     absl::Duration replica_retry_for = absl::Seconds(60);  // how long a forward retries an unreachable backup
     // A backup answers a forward once it holds the update and applies it afterwards, on an
     // idle-priority thread, so neither the primary's answer to the worker nor the CPU the workers
@@ -194,7 +194,8 @@ class PsServer {
   void AttachBackupInBackground(const AttachBackupRequest* request, AttachBackupResponse* response,
                                 DoneCallback done);
 
-  // Fails every parked call with Unavailable and every later one that would park. Idempotent.
+  // Fails every parked call with Unavailable and every later one that would park, and ends the
+  // retries of forwards to an unreachable backup. Idempotent.
   void Shutdown();
 
  private:
@@ -259,15 +260,19 @@ class PsServer {
                               const std::vector<SparseRowsView>& sparse, absl::Span<const int64_t> versions,
                               PushResponse* response);
   // Primary side: forwards the applied parts `forwards` (indices into the request's parts, dense
-  // then sparse, with their new versions) to their backups and runs `done` once all have them.
+  // then sparse, with their new versions) to their backups, on this thread; returns once all have
+  // them, with the first failure.
   struct Forwarded {
     size_t part;
     int64_t version;
     int target;
   };
-  void ForwardThenDone(const std::vector<GradientView>& gradients, const std::vector<SparseRowsView>& sparse,
-                       const std::vector<Forwarded>& forwards, DoneCallback done);
+  absl::Status ForwardApplied(const std::vector<GradientView>& gradients, const std::vector<SparseRowsView>& sparse,
+                              const std::vector<Forwarded>& forwards);
   ReplicaLink* LinkTo(int ps) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Has replica_applier_ apply `shard`'s kept forwards; ApplyDeferred is its task.
+  void ScheduleDeferred(std::shared_ptr<Shard> shard);
+  void ApplyDeferred();
 
   const Options options_;
   Env* const env_;
@@ -277,6 +282,10 @@ class PsServer {
   std::map<int, std::unique_ptr<ReplicaLink>> links_ ABSL_GUARDED_BY(mu_);  // by backup ps index
   // Links detached by Promote, kept until the ps stops: a push may still hold one.
   std::vector<std::unique_ptr<ReplicaLink>> retired_links_ ABSL_GUARDED_BY(mu_);
+  // Backup shards with kept forwards that replica_applier_ has not taken yet: it is woken only when
+  // this turns non-empty, not once per forward.
+  absl::Mutex deferred_mu_;
+  std::set<std::shared_ptr<Shard>> deferred_ ABSL_GUARDED_BY(deferred_mu_);
   // Checkpoint I/O and shard creation. Last, so it finishes its tasks before the members they use go.
   BackgroundQueue background_;
   // Applies the forwards a backup kept (ApplyForwarded), when the CPUs are otherwise idle.

@@ -1,7 +1,10 @@
 // PsServer's replication (ps_replicas 1): shard roles, forwarding applied updates to backups,
 // applying forwards on the backup, and promotion when the chief lost a ps. See ps_server.h and
 // replica_link.h.
-#include <atomic>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -23,7 +26,6 @@ ReplicaLink* PsServer::LinkTo(int ps) {
     ReplicaLink::Options o;
     o.from = options_.task;
     o.to = absl::StrCat("ps:", ps);
-    o.in_flight = options_.replica_in_flight;
     o.retry_for = options_.replica_retry_for;
     o.env = env_;
     o.log = options_.log;
@@ -95,7 +97,7 @@ absl::Status PsServer::ApplyForwarded(int worker, const std::vector<GradientView
     if (options_.replica_defer_bytes > 0 &&
         shard->DeferReplica(versions[i], part.grad, &part.rows, options_.replica_defer_bytes)) {
       response->add_versions(versions[i]);
-      replica_applier_.Run([shard] { shard->ApplyDeferredReplicaUpdates(); });
+      ScheduleDeferred(std::move(shard));
     } else {
       response->add_versions(shard->ApplyReplica(versions[i], part.grad, std::move(part.rows)));
     }
@@ -103,77 +105,69 @@ absl::Status PsServer::ApplyForwarded(int worker, const std::vector<GradientView
   return absl::OkStatus();
 }
 
-void PsServer::ForwardThenDone(const std::vector<GradientView>& gradients, const std::vector<SparseRowsView>& sparse,
-                               const std::vector<Forwarded>& forwards, DoneCallback done) {
-  // One request per backup ps (one with ps_replicas 1 and round-robin backups).
-  std::map<int, std::shared_ptr<PushRequest>> requests;
-  for (const Forwarded& f : forwards) {
-    std::shared_ptr<PushRequest>& r = requests[f.target];
-    if (r == nullptr) r = std::make_shared<PushRequest>();
-    r->add_replica_versions(f.version);
+void PsServer::ScheduleDeferred(std::shared_ptr<Shard> shard) {
+  bool wake;
+  {
+    absl::MutexLock l(&deferred_mu_);
+    wake = deferred_.empty();
+    deferred_.insert(std::move(shard));
   }
-  // The parts in request order: dense gradients first, then the sparse entries (as versions).
+  if (wake) replica_applier_.Run([this] { ApplyDeferred(); });
+}
+
+void PsServer::ApplyDeferred() {
+  std::set<std::shared_ptr<Shard>> shards;
+  {
+    absl::MutexLock l(&deferred_mu_);
+    shards.swap(deferred_);
+  }
+  for (const auto& shard : shards) shard->ApplyDeferredReplicaUpdates();
+}
+
+absl::Status PsServer::ForwardApplied(const std::vector<GradientView>& gradients,
+                                      const std::vector<SparseRowsView>& sparse, const std::vector<Forwarded>& forwards) {
+  // One forward per backup ps (one with ps_replicas 1 and round-robin backups), its parts in
+  // request order (`forwards` is: dense gradients first, then the sparse entries), sent from the
+  // push's own buffers, which outlive this call.
+  std::map<int, std::pair<PushRequest, std::vector<absl::string_view>>> requests;
+  for (const Forwarded& f : forwards) requests[f.target].first.add_replica_versions(f.version);
   for (const Forwarded& f : forwards) {
-    PushRequest& r = *requests[f.target];
+    auto& [header, payload] = requests[f.target];
     if (f.part < gradients.size()) {
       const GradientView& g = gradients[f.part];
-      ShardGradient* out = r.add_gradients();
+      ShardGradient* out = header.add_gradients();
       out->set_name(g.name);
       out->mutable_gradient()->set_dtype(g.dtype);
       for (int64_t d : g.shape) out->mutable_gradient()->add_shape(d);
-      out->mutable_gradient()->set_data(g.data.data(), g.data.size());
+      payload.push_back(g.data);
     } else {
       const SparseRowsView& v = sparse[f.part - gradients.size()];
-      SparseRows* out = r.add_sparse();
+      SparseRows* out = header.add_sparse();
       out->set_shard_name(v.name);
       out->set_num_ids(v.num_ids);
-      out->set_ids(v.ids.data(), v.ids.size());
-      out->set_values(v.values.data(), v.values.size());
+      payload.push_back(v.ids);
+      payload.push_back(v.values);
     }
   }
-  struct Countdown {
-    explicit Countdown(size_t n, DoneCallback d) : left(static_cast<int>(n)), done(std::move(d)) {}
-    std::atomic<int> left;
-    absl::Mutex mu;
-    absl::Status first ABSL_GUARDED_BY(mu);
-    DoneCallback done;
-  };
-  auto countdown = std::make_shared<Countdown>(requests.size(), std::move(done));
-  std::vector<std::pair<ReplicaLink*, std::shared_ptr<PushRequest>>> sends;
+  std::vector<std::pair<ReplicaLink*, int>> links;
   {
     // Pushes share the lock: AssignRoles or AttachBackup made the link before setting forward_to.
     absl::ReaderMutexLock l(&mu_);
     for (auto& [target, request] : requests) {
       auto it = links_.find(target);
-      sends.emplace_back(it == links_.end() ? nullptr : it->second.get(), request);
+      links.emplace_back(it == links_.end() ? nullptr : it->second.get(), target);
     }
   }
-  for (auto& [link, request] : sends) {
-    auto answer = [countdown](absl::Status s) {
-      if (!s.ok()) {
-        absl::MutexLock l(&countdown->mu);
-        if (countdown->first.ok()) countdown->first = s;
-      }
-      if (countdown->left.fetch_sub(1) == 1) {
-        absl::Status result;
-        {
-          absl::MutexLock l(&countdown->mu);
-          // A status of its own, moved to the push's thread: none of this sender's copies share its
-          // text, so no thread frees what another still reads (abseil's shared-status counts are
-          // atomics in a library ThreadSanitizer cannot see).
-          if (!countdown->first.ok()) {
-            result = absl::Status(countdown->first.code(), std::string(countdown->first.message()));
-          }
-        }
-        countdown->done(std::move(result));
-      }
-    };
-    if (link == nullptr) {
-      answer(absl::InternalError(absl::StrCat(options_.task, " has no link to the backup of an updated shard")));
-    } else {
-      link->Forward(std::move(request), std::move(answer));
-    }
+  absl::Status first;
+  for (auto& [link, target] : links) {
+    const auto& [header, payload] = requests[target];
+    absl::Status s =
+        link == nullptr
+            ? absl::InternalError(absl::StrCat(options_.task, " has no link to the backup of an updated shard"))
+            : link->Forward(header, payload);
+    if (first.ok()) first = s;
   }
+  return first;
 }
 
 absl::Status PsServer::Promote(const PromoteRequest& request, PromoteResponse* response) {

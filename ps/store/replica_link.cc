@@ -16,40 +16,18 @@ bool Retryable(const absl::Status& s) {
 ReplicaLink::ReplicaLink(Options options, ReplicaPeer peer)
     : options_(std::move(options)),
       env_(options_.env != nullptr ? options_.env : Env::Default()),
-      peer_(std::move(peer)) {
-  const int n = std::max(1, options_.in_flight);
-  for (int i = 0; i < n; ++i) senders_.emplace_back([this] { SendLoop(); });
+      peer_(std::move(peer)) {}
+
+absl::Status ReplicaLink::Forward(const PushRequest& header, absl::Span<const absl::string_view> payload) {
+  return Send([this, &header, payload] {
+    PushResponse response;
+    return peer_.push(header, payload, &response);
+  });
 }
 
-ReplicaLink::~ReplicaLink() {
-  std::deque<Pending> left;
-  {
-    absl::MutexLock l(&mu_);
-    stopping_ = true;
-    left.swap(queue_);
-  }
-  for (std::thread& t : senders_) t.join();
-  const absl::Status why =
-      absl::UnavailableError(absl::StrCat(options_.from, " stopped before its backup ", options_.to, " had the update"));
-  for (Pending& p : left) p.done(why);
-}
-
-void ReplicaLink::Forward(std::shared_ptr<PushRequest> request, DoneCallback done) {
-  absl::Status now;
-  {
-    absl::MutexLock l(&mu_);
-    if (detached_) {
-      now = absl::OkStatus();
-    } else if (!broken_.ok()) {
-      now = broken_;
-    } else if (stopping_) {
-      now = absl::UnavailableError(absl::StrCat(options_.from, " is stopping"));
-    } else {
-      queue_.push_back({std::move(request), std::move(done)});
-      return;
-    }
-  }
-  done(now);
+void ReplicaLink::Stop() {
+  absl::MutexLock l(&mu_);
+  stopping_ = true;
 }
 
 void ReplicaLink::Detach(const std::string& why) {
@@ -76,28 +54,6 @@ int64_t ReplicaLink::forwarded() const {
   return forwarded_;
 }
 
-void ReplicaLink::SendLoop() {
-  for (;;) {
-    Pending p;
-    {
-      absl::MutexLock l(&mu_);
-      mu_.Await(absl::Condition(
-          +[](ReplicaLink* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
-            return self->stopping_ || !self->queue_.empty();
-          },
-          this));
-      if (queue_.empty()) return;  // stopping
-      p = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    const PushRequest& request = *p.request;
-    p.done(Send([this, &request] {
-      PushResponse response;
-      return peer_.push(request, &response);
-    }));
-  }
-}
-
 absl::Status ReplicaLink::Install(const ReplicaStateRequest& request) {
   if (!peer_.install) {
     return absl::UnimplementedError(absl::StrCat(options_.from, " cannot send shard states to ", options_.to));
@@ -113,6 +69,7 @@ absl::Status ReplicaLink::Send(const std::function<absl::Status()>& call) {
       absl::MutexLock l(&mu_);
       if (detached_) return absl::OkStatus();
       if (!broken_.ok()) return broken_;
+      if (stopping_) return absl::UnavailableError(absl::StrCat(options_.from, " is stopping"));
     }
     absl::Status s = call();
     if (s.ok()) {

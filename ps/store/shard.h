@@ -252,6 +252,7 @@ class Shard {
   Tensor sum_ ABSL_GUARDED_BY(mu_);  // sync: reused buffer for the sum of a step's gradients
   std::map<int64_t, HeldUpdate> held_ ABSL_GUARDED_BY(mu_);  // backup: version -> update
   int64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;             // of held_'s updates
+  std::vector<float> spare_dense_ ABSL_GUARDED_BY(mu_);      // an applied held update's buffer, for the next
   std::atomic<bool> backup_{false};
   int forward_to_ ABSL_GUARDED_BY(mu_) = -1;
   bool awaiting_state_ ABSL_GUARDED_BY(mu_) = false;

@@ -31,6 +31,7 @@ void Shard::HoldLocked(int64_t version, const char* dense, RowGradients rows) {
   if (spec_.sparse()) {
     held.rows = std::move(rows);
   } else {
+    if (held.dense.empty()) held.dense = std::move(spare_dense_);  // sized already: no allocation, no zeroing
     held.dense.resize(num_bytes_ / sizeof(float));
     if (num_bytes_ > 0) std::memcpy(held.dense.data(), dense, num_bytes_);
   }
@@ -96,6 +97,7 @@ void Shard::DrainHeldLocked(std::vector<std::function<void()>>* run_after) {
   while (!held_.empty() && held_.begin()->first == version_ + 1) {
     HeldUpdate next = TakeFirstHeldLocked();
     ApplyReplicaLocked(next.dense.data(), next.rows, run_after);
+    if (!next.dense.empty()) spare_dense_ = std::move(next.dense);
   }
 }
 

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/security/tls_config.h"
 #include "proto/ps.pb.h"
 
@@ -29,6 +30,11 @@ class PsTransport {
   virtual absl::Status Pull(const PullRequest& request, PullResponse* response, absl::Duration timeout) = 0;
   // The request's bytes are only read during the call.
   virtual absl::Status Push(const PushRequest& request, PushResponse* response, absl::Duration timeout) = 0;
+  // The same push given as a header without bytes (bulk_messages.h's PushHeader) and the bytes
+  // apart, in PushPayload's order, read only during the call: how a primary ps forwards an update
+  // straight from the buffers it received it in. This default copies them into one request.
+  virtual absl::Status PushParts(const PushRequest& header, absl::Span<const absl::string_view> payload,
+                                 PushResponse* response, absl::Duration timeout);
 };
 
 enum class TransportKind { kTensorChannel, kGrpc };

@@ -15,6 +15,7 @@
 #include "common/cluster_spec.h"
 #include "common/protocol_version.h"
 #include "common/status_macros.h"
+#include "common/push_parts.h"
 #include "ps/transport/bulk_messages.h"
 #include "ps/transport/tensor_channel_wire.h"
 
@@ -38,8 +39,7 @@ absl::Status ProtocolViolation(const std::string& what) {
 
 // InvalidArgument unless the caller's rows hold num_ids ids of 8 bytes (and a pull's answer is
 // then checked against a count that cannot overflow).
-absl::Status CheckRowIds(const SparseRows& r) {
-  const uint64_t bytes = r.ids().size();
+absl::Status CheckRowIds(const SparseRows& r, uint64_t bytes) {
   if (r.num_ids() < 0 || bytes % 8 != 0 || static_cast<uint64_t>(r.num_ids()) != bytes / 8 ||
       bytes > static_cast<uint64_t>(kMaxMessageBytes)) {
     return absl::InvalidArgumentError(absl::StrCat("table shard ", r.shard_name(), ": num_ids ", r.num_ids(),
@@ -122,7 +122,7 @@ class TensorChannelClient::Call {
 
   // Sends `call` with `payload` and reads the answer's header and message. OK with the answer's
   // own status in `answer` (a refused call leaves the connection in step).
-  absl::Status Exchange(const TensorCallRequest& call, const std::vector<absl::string_view>& payload,
+  absl::Status Exchange(const TensorCallRequest& call, absl::Span<const absl::string_view> payload,
                         TensorCallResponse* answer, uint64_t* payload_bytes) {
     uint64_t total = 0;
     for (absl::string_view p : payload) total += p.size();
@@ -277,7 +277,7 @@ absl::Status TensorChannelClient::Pull(const PullRequest& request, PullResponse*
   header->set_min_version(request.min_version());
   std::vector<absl::string_view> payload;  // the sparse entries' ids follow the message
   for (const SparseRows& r : request.sparse()) {
-    RETURN_IF_ERROR(Named(CheckRowIds(r)));
+    RETURN_IF_ERROR(Named(CheckRowIds(r, r.ids().size())));
     SparseRows* h = header->add_sparse();
     h->set_shard_name(r.shard_name());
     h->set_num_ids(r.num_ids());
@@ -342,21 +342,24 @@ absl::Status TensorChannelClient::Pull(const PullRequest& request, PullResponse*
 }
 
 absl::Status TensorChannelClient::Push(const PushRequest& request, PushResponse* response, absl::Duration timeout) {
+  return PushParts(PushHeader(request), PushPayload(request), response, timeout);
+}
+
+absl::Status TensorChannelClient::PushParts(const PushRequest& header, absl::Span<const absl::string_view> payload,
+                                            PushResponse* response, absl::Duration timeout) {
   const absl::Time deadline = env_->Now() + timeout;
+  const size_t dense = static_cast<size_t>(header.gradients_size());
+  if (payload.size() != dense + 2 * static_cast<size_t>(header.sparse_size())) {
+    return Named(absl::InvalidArgumentError(absl::StrCat("a push of ", dense, " gradients and ", header.sparse_size(),
+                                                         " sparse entries came with ", payload.size(),
+                                                         " payload parts")));
+  }
+  for (int i = 0; i < header.sparse_size(); ++i) {
+    RETURN_IF_ERROR(Named(CheckRowIds(header.sparse(i), payload[dense + 2 * static_cast<size_t>(i)].size())));
+  }
   TensorCallRequest call;
-  *call.mutable_push() = PushHeader(request);
-  std::vector<absl::string_view> payload;
-  for (const ShardGradient& g : request.gradients()) {
-    call.add_payload_bytes(static_cast<int64_t>(g.gradient().data().size()));
-    payload.push_back(g.gradient().data());
-  }
-  for (const SparseRows& r : request.sparse()) {
-    RETURN_IF_ERROR(Named(CheckRowIds(r)));
-    call.add_payload_bytes(static_cast<int64_t>(r.ids().size()));
-    call.add_payload_bytes(static_cast<int64_t>(r.values().size()));
-    payload.push_back(r.ids());
-    payload.push_back(r.values());
-  }
+  *call.mutable_push() = header;
+  for (absl::string_view part : payload) call.add_payload_bytes(static_cast<int64_t>(part.size()));
   absl::StatusOr<std::unique_ptr<Connection>> c = Acquire(deadline);
   if (!c.ok()) return Named(c.status());
   Call io(c->get(), deadline, env_);

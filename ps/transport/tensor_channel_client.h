@@ -40,6 +40,9 @@ class TensorChannelClient : public PsTransport {
 
   absl::Status Pull(const PullRequest& request, PullResponse* response, absl::Duration timeout) override;
   absl::Status Push(const PushRequest& request, PushResponse* response, absl::Duration timeout) override;
+  // Sends the payload straight from the given buffers (no copy).
+  absl::Status PushParts(const PushRequest& header, absl::Span<const absl::string_view> payload,
+                         PushResponse* response, absl::Duration timeout) override;
 
  private:
   struct Connection;

@@ -98,13 +98,15 @@ class ReplicationTest : public ::testing::Test {
     p.connect_ps = [this](int ps) {
       EXPECT_EQ(ps, 1);
       ReplicaPeer peer;
-      peer.push = [this](const PushRequest& request, PushResponse* response) {
+      peer.push = [this](const PushRequest& header, absl::Span<const absl::string_view> payload,
+                         PushResponse* response) {
         sends_.fetch_add(1);
+        if (on_send_) on_send_(header, payload);
         if (fault_) {
           absl::Status s = fault_();
           if (!s.ok()) return s;
         }
-        return LocalPsClient(backup_.get()).Push(request, response);
+        return LocalPsClient(backup_.get()).PushParts(header, payload, response);
       };
       peer.install = [this](const ReplicaStateRequest& request) {
         ReplicaStateResponse response;
@@ -158,6 +160,7 @@ class ReplicationTest : public ::testing::Test {
   std::vector<std::unique_ptr<PsServer>> retired_;
   std::unique_ptr<PsServer> backup_, primary_;  // the primary forwards to the backup: declared after it
   std::function<absl::Status()> fault_;          // set before pushes start
+  std::function<void(const PushRequest&, absl::Span<const absl::string_view>)> on_send_;  // likewise
   std::atomic<int> sends_{0};
   absl::Mutex log_mu_;
   std::vector<std::string> log_ ABSL_GUARDED_BY(log_mu_);
@@ -252,6 +255,53 @@ TEST_F(ReplicationTest, UnreachableBackupFailsThePushAfterRetrying) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(s.message(), HasSubstr("could not reach its backup ps:1"));
   EXPECT_GT(sends_.load(), 1);
+}
+
+TEST_F(ReplicationTest, ForwardIsSentFromThePushsOwnBuffers) {
+  Start();
+  Create("sgd");
+  std::mt19937 rng(6);
+  const PushRequest push = RandomPush(&rng);
+  std::vector<const char*> sent;
+  PushRequest header;
+  on_send_ = [&](const PushRequest& h, absl::Span<const absl::string_view> payload) {
+    header = h;
+    for (absl::string_view p : payload) sent.push_back(p.data());
+  };
+  PushResponse response;
+  ASSERT_TRUE(LocalPsClient(primary_.get()).Push(push, &response).ok());
+  // The header carries no bytes; the payload is the push's gradient and rows, not copies of them.
+  ASSERT_EQ(header.gradients_size(), 1);
+  EXPECT_TRUE(header.gradients(0).gradient().data().empty());
+  EXPECT_THAT(header.replica_versions(), ::testing::ElementsAre(1, 1));
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_EQ(sent[0], push.gradients(0).gradient().data().data());
+  EXPECT_EQ(sent[1], push.sparse(0).ids().data());
+  EXPECT_EQ(sent[2], push.sparse(0).values().data());
+  // Kept, then applied at idle priority: the backup gets there.
+  for (int i = 0; i < 1000 && BackupVersion("w") < 1; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(BackupVersion("w"), 1);
+}
+
+TEST_F(ReplicationTest, ShutdownEndsAForwardRetryingAnUnreachableBackup) {
+  Start();  // retries for 60 s
+  Create("sgd");
+  fault_ = [] { return absl::UnavailableError("connection refused"); };
+  absl::Notification done;
+  absl::Status result;
+  std::thread pusher([&] {
+    std::mt19937 rng(7);
+    PushResponse response;
+    result = LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response);
+    done.Notify();
+  });
+  while (sends_.load() == 0) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_FALSE(done.HasBeenNotified());
+  primary_->Shutdown();
+  EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  pusher.join();
+  EXPECT_EQ(result.code(), absl::StatusCode::kUnavailable) << result;
+  EXPECT_THAT(result.message(), HasSubstr("ps:0 is stopping"));
 }
 
 TEST_F(ReplicationTest, PromoteOnThePrimaryAnswersPushesWaitingForALostBackup) {

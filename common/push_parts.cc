@@ -1,0 +1,39 @@
+#include "common/push_parts.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace pstrain {
+
+std::vector<absl::string_view> PushPayload(const PushRequest& request) {
+  std::vector<absl::string_view> payload;
+  payload.reserve(static_cast<size_t>(request.gradients_size() + 2 * request.sparse_size()));
+  for (const ShardGradient& g : request.gradients()) payload.push_back(g.gradient().data());
+  for (const SparseRows& r : request.sparse()) {
+    payload.push_back(r.ids());
+    payload.push_back(r.values());
+  }
+  return payload;
+}
+
+absl::StatusOr<PushRequest> AssemblePush(const PushRequest& header, absl::Span<const absl::string_view> payload) {
+  const size_t parts = static_cast<size_t>(header.gradients_size() + 2 * header.sparse_size());
+  if (payload.size() != parts) {
+    return absl::InvalidArgumentError(absl::StrCat("a push of ", header.gradients_size(), " gradients and ",
+                                                   header.sparse_size(), " sparse entries needs ", parts,
+                                                   " payload parts, not ", payload.size()));
+  }
+  PushRequest request = header;
+  size_t k = 0;
+  for (ShardGradient& g : *request.mutable_gradients()) {
+    g.mutable_gradient()->set_data(payload[k].data(), payload[k].size());
+    ++k;
+  }
+  for (SparseRows& r : *request.mutable_sparse()) {
+    r.set_ids(payload[k].data(), payload[k].size());
+    r.set_values(payload[k + 1].data(), payload[k + 1].size());
+    k += 2;
+  }
+  return request;
+}
+
+}  // namespace pstrain
