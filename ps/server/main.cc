@@ -142,10 +142,15 @@ int main(int argc, char** argv) {
       };
       return peer;
     }
+    // A forward runs on the thread serving its push: each try gives up after 30 s, about when the
+    // chief takes a silent backup for lost (--ps_health_deadline_secs), so the Detach that follows
+    // frees that thread instead of leaving it waiting out a 5-minute deadline.
+    auto forwards = std::make_shared<pstrain::GrpcPsClient>(addresses[static_cast<size_t>(ps)],
+                                                            absl::StrCat("ps:", ps), absl::Seconds(30), transport);
+    peer.push = [forwards](const pstrain::PushRequest& header, absl::Span<const absl::string_view> payload,
+                           pstrain::PushResponse* response) { return forwards->PushParts(header, payload, response); };
     std::shared_ptr<pstrain::PsClient> client =
         pstrain::NewGrpcPsClient(addresses[static_cast<size_t>(ps)], absl::StrCat("ps:", ps), transport);
-    peer.push = [client](const pstrain::PushRequest& header, absl::Span<const absl::string_view> payload,
-                         pstrain::PushResponse* response) { return client->PushParts(header, payload, response); };
     peer.install = [client](const pstrain::ReplicaStateRequest& request) {
       pstrain::ReplicaStateResponse response;
       return client->InstallReplica(request, &response);
