@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -147,6 +148,34 @@ class ReplicationTest : public ::testing::Test {
     return LocalPsClient(backup_.get()).Push(r, &response);
   }
 
+  // A push on a thread of its own whose forwards the backup never takes (UNAVAILABLE, retried).
+  struct WaitingPush {
+    absl::Notification done;
+    absl::Status result;
+    std::thread thread;
+    // Its answer, which must come within 10 s.
+    absl::Status Finish() {
+      EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+      thread.join();
+      return result;
+    }
+  };
+  // Starts a WaitingPush of RandomPush(seed); returns once its forward was tried, the push still
+  // unanswered.
+  std::unique_ptr<WaitingPush> PushToUnreachableBackup(uint32_t seed) {
+    fault_ = [] { return absl::UnavailableError("connection refused"); };
+    auto push = std::make_unique<WaitingPush>();
+    push->thread = std::thread([this, p = push.get(), seed] {
+      std::mt19937 rng(seed);
+      PushResponse response;
+      p->result = LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response);
+      p->done.Notify();
+    });
+    while (sends_.load() == 0) absl::SleepFor(absl::Milliseconds(1));
+    EXPECT_FALSE(push->done.HasBeenNotified());  // not acknowledged while the backup lacks it
+    return push;
+  }
+
   // The backup's version: of every shard (the stats' total), or of shard `name`.
   int64_t BackupVersion(const std::string& name = "") {
     PsStatsResponse stats;
@@ -286,20 +315,9 @@ TEST_F(ReplicationTest, ForwardIsSentFromThePushsOwnBuffers) {
 TEST_F(ReplicationTest, ShutdownEndsAForwardRetryingAnUnreachableBackup) {
   Start();  // retries for 60 s
   Create("sgd");
-  fault_ = [] { return absl::UnavailableError("connection refused"); };
-  absl::Notification done;
-  absl::Status result;
-  std::thread pusher([&] {
-    std::mt19937 rng(7);
-    PushResponse response;
-    result = LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response);
-    done.Notify();
-  });
-  while (sends_.load() == 0) absl::SleepFor(absl::Milliseconds(1));
-  EXPECT_FALSE(done.HasBeenNotified());
+  std::unique_ptr<WaitingPush> push = PushToUnreachableBackup(7);
   primary_->Shutdown();
-  EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  pusher.join();
+  const absl::Status result = push->Finish();
   EXPECT_EQ(result.code(), absl::StatusCode::kUnavailable) << result;
   EXPECT_THAT(result.message(), HasSubstr("ps:0 is stopping"));
 }
@@ -307,24 +325,13 @@ TEST_F(ReplicationTest, ShutdownEndsAForwardRetryingAnUnreachableBackup) {
 TEST_F(ReplicationTest, PromoteOnThePrimaryAnswersPushesWaitingForALostBackup) {
   Start();
   Create("sgd");
-  fault_ = [] { return absl::UnavailableError("connection refused"); };
-  absl::Notification done;
-  absl::Status result;
-  std::thread pusher([&] {
-    std::mt19937 rng(4);
-    PushResponse response;
-    result = LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response);
-    done.Notify();
-  });
-  while (sends_.load() == 0) absl::SleepFor(absl::Milliseconds(1));
-  EXPECT_FALSE(done.HasBeenNotified());  // not acknowledged while the backup lacks it
+  std::unique_ptr<WaitingPush> push = PushToUnreachableBackup(4);
   PromoteRequest promote;
   promote.set_lost_ps(1);
   PromoteResponse out;
   ASSERT_TRUE(primary_->Promote(promote, &out).ok());
   EXPECT_THAT(out.unbacked(), ::testing::UnorderedElementsAre("emb", "w"));
-  EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  pusher.join();
+  const absl::Status result = push->Finish();
   EXPECT_TRUE(result.ok()) << result;
   // Later pushes are not forwarded at all.
   const int sends = sends_.load();
