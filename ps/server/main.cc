@@ -142,9 +142,9 @@ int main(int argc, char** argv) {
       };
       return peer;
     }
-    // A forward runs on the thread serving its push: each try gives up after 30 s, about when the
-    // chief takes a silent backup for lost (--ps_health_deadline_secs), so the Detach that follows
-    // frees that thread instead of leaving it waiting out a 5-minute deadline.
+    // Each try of a forward gives up after 30 s, about when the chief takes a silent backup for lost
+    // (--ps_health_deadline_secs), so the pushes waiting on it are answered after the Detach that
+    // follows, not at a 5-minute deadline.
     auto forwards = std::make_shared<pstrain::GrpcPsClient>(addresses[static_cast<size_t>(ps)],
                                                             absl::StrCat("ps:", ps), absl::Seconds(30), transport);
     peer.push = [forwards](const pstrain::PushRequest& header, absl::Span<const absl::string_view> payload,

@@ -108,6 +108,7 @@ class PsServer {
     // to reach another ps task (null: shards with a backup_ps are refused).
     int ps_index = -1;
     ReplicaConnector connect_ps = nullptr;
+    int replica_in_flight = 4;                         // forwards in flight per backup ps
     absl::Duration replica_retry_for = absl::Seconds(60);  // how long a forward retries an unreachable backup
     // A backup answers a forward once it holds the update and applies it afterwards, on an
     // idle-priority thread, so neither the primary's answer to the worker nor the CPU the workers
@@ -139,8 +140,9 @@ class PsServer {
   void Pull(const PullRequest* request, PullResponse* response, DoneCallback done);
   // Applies (async) or collects (sync) gradients and gradient rows; see the file comment for codes.
   void Push(const PushRequest* request, PushResponse* response, DoneCallback done);
-  // Push over borrowed gradient bytes (the streaming paths): the views are only read before this
-  // returns; `response` must stay valid until `done` runs.
+  // Push over borrowed gradient bytes (the streaming paths): the bytes the views point at and
+  // `response` must stay valid until `done` runs (a primary forwards them to a backup from there;
+  // the names and shapes are only read before this returns).
   // `replica_versions` non-empty: a primary ps forwarding updates it applied (ps_replicas 1), one
   // version per part (dense gradients, then sparse entries); each shard must be a backup here.
   //
@@ -260,15 +262,15 @@ class PsServer {
                               const std::vector<SparseRowsView>& sparse, absl::Span<const int64_t> versions,
                               PushResponse* response);
   // Primary side: forwards the applied parts `forwards` (indices into the request's parts, dense
-  // then sparse, with their new versions) to their backups, on this thread; returns once all have
-  // them, with the first failure.
+  // then sparse, with their new versions) to their backups, from the push's own buffers, and runs
+  // `done` once all have them, with the first failure.
   struct Forwarded {
     size_t part;
     int64_t version;
     int target;
   };
-  absl::Status ForwardApplied(const std::vector<GradientView>& gradients, const std::vector<SparseRowsView>& sparse,
-                              const std::vector<Forwarded>& forwards);
+  void ForwardThenDone(const std::vector<GradientView>& gradients, const std::vector<SparseRowsView>& sparse,
+                       const std::vector<Forwarded>& forwards, DoneCallback done);
   ReplicaLink* LinkTo(int ps) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Has replica_applier_ apply `shard`'s kept forwards; ApplyDeferred is its task.
   void ScheduleDeferred(std::shared_ptr<Shard> shard);

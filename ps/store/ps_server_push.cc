@@ -192,7 +192,7 @@ void PsServer::PushGradients(int worker, int64_t step, const std::vector<Gradien
       if (target >= 0) forwards.push_back({i, v, target});
     }
   }
-  if (!forwards.empty()) return done(ForwardApplied(gradients, sparse, forwards));
+  if (!forwards.empty()) return ForwardThenDone(gradients, sparse, forwards, std::move(done));
   if (!any_sync) return done(absl::OkStatus());
   ParkSyncPush(worker, step, response, std::move(plan), std::move(done));
 }

@@ -1,6 +1,7 @@
 // PsServer's replication (ps_replicas 1): shard roles, forwarding applied updates to backups,
 // applying forwards on the backup, and promotion when the chief lost a ps. See ps_server.h and
 // replica_link.h.
+#include <atomic>
 #include <map>
 #include <set>
 #include <utility>
@@ -26,6 +27,7 @@ ReplicaLink* PsServer::LinkTo(int ps) {
     ReplicaLink::Options o;
     o.from = options_.task;
     o.to = absl::StrCat("ps:", ps);
+    o.in_flight = options_.replica_in_flight;
     o.retry_for = options_.replica_retry_for;
     o.env = env_;
     o.log = options_.log;
@@ -124,11 +126,11 @@ void PsServer::ApplyDeferred() {
   for (const auto& shard : shards) shard->ApplyDeferredReplicaUpdates();
 }
 
-absl::Status PsServer::ForwardApplied(const std::vector<GradientView>& gradients,
-                                      const std::vector<SparseRowsView>& sparse, const std::vector<Forwarded>& forwards) {
+void PsServer::ForwardThenDone(const std::vector<GradientView>& gradients, const std::vector<SparseRowsView>& sparse,
+                               const std::vector<Forwarded>& forwards, DoneCallback done) {
   // One forward per backup ps (one with ps_replicas 1 and round-robin backups), its parts in
-  // request order (`forwards` is: dense gradients first, then the sparse entries), sent from the
-  // push's own buffers, which outlive this call.
+  // request order (`forwards` is: dense gradients first, then the sparse entries), its bytes those
+  // of the push, which stay valid until `done` runs.
   std::map<int, std::pair<PushRequest, std::vector<absl::string_view>>> requests;
   for (const Forwarded& f : forwards) requests[f.target].first.add_replica_versions(f.version);
   for (const Forwarded& f : forwards) {
@@ -149,25 +151,51 @@ absl::Status PsServer::ForwardApplied(const std::vector<GradientView>& gradients
       payload.push_back(v.values);
     }
   }
-  std::vector<std::pair<ReplicaLink*, int>> links;
+  struct Countdown {
+    explicit Countdown(size_t n, DoneCallback d) : left(static_cast<int>(n)), done(std::move(d)) {}
+    std::atomic<int> left;
+    absl::Mutex mu;
+    absl::Status first ABSL_GUARDED_BY(mu);
+    DoneCallback done;
+  };
+  auto countdown = std::make_shared<Countdown>(requests.size(), std::move(done));
+  std::vector<ReplicaLink*> links;
   {
     // Pushes share the lock: AssignRoles or AttachBackup made the link before setting forward_to.
     absl::ReaderMutexLock l(&mu_);
     for (auto& [target, request] : requests) {
       auto it = links_.find(target);
-      links.emplace_back(it == links_.end() ? nullptr : it->second.get(), target);
+      links.push_back(it == links_.end() ? nullptr : it->second.get());
     }
   }
-  absl::Status first;
-  for (auto& [link, target] : links) {
-    const auto& [header, payload] = requests[target];
-    absl::Status s =
-        link == nullptr
-            ? absl::InternalError(absl::StrCat(options_.task, " has no link to the backup of an updated shard"))
-            : link->Forward(header, payload);
-    if (first.ok()) first = s;
+  size_t k = 0;
+  for (auto& [target, request] : requests) {
+    ReplicaLink* link = links[k++];
+    auto answer = [countdown](absl::Status s) {
+      if (!s.ok()) {
+        absl::MutexLock l(&countdown->mu);
+        if (countdown->first.ok()) countdown->first = s;
+      }
+      if (countdown->left.fetch_sub(1) == 1) {
+        absl::Status result;
+        {
+          absl::MutexLock l(&countdown->mu);
+          // A status of its own, moved to the push's thread: none of this sender's copies share its
+          // text, so no thread frees what another still reads (abseil's shared-status counts are
+          // atomics in a library ThreadSanitizer cannot see).
+          if (!countdown->first.ok()) {
+            result = absl::Status(countdown->first.code(), std::string(countdown->first.message()));
+          }
+        }
+        countdown->done(std::move(result));
+      }
+    };
+    if (link == nullptr) {
+      answer(absl::InternalError(absl::StrCat(options_.task, " has no link to the backup of an updated shard")));
+    } else {
+      link->Forward(std::move(request.first), std::move(request.second), std::move(answer));
+    }
   }
-  return first;
 }
 
 absl::Status PsServer::Promote(const PromoteRequest& request, PromoteResponse* response) {

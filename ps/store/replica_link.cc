@@ -16,18 +16,58 @@ bool Retryable(const absl::Status& s) {
 ReplicaLink::ReplicaLink(Options options, ReplicaPeer peer)
     : options_(std::move(options)),
       env_(options_.env != nullptr ? options_.env : Env::Default()),
-      peer_(std::move(peer)) {}
+      peer_(std::move(peer)) {
+  const int n = std::max(1, options_.in_flight);
+  for (int i = 0; i < n; ++i) senders_.emplace_back([this] { SendLoop(); });
+}
 
-absl::Status ReplicaLink::Forward(const PushRequest& header, absl::Span<const absl::string_view> payload) {
-  return Send([this, &header, payload] {
-    PushResponse response;
-    return peer_.push(header, payload, &response);
-  });
+ReplicaLink::~ReplicaLink() {
+  Stop();
+  for (std::thread& t : senders_) t.join();
+}
+
+void ReplicaLink::Forward(PushRequest header, std::vector<absl::string_view> payload, DoneCallback done) {
+  absl::Status now;
+  {
+    absl::MutexLock l(&mu_);
+    if (detached_) {
+      now = absl::OkStatus();
+    } else if (!broken_.ok()) {
+      now = broken_;
+    } else if (stopping_) {
+      now = absl::UnavailableError(absl::StrCat(options_.from, " is stopping"));
+    } else {
+      queue_.push_back({std::move(header), std::move(payload), std::move(done)});
+      return;
+    }
+  }
+  done(now);
 }
 
 void ReplicaLink::Stop() {
   absl::MutexLock l(&mu_);
-  stopping_ = true;
+  stopping_ = true;  // the senders fail what is queued (Send), then end
+}
+
+void ReplicaLink::SendLoop() {
+  for (;;) {
+    Pending p;
+    {
+      absl::MutexLock l(&mu_);
+      mu_.Await(absl::Condition(
+          +[](ReplicaLink* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+            return self->stopping_ || !self->queue_.empty();
+          },
+          this));
+      if (queue_.empty()) return;  // stopping
+      p = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    p.done(Send([this, &p] {
+      PushResponse response;
+      return peer_.push(p.header, p.payload, &response);
+    }));
+  }
 }
 
 void ReplicaLink::Detach(const std::string& why) {

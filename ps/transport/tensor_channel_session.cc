@@ -410,12 +410,11 @@ TensorChannelSession::Step TensorChannelSession::StartCall() {
                       sparse_bytes_[2 * i + 1], counted_[push.gradients_size() + i]});
     }
     pushed_.Clear();
-    // The views are read before PushGradients returns; the response is filled before `done` runs.
+    // The bytes stay until `done` (a primary forwards them from here; AwaitCall frees them); the
+    // response is filled before `done` runs.
     server_->ps()->PushGradients(
         push.worker_index(), push.step(), views, rows, &pushed_,
         [self](absl::Status s) { self->PushDone(std::move(s)); }, push.replica_versions());
-    gradients_.clear();
-    sparse_bytes_.clear();
   }
   return AwaitCall();
 }
@@ -447,6 +446,8 @@ TensorChannelSession::Step TensorChannelSession::AwaitCall() {
     }
     status = call_status_;
   }
+  gradients_.clear();  // the push's bytes: done with (back to their pool)
+  sparse_bytes_.clear();
   TensorCallResponse response;
   SetStatus(status, &response);
   std::vector<absl::string_view> payload;
