@@ -15,13 +15,16 @@ std::vector<absl::string_view> PushPayload(const PushRequest& request) {
   return payload;
 }
 
+absl::Status CheckPayloadParts(const PushRequest& header, size_t parts) {
+  const size_t needed = static_cast<size_t>(header.gradients_size()) + 2 * static_cast<size_t>(header.sparse_size());
+  if (parts == needed) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("a push of ", header.gradients_size(), " gradients and ",
+                                                 header.sparse_size(), " sparse entries needs ", needed,
+                                                 " payload parts, not ", parts));
+}
+
 absl::StatusOr<PushRequest> AssemblePush(const PushRequest& header, absl::Span<const absl::string_view> payload) {
-  const size_t parts = static_cast<size_t>(header.gradients_size() + 2 * header.sparse_size());
-  if (payload.size() != parts) {
-    return absl::InvalidArgumentError(absl::StrCat("a push of ", header.gradients_size(), " gradients and ",
-                                                   header.sparse_size(), " sparse entries needs ", parts,
-                                                   " payload parts, not ", payload.size()));
-  }
+  if (absl::Status s = CheckPayloadParts(header, payload.size()); !s.ok()) return s;
   PushRequest request = header;
   size_t k = 0;
   for (ShardGradient& g : *request.mutable_gradients()) {

@@ -19,8 +19,11 @@ namespace pstrain {
 // The bytes of `request` in payload order. They alias `request`, which must outlive them.
 std::vector<absl::string_view> PushPayload(const PushRequest& request);
 
-// The whole request a header and its payload stand for (the bytes copied). InvalidArgument when
-// the payload does not have one part per gradient and two per sparse entry.
+// InvalidArgument unless `parts` is one part per gradient of `header` and two per sparse entry.
+absl::Status CheckPayloadParts(const PushRequest& header, size_t parts);
+
+// The whole request a header and its payload stand for (the bytes copied). CheckPayloadParts's
+// error when the payload does not fit the header.
 absl::StatusOr<PushRequest> AssemblePush(const PushRequest& header, absl::Span<const absl::string_view> payload);
 
 }  // namespace pstrain

@@ -10,8 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "proto/common.pb.h"
 #include "common/push_parts.h"
+#include "proto/common.pb.h"
 #include "proto/ps.pb.h"
 
 namespace pstrain {

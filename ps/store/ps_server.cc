@@ -33,7 +33,7 @@ void PsServer::Shutdown() {
     shards = shards_;
   }
   for (auto& [name, shard] : shards) shard->Abort(UnavailableStatus());
-  // Forwards still retrying an unreachable backup end, so the threads serving their pushes do too.
+  // Forwards queued or retrying an unreachable backup end: their pushes are answered UNAVAILABLE.
   absl::MutexLock l(&mu_);
   for (auto& [ps, link] : links_) link->Stop();
   for (auto& link : retired_links_) link->Stop();

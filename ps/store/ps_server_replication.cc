@@ -131,24 +131,37 @@ void PsServer::ForwardThenDone(const std::vector<GradientView>& gradients, const
   // One forward per backup ps (one with ps_replicas 1 and round-robin backups), its parts in
   // request order (`forwards` is: dense gradients first, then the sparse entries), its bytes those
   // of the push, which stay valid until `done` runs.
-  std::map<int, std::pair<PushRequest, std::vector<absl::string_view>>> requests;
-  for (const Forwarded& f : forwards) requests[f.target].first.add_replica_versions(f.version);
+  struct Outgoing {
+    PushRequest header;
+    std::vector<absl::string_view> payload;
+    ReplicaLink* link = nullptr;
+  };
+  std::map<int, Outgoing> outgoing;
   for (const Forwarded& f : forwards) {
-    auto& [header, payload] = requests[f.target];
+    Outgoing& out = outgoing[f.target];
+    out.header.add_replica_versions(f.version);
     if (f.part < gradients.size()) {
       const GradientView& g = gradients[f.part];
-      ShardGradient* out = header.add_gradients();
-      out->set_name(g.name);
-      out->mutable_gradient()->set_dtype(g.dtype);
-      for (int64_t d : g.shape) out->mutable_gradient()->add_shape(d);
-      payload.push_back(g.data);
+      ShardGradient* h = out.header.add_gradients();
+      h->set_name(g.name);
+      h->mutable_gradient()->set_dtype(g.dtype);
+      for (int64_t d : g.shape) h->mutable_gradient()->add_shape(d);
+      out.payload.push_back(g.data);
     } else {
       const SparseRowsView& v = sparse[f.part - gradients.size()];
-      SparseRows* out = header.add_sparse();
-      out->set_shard_name(v.name);
-      out->set_num_ids(v.num_ids);
-      payload.push_back(v.ids);
-      payload.push_back(v.values);
+      SparseRows* h = out.header.add_sparse();
+      h->set_shard_name(v.name);
+      h->set_num_ids(v.num_ids);
+      out.payload.push_back(v.ids);
+      out.payload.push_back(v.values);
+    }
+  }
+  {
+    // Pushes share the lock: AssignRoles or AttachBackup made the link before setting forward_to.
+    absl::ReaderMutexLock l(&mu_);
+    for (auto& [target, out] : outgoing) {
+      auto it = links_.find(target);
+      if (it != links_.end()) out.link = it->second.get();
     }
   }
   struct Countdown {
@@ -158,19 +171,8 @@ void PsServer::ForwardThenDone(const std::vector<GradientView>& gradients, const
     absl::Status first ABSL_GUARDED_BY(mu);
     DoneCallback done;
   };
-  auto countdown = std::make_shared<Countdown>(requests.size(), std::move(done));
-  std::vector<ReplicaLink*> links;
-  {
-    // Pushes share the lock: AssignRoles or AttachBackup made the link before setting forward_to.
-    absl::ReaderMutexLock l(&mu_);
-    for (auto& [target, request] : requests) {
-      auto it = links_.find(target);
-      links.push_back(it == links_.end() ? nullptr : it->second.get());
-    }
-  }
-  size_t k = 0;
-  for (auto& [target, request] : requests) {
-    ReplicaLink* link = links[k++];
+  auto countdown = std::make_shared<Countdown>(outgoing.size(), std::move(done));
+  for (auto& [target, out] : outgoing) {
     auto answer = [countdown](absl::Status s) {
       if (!s.ok()) {
         absl::MutexLock l(&countdown->mu);
@@ -190,10 +192,10 @@ void PsServer::ForwardThenDone(const std::vector<GradientView>& gradients, const
         countdown->done(std::move(result));
       }
     };
-    if (link == nullptr) {
+    if (out.link == nullptr) {
       answer(absl::InternalError(absl::StrCat(options_.task, " has no link to the backup of an updated shard")));
     } else {
-      link->Forward(std::move(request.first), std::move(request.second), std::move(answer));
+      out.link->Forward(std::move(out.header), std::move(out.payload), std::move(answer));
     }
   }
 }

@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
 #include "common/protocol_version.h"
-#include "common/status_macros.h"
 #include "common/push_parts.h"
+#include "common/status_macros.h"
 #include "ps/transport/bulk_messages.h"
 #include "ps/transport/tensor_channel_wire.h"
 
@@ -348,12 +348,8 @@ absl::Status TensorChannelClient::Push(const PushRequest& request, PushResponse*
 absl::Status TensorChannelClient::PushParts(const PushRequest& header, absl::Span<const absl::string_view> payload,
                                             PushResponse* response, absl::Duration timeout) {
   const absl::Time deadline = env_->Now() + timeout;
+  RETURN_IF_ERROR(Named(CheckPayloadParts(header, payload.size())));
   const size_t dense = static_cast<size_t>(header.gradients_size());
-  if (payload.size() != dense + 2 * static_cast<size_t>(header.sparse_size())) {
-    return Named(absl::InvalidArgumentError(absl::StrCat("a push of ", dense, " gradients and ", header.sparse_size(),
-                                                         " sparse entries came with ", payload.size(),
-                                                         " payload parts")));
-  }
   for (int i = 0; i < header.sparse_size(); ++i) {
     RETURN_IF_ERROR(Named(CheckRowIds(header.sparse(i), payload[dense + 2 * static_cast<size_t>(i)].size())));
   }
