@@ -115,6 +115,9 @@ class PsServer {
     // use waits for the backup's optimizer. Up to this many bytes of such updates per backup shard
     // (their gradients); past it, and with 0, a forward is applied before it is answered.
     int64_t replica_defer_bytes = int64_t{4} << 20;
+    // Most bytes of forwards per backup shard held for an earlier version (or for the shard's
+    // state) to land first; past it a forward is refused UNAVAILABLE and the primary retries it.
+    int64_t replica_hold_bytes = int64_t{256} << 20;
     std::function<void(const std::string&)> log = nullptr;  // replication events (may be null)
   };
 

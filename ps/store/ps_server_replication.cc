@@ -101,7 +101,10 @@ absl::Status PsServer::ApplyForwarded(int worker, const std::vector<GradientView
       response->add_versions(versions[i]);
       ScheduleDeferred(std::move(shard));
     } else {
-      response->add_versions(shard->ApplyReplica(versions[i], part.grad, std::move(part.rows)));
+      // A refused part leaves the earlier ones in: the retry finds them applied or held.
+      ASSIGN_OR_RETURN(int64_t reached,
+                       shard->ApplyReplica(versions[i], part.grad, std::move(part.rows), options_.replica_hold_bytes));
+      response->add_versions(reached);
     }
   }
   return absl::OkStatus();

@@ -157,10 +157,14 @@ class Shard {
   // Backup: applies an update its primary applied as version `version` (`dense`: float32 bytes of
   // shape(), any alignment; or `rows`, already summed, for a table shard): at once when this copy
   // is at version - 1, then the held updates that follow it; held (copied) while an earlier one is
-  // still on its way (forwards travel in parallel); dropped when already applied. Returns the
-  // version reached. Forwarding the gradient and applying it with the same optimizer in the same
-  // order keeps the backup's values and slots bit for bit the primary's.
-  int64_t ApplyReplica(int64_t version, const char* dense, RowGradients rows);
+  // still on its way (forwards travel in parallel) or the copy awaits its state; dropped when
+  // already applied. Returns the version reached. Forwarding the gradient and applying it with the
+  // same optimizer in the same order keeps the backup's values and slots bit for bit the primary's.
+  // Unavailable, holding nothing, when the update would have to be held and the held updates
+  // would pass `max_held_bytes`: the primary retries it once earlier ones have landed. One update
+  // is always held, whatever its size, and a retried held version replaces itself.
+  absl::StatusOr<int64_t> ApplyReplica(int64_t version, const char* dense, RowGradients rows,
+                                       int64_t max_held_bytes);
   // Backup: keeps the update of `version` (as ApplyReplica takes it; dense bytes copied) for
   // ApplyDeferredReplicaUpdates instead of applying it now, and returns true; returns false, keeping
   // nothing, when the kept updates would pass `max_held_bytes`, when this copy awaits its state or

@@ -68,13 +68,24 @@ int64_t Shard::ApplyDeferredReplicaUpdates() {
   return applied;
 }
 
-int64_t Shard::ApplyReplica(int64_t version, const char* dense, RowGradients rows) {
+absl::StatusOr<int64_t> Shard::ApplyReplica(int64_t version, const char* dense, RowGradients rows,
+                                            int64_t max_held_bytes) {
   std::vector<std::function<void()>> run_after;
   int64_t reached;
   {
     absl::MutexLock l(&mu_);
     if (awaiting_state_ || version > version_ + 1) {
-      // An earlier update is still on its way: keep a copy until it lands.
+      // An earlier update is still on its way: keep a copy until it lands. A primary has at most
+      // a few forwards in flight, so the bound binds only a peer sending far-ahead versions, or a
+      // long wait for the state while pushes go on.
+      const int64_t bytes = spec_.sparse() ? HeldUpdate::RowsBytes(rows) : static_cast<int64_t>(num_bytes_);
+      if (held_bytes_ > 0 && held_.count(version) == 0 && held_bytes_ + bytes > max_held_bytes) {
+        return absl::UnavailableError(absl::StrCat(
+            "the backup of shard ", name(), " holds ", held_.size(), " updates (", held_bytes_,
+            " bytes) waiting for ", awaiting_state_ ? "its state from the primary" : absl::StrCat("version ", version_ + 1),
+            "; update ", version, " (", bytes, " bytes) would pass the ", max_held_bytes,
+            " bytes it may hold: send it again once the earlier ones have landed"));
+      }
       HoldLocked(version, dense, std::move(rows));
     } else if (version == version_ + 1) {
       if (!spec_.sparse() && reinterpret_cast<uintptr_t>(dense) % alignof(float) != 0) {

@@ -1,12 +1,14 @@
 // Replication (ps_replicas 1) between two PsServers in one process: the backup stays bit for bit
 // its primary (values and optimizer slots, dense and table shards, every optimizer) under
 // concurrent pushes whose forwards travel in parallel; backups refuse workers and are not saved;
-// promotion applies held forwards; link errors (permanent, unreachable, detached) end every push.
+// promotion applies held forwards; held forwards are bounded; link errors (permanent, unreachable,
+// detached) end every push.
 #include <atomic>
 #include <chrono>
 #include <limits>
 #include <memory>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -85,12 +87,15 @@ PushRequest RandomPush(std::mt19937* rng) {
 
 class ReplicationTest : public ::testing::Test {
  protected:
-  // `backup_defer_bytes`: the backup's Options::replica_defer_bytes (-1: its default).
-  void Start(absl::Duration retry_for = absl::Seconds(60), int64_t backup_defer_bytes = -1) {
+  // `backup_defer_bytes`, `backup_hold_bytes`: the backup's Options::replica_defer_bytes and
+  // replica_hold_bytes (-1: its default).
+  void Start(absl::Duration retry_for = absl::Seconds(60), int64_t backup_defer_bytes = -1,
+             int64_t backup_hold_bytes = -1) {
     PsServer::Options b;
     b.task = "ps:1";
     b.ps_index = 1;
     if (backup_defer_bytes >= 0) b.replica_defer_bytes = backup_defer_bytes;
+    if (backup_hold_bytes >= 0) b.replica_hold_bytes = backup_hold_bytes;
     backup_ = std::make_unique<PsServer>(b);
     PsServer::Options p;
     p.task = "ps:0";
@@ -107,7 +112,13 @@ class ReplicationTest : public ::testing::Test {
           absl::Status s = fault_();
           if (!s.ok()) return s;
         }
-        return LocalPsClient(backup_.get()).PushParts(header, payload, response);
+        if (fault_on_) {
+          absl::Status s = fault_on_(header);
+          if (!s.ok()) return s;
+        }
+        absl::Status s = LocalPsClient(backup_.get()).PushParts(header, payload, response);
+        if (absl::IsUnavailable(s)) refused_.fetch_add(1);
+        return s;
       };
       peer.install = [this](const ReplicaStateRequest& request) {
         ReplicaStateResponse response;
@@ -189,6 +200,8 @@ class ReplicationTest : public ::testing::Test {
   std::vector<std::unique_ptr<PsServer>> retired_;
   std::unique_ptr<PsServer> backup_, primary_;  // the primary forwards to the backup: declared after it
   std::function<absl::Status()> fault_;          // set before pushes start
+  std::function<absl::Status(const PushRequest&)> fault_on_;  // likewise, by forward
+  std::atomic<int> refused_{0};                  // forwards the backup answered UNAVAILABLE
   std::function<void(const PushRequest&, absl::Span<const absl::string_view>)> on_send_;  // likewise
   std::atomic<int> sends_{0};
   absl::Mutex log_mu_;
@@ -435,6 +448,72 @@ TEST_F(ReplicationTest, ForwardsPastTheKeptBytesAreAppliedBeforeTheyAreAnswered)
   ASSERT_TRUE(Forward(3, 2.f).ok());    // past the room: held, as its turn has not come either
   ASSERT_TRUE(Forward(1, 0.5f).ok());   // past the room: applied now, and 2 and 3 after it
   EXPECT_EQ(BackupVersion("w"), 3);
+}
+
+// A peer sending versions far ahead (or a primary whose earlier forwards are slow) cannot make the
+// backup hold without bound: past replica_hold_bytes a forward is refused UNAVAILABLE, which a
+// primary retries, and taken once the earlier ones have landed.
+TEST_F(ReplicationTest, HeldForwardsAreBoundedAndThoseRefusedAreTakenWhenRetried) {
+  // Room for two held updates of "w" (30 floats each); "emb"'s empty row updates take none.
+  Start(absl::Seconds(60), /*backup_defer_bytes=*/0, /*backup_hold_bytes=*/2 * 30 * sizeof(float));
+  Create("sgd");
+  ASSERT_TRUE(Forward(2, 1.f).ok());
+  ASSERT_TRUE(Forward(3, 2.f).ok());
+  for (int64_t far : {4, 1000000}) {
+    absl::Status s = Forward(far, 3.f);
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("the backup of shard w holds 2 updates (240 bytes) waiting for "
+                                                    "version 1"));
+  }
+  ASSERT_TRUE(Forward(3, 2.f).ok());  // a retry of a held version replaces it: no more room taken
+  EXPECT_EQ(BackupVersion("w"), 0);
+  ASSERT_TRUE(Forward(1, 0.5f).ok());  // lands, and the held 2 and 3 after it
+  EXPECT_EQ(BackupVersion("w"), 3);
+  ASSERT_TRUE(Forward(4, 3.f).ok());  // the refused one, retried
+  EXPECT_EQ(BackupVersion("w"), 4);
+  // Promotion applies what was held and nothing that was refused: version 1000000 never came.
+  PromoteRequest promote;
+  promote.set_lost_ps(0);
+  PromoteResponse out;
+  ASSERT_TRUE(backup_->Promote(promote, &out).ok());
+  EXPECT_EQ(BackupVersion("w"), 4);
+}
+
+// Through a real primary: a forward the backup refuses for want of room is retried by the link,
+// and every push is answered once its forward is taken.
+TEST_F(ReplicationTest, PrimaryRetriesAForwardTheBackupHadNoRoomFor) {
+  // Room for one held update per shard.
+  Start(absl::Seconds(60), /*backup_defer_bytes=*/0, /*backup_hold_bytes=*/30 * sizeof(float));
+  Create("sgd");
+  // Version 1's forward is lost until versions 2 and 3 have each been sent once: whichever of
+  // them comes first is held, the other refused, and both land after 1.
+  absl::Mutex mu;
+  std::set<int64_t> sent;
+  fault_on_ = [&](const PushRequest& header) {
+    absl::MutexLock l(&mu);
+    const int64_t version = header.replica_versions(0);
+    if (version != 1) {
+      sent.insert(version);
+      return absl::OkStatus();
+    }
+    return sent.size() >= 2 ? absl::OkStatus() : absl::UnavailableError("connection reset");
+  };
+  std::vector<std::thread> pushes;
+  std::atomic<int> answered{0};
+  for (uint32_t seed : {21u, 22u, 23u}) {
+    pushes.emplace_back([this, seed, &answered] {
+      std::mt19937 rng(seed);
+      PushResponse response;
+      absl::Status s = LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response);
+      EXPECT_TRUE(s.ok()) << s;
+      answered.fetch_add(1);
+    });
+  }
+  for (std::thread& t : pushes) t.join();
+  EXPECT_EQ(answered.load(), 3);
+  EXPECT_GE(refused_.load(), 1);  // the forward that found no room, answered UNAVAILABLE and retried
+  EXPECT_EQ(BackupVersion("w"), 3);
+  EXPECT_EQ(BackupVersion("emb"), 3);
 }
 
 // ps:1 was lost (the primary stopped forwarding), came back empty, and is attached again while
