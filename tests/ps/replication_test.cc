@@ -118,6 +118,7 @@ class ReplicationTest : public ::testing::Test {
         }
         absl::Status s = LocalPsClient(backup_.get()).PushParts(header, payload, response);
         if (absl::IsUnavailable(s)) refused_.fetch_add(1);
+        if (answered_) answered_(header);
         return s;
       };
       peer.install = [this](const ReplicaStateRequest& request) {
@@ -201,6 +202,7 @@ class ReplicationTest : public ::testing::Test {
   std::unique_ptr<PsServer> backup_, primary_;  // the primary forwards to the backup: declared after it
   std::function<absl::Status()> fault_;          // set before pushes start
   std::function<absl::Status(const PushRequest&)> fault_on_;  // likewise, by forward
+  std::function<void(const PushRequest&)> answered_;          // likewise: after the backup answered
   std::atomic<int> refused_{0};                  // forwards the backup answered UNAVAILABLE
   std::function<void(const PushRequest&, absl::Span<const absl::string_view>)> on_send_;  // likewise
   std::atomic<int> sends_{0};
@@ -485,32 +487,32 @@ TEST_F(ReplicationTest, PrimaryRetriesAForwardTheBackupHadNoRoomFor) {
   // Room for one held update per shard.
   Start(absl::Seconds(60), /*backup_defer_bytes=*/0, /*backup_hold_bytes=*/30 * sizeof(float));
   Create("sgd");
-  // Version 1's forward is lost until versions 2 and 3 have each been sent once: whichever of
-  // them comes first is held, the other refused, and both land after 1.
+  // Version 1's forward is lost until the backup has answered versions 2 and 3 once each:
+  // whichever of them came first was held, the other refused, and both land after 1.
   absl::Mutex mu;
-  std::set<int64_t> sent;
+  std::set<int64_t> forwards_answered;
+  answered_ = [&](const PushRequest& header) {
+    absl::MutexLock l(&mu);
+    if (header.replica_versions(0) != 1) forwards_answered.insert(header.replica_versions(0));
+  };
   fault_on_ = [&](const PushRequest& header) {
     absl::MutexLock l(&mu);
-    const int64_t version = header.replica_versions(0);
-    if (version != 1) {
-      sent.insert(version);
-      return absl::OkStatus();
-    }
-    return sent.size() >= 2 ? absl::OkStatus() : absl::UnavailableError("connection reset");
+    if (header.replica_versions(0) != 1 || forwards_answered.size() >= 2) return absl::OkStatus();
+    return absl::UnavailableError("connection reset");
   };
   std::vector<std::thread> pushes;
-  std::atomic<int> answered{0};
+  std::atomic<int> pushes_answered{0};
   for (uint32_t seed : {21u, 22u, 23u}) {
-    pushes.emplace_back([this, seed, &answered] {
+    pushes.emplace_back([this, seed, &pushes_answered] {
       std::mt19937 rng(seed);
       PushResponse response;
       absl::Status s = LocalPsClient(primary_.get()).Push(RandomPush(&rng), &response);
       EXPECT_TRUE(s.ok()) << s;
-      answered.fetch_add(1);
+      pushes_answered.fetch_add(1);
     });
   }
   for (std::thread& t : pushes) t.join();
-  EXPECT_EQ(answered.load(), 3);
+  EXPECT_EQ(pushes_answered.load(), 3);
   EXPECT_GE(refused_.load(), 1);  // the forward that found no room, answered UNAVAILABLE and retried
   EXPECT_EQ(BackupVersion("w"), 3);
   EXPECT_EQ(BackupVersion("emb"), 3);
