@@ -43,6 +43,9 @@ ABSL_FLAG(std::string, tls_key, "", "this task's private key (overrides --tls_di
 ABSL_FLAG(std::string, ps_transport, "tensor_channel",
           "how pulls and pushes reach the ps: tensor_channel (the ps's own framing on its port; fastest) or grpc "
           "(unary gRPC calls, for networks that pass only HTTP/2)");
+ABSL_FLAG(int, overlap_push, -1,
+          "async jobs: keep a step's push in flight while the next step pulls and computes (1), never (0), or "
+          "only when the job keeps backups, ps_replicas > 0 (-1)");
 ABSL_FLAG(int, metrics_port, 0, "serve Prometheus metrics at http://<host of --listen>:PORT/metrics (0 = off)");
 
 namespace {
@@ -79,6 +82,10 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
       pstrain::CheckInRange(out.options.replicas, pstrain::IntBetween(1, pstrain::kMaxThreads), "--replicas");
   if (!s_replicas.ok()) return s_replicas;
   out.options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  out.options.overlap_push = absl::GetFlag(FLAGS_overlap_push);
+  absl::Status s_overlap = pstrain::CheckInRange(
+      out.options.overlap_push, pstrain::IntBetween(-1, 1, "(-1: only with backups)"), "--overlap_push");
+  if (!s_overlap.ok()) return s_overlap;
   absl::StatusOr<pstrain::GradientComputerFactory> compute =
       pstrain::ComputeFactoryForDevice(absl::GetFlag(FLAGS_device), out.options.replicas);
   if (!compute.ok()) return compute.status();

@@ -61,6 +61,11 @@ class VariableExchange {
   // The lowest and highest shard version of the last PullAll over every ps.
   std::pair<int64_t, int64_t> PulledVersionRange() const;
 
+  // Takes the versions `from`'s last PullAll pulled as if this exchange had pulled them, so a
+  // push made here reports its staleness against them (a push in flight on a second exchange
+  // while the first pulls the next step). REQUIRES: both made from the same plan.
+  void CopyPulledVersions(const VariableExchange& from) { pulled_ = from.pulled_; }
+
   int num_ps() const { return static_cast<int>(ps_.size()); }
 
   // Adds to `out` the pushes each shard's ps acknowledged since the last call (one per shard per

@@ -3,6 +3,7 @@
 #include <map>
 #include <tuple>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/binary_metrics.h"
 #include "common/env.h"
@@ -15,6 +16,7 @@
 #include "worker/data/dataset.h"
 #include "worker/data/shard_iterator.h"
 #include "worker/divergence_check.h"
+#include "worker/push_in_flight.h"
 #include "worker/variable_exchange.h"
 
 namespace pstrain {
@@ -35,12 +37,17 @@ struct Worker::PartContext {
   // not queue behind another part's push that the ps parks until this part arrives (sync mode).
   std::vector<std::unique_ptr<PsClient>> ps;
   std::unique_ptr<VariableExchange> exchange;
+  // OverlapsPushes: the exchange a step's push runs on while the next step pulls on `exchange`,
+  // with that push's gradients and rows (swapped with grads and lookup). Null otherwise.
+  std::unique_ptr<VariableExchange> push_exchange;
   std::unique_ptr<ReplicaSet> replicas;
   std::unique_ptr<ShardIterator> train;
   std::vector<Tensor> params, grads;
   Batch batch_buffer;
   std::unique_ptr<IdDeduper> dedupe;  // CTR models: the step's unique ids per table
   SparseLookup lookup;
+  std::vector<Tensor> push_grads;  // push_exchange's
+  SparseLookup push_lookup;
 };
 
 struct Worker::Job {
@@ -134,6 +141,9 @@ absl::StatusOr<Worker::PartContext*> Worker::PartFor(Job* job, int part) {
     ps.push_back(client.get());
     ctx->ps.push_back(std::move(client));
   }
+  if (OverlapsPushes(*job)) {
+    ASSIGN_OR_RETURN(ctx->push_exchange, VariableExchange::Create(job->variables, job->plan, ps));
+  }
   ASSIGN_OR_RETURN(ctx->exchange, VariableExchange::Create(job->variables, job->plan, std::move(ps)));
   ASSIGN_OR_RETURN(ctx->replicas, ReplicaSet::Create(job->spec.model, options_.replicas, options_.threads, compute_));
   if (job->spec.model.is_ctr()) {
@@ -179,15 +189,26 @@ absl::Status Worker::Reassign(const ReassignRequest& request, ReassignResponse* 
     absl::MutexLock part_lock(&ctx->mu);
     std::vector<PsClient*> ps;
     for (const auto& client : ctx->ps) ps.push_back(client.get());
+    std::unique_ptr<VariableExchange> push_exchange;
+    if (ctx->push_exchange != nullptr) {
+      ASSIGN_OR_RETURN(push_exchange, VariableExchange::Create(job->variables, request.plan(), ps));
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<VariableExchange> exchange,
                      VariableExchange::Create(job->variables, request.plan(), std::move(ps)));
     {
       absl::MutexLock lock(&mu_);
       ctx->exchange->TakeAcknowledgedPushes(&acked_);
+      if (ctx->push_exchange != nullptr) ctx->push_exchange->TakeAcknowledgedPushes(&acked_);
     }
     ctx->exchange = std::move(exchange);
+    ctx->push_exchange = std::move(push_exchange);
   }
   return absl::OkStatus();
+}
+
+bool Worker::OverlapsPushes(const Job& job) const {
+  if (job.sync) return false;
+  return options_.overlap_push > 0 || (options_.overlap_push < 0 && job.spec.ps_replicas > 0);
 }
 
 std::map<std::string, int64_t> Worker::AcknowledgedPushes() {
@@ -223,6 +244,21 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
   std::map<int64_t, int64_t> closure_examples;  // epoch of the part -> examples trained
   const int64_t per_epoch = ctx->train->BatchesPerEpoch(ctx->batch);
   ctx->train->Seek(request.data_position(), ctx->batch);
+  // OverlapsPushes: the previous step's push, still in flight. Every return waits for it and
+  // counts its acknowledgement, so the closure ends with no push of its own outstanding.
+  PushInFlight in_flight;
+  auto finish_push = [&]() -> absl::Status {
+    if (!in_flight.active()) return absl::OkStatus();
+    absl::StatusOr<int64_t> pushed = in_flight.Wait();
+    {
+      absl::MutexLock lock(&mu_);  // a failed push may still have been acknowledged by other ps
+      ctx->push_exchange->TakeAcknowledgedPushes(&acked_);
+    }
+    if (!pushed.ok()) return pushed.status();
+    staleness = std::max(staleness, *pushed);
+    return absl::OkStatus();
+  };
+  absl::Cleanup finish_on_return = [&] { finish_push().IgnoreError(); };
   for (int k = 0; k < request.num_steps(); ++k) {
     if (stopping_) return absl::CancelledError(absl::StrCat(options_.task, " is shutting down"));
     const int64_t t0 = env->NowMicros();
@@ -273,21 +309,35 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
       RETURN_IF_ERROR(CheckStepFinite(step, loss, job.variables, ctx->grads));
     }
     const int64_t t3 = env->NowMicros();
-    // Sync pushes are tagged with the data part, so the ps collects each part once per step
-    // whichever worker computed it.
-    absl::StatusOr<int64_t> pushed =
-        ctx->exchange->PushAll(ctx->part, job.sync, ctx->grads, lookup, job.sync ? sync_step : -1);
-    {
-      absl::MutexLock lock(&mu_);  // a failed push may still have been acknowledged by other ps
-      ctx->exchange->TakeAcknowledgedPushes(&acked_);
+    if (ctx->push_exchange != nullptr) {
+      RETURN_IF_ERROR(finish_push());
+      // This step's gradient and rows go out on the push exchange, staleness counted against
+      // this step's pull; the next step computes into the buffers the last push used.
+      std::swap(ctx->grads, ctx->push_grads);
+      std::swap(ctx->lookup, ctx->push_lookup);
+      ctx->push_exchange->CopyPulledVersions(*ctx->exchange);
+      const SparseLookup* push_lookup = lookup == nullptr ? nullptr : &ctx->push_lookup;
+      in_flight.Start([ctx, push_lookup] {
+        return ctx->push_exchange->PushAll(ctx->part, /*tag_with_pulled_version=*/false, ctx->push_grads, push_lookup);
+      });
+    } else {
+      // Sync pushes are tagged with the data part, so the ps collects each part once per step
+      // whichever worker computed it.
+      absl::StatusOr<int64_t> pushed =
+          ctx->exchange->PushAll(ctx->part, job.sync, ctx->grads, lookup, job.sync ? sync_step : -1);
+      {
+        absl::MutexLock lock(&mu_);  // a failed push may still have been acknowledged by other ps
+        ctx->exchange->TakeAcknowledgedPushes(&acked_);
+      }
+      ASSIGN_OR_RETURN(int64_t stale, std::move(pushed));
+      if (!job.sync) staleness = std::max(staleness, stale);
     }
-    ASSIGN_OR_RETURN(int64_t stale, std::move(pushed));
     const int64_t t4 = env->NowMicros();
-    if (!job.sync) staleness = std::max(staleness, stale);
     closure_examples[(request.data_position() + k) / per_epoch] += metrics.examples - examples_before;
     compute_s += ((t1 - t0) + (t3 - t2)) * 1e-6;
     wait_s += ((t2 - t1) + (t4 - t3)) * 1e-6;
   }
+  RETURN_IF_ERROR(finish_push());
   response->set_steps_done(request.num_steps());
   response->set_examples(metrics.examples);  // trained here: steps applied already are not
   response->set_loss_sum(metrics.loss_sum);

@@ -35,6 +35,11 @@ struct WorkerOptions {
   int threads = 1;                // compute threads in all, shared by the replicas
   int replicas = 1;               // local replicas: the batch is split over them, gradients summed
   std::string data_dir;           // overrides the job's data.dir when non-empty
+  // Async jobs: a step's push stays in flight while the next step pulls and computes, and is
+  // waited for before that step pushes (so that step's pull may lack this worker's own last
+  // update: one more unit of staleness). -1: when the job keeps backups (ps_replicas > 0), whose
+  // pushes are answered only once the backup has them; 0: never; 1: always. Sync jobs: never.
+  int overlap_push = -1;
   std::function<void(const std::string&)> log;  // one line per closure and event (may be empty)
 };
 
@@ -70,7 +75,8 @@ class Worker {
   // FailedPrecondition before Configure; InvalidArgument for a part out of range; ABORTED "ps:N
   // ..." when a ps is gone, silent or restarted without its shards (common/ps_trouble.h: the chief
   // re-runs the closure once that ps is back; this worker stays configured); other errors of a ps
-  // name it. Steps done before an error have been pushed.
+  // name it. Steps done before an error have been pushed (with overlap_push, an error ends the
+  // closure only once the push still in flight is answered; the first error is returned).
   absl::Status RunSteps(const RunStepsRequest& request, RunStepsResponse* response);
 
   // Pulls the current variables and evaluates test examples EvalRange(size, shard_index, num_shards).
@@ -97,6 +103,8 @@ class Worker {
   // The context of data `part`, built on first use (CTR: the part's files loaded then).
   absl::StatusOr<PartContext*> PartFor(Job* job, int part);
   absl::StatusOr<std::shared_ptr<Job>> CurrentJob();
+  // Whether `job`'s closures keep a step's push in flight during the next step (overlap_push).
+  bool OverlapsPushes(const Job& job) const;
   void Log(const std::string& line) const;
 
   const WorkerOptions options_;

@@ -1,8 +1,14 @@
 // Workers over real PsServer objects in one process (LocalPsClient): the pull/push protocol of
 // both modes as the ps implements it — sync steps tagged with the version pulled, async pushes
 // applied at once — with 2 ps tasks and 2 workers running concurrently; a lost worker's data part
-// re-run on another worker (alone, or racing a late execution of the same part) stays exact.
+// re-run on another worker (alone, or racing a late execution of the same part) stays exact;
+// pushes kept in flight during the next step (overlap_push) are all applied and acknowledged, and
+// one that fails ends the closure with every applied push acknowledged.
+#include <atomic>
+#include <functional>
+#include <map>
 #include <thread>
+#include <utility>
 
 #include "common/env.h"
 #include "common/job_spec.h"
@@ -10,6 +16,8 @@
 #include "common/model_variables.h"
 #include "common/protocol_version.h"
 #include "common/variable_planner.h"
+#include "common/status_macros.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ps/client/local_ps_client.h"
 #include "ps/store/optimizer.h"
@@ -30,10 +38,23 @@ std::string JobJson(const std::string& mode) {
     "mode": ")", mode, R"(", "seed": 4})");
 }
 
+// A ps client whose pushes may be failed by a test (`fault`, set before the workers run).
+class FaultyPsClient : public LocalPsClient {
+ public:
+  FaultyPsClient(PsServer* server, std::function<absl::Status()>* fault) : LocalPsClient(server), fault_(fault) {}
+  absl::Status Push(const PushRequest& request, PushResponse* response) override {
+    if (*fault_) RETURN_IF_ERROR((*fault_)());
+    return LocalPsClient::Push(request, response);
+  }
+
+ private:
+  std::function<absl::Status()>* fault_;
+};
+
 struct Cluster {
   explicit Cluster(const std::string& mode, int num_workers) : Cluster(JobJson(mode), mode, num_workers) {}
-  // `json`: the job spec (its mode must be `mode`).
-  Cluster(const std::string& json, const std::string& mode, int num_workers) {
+  // `json`: the job spec (its mode must be `mode`); `overlap_push`: WorkerOptions::overlap_push.
+  Cluster(const std::string& json, const std::string& mode, int num_workers, int overlap_push = -1) {
     job = *JobSpecFromJson(*ParseJson(json, "test"));
     plan = VariablePlanToProto(*PlanVariables(*ModelVariables(job.model), job.partitioner, 2), job.seed);
     for (int p = 0; p < 2; ++p) {
@@ -58,10 +79,11 @@ struct Cluster {
     for (int w = 0; w < num_workers; ++w) {
       WorkerOptions options;
       options.task = absl::StrCat("worker:", w);
+      options.overlap_push = overlap_push;
       workers.push_back(std::make_unique<Worker>(
           options,
           [this](const std::string&, int i) -> absl::StatusOr<std::unique_ptr<PsClient>> {
-            return std::unique_ptr<PsClient>(new LocalPsClient(ps[i].get()));
+            return std::unique_ptr<PsClient>(new FaultyPsClient(ps[i].get(), &push_fault[i]));
           },
           NewCpuGradientComputer));
       ConfigureRequest configure;
@@ -97,14 +119,26 @@ struct Cluster {
     return out;
   }
 
-  int64_t Version(int p, const std::string& shard) {
+  int64_t Version(int p, const std::string& shard) { return Stats(p, shard).version(); }
+
+  ShardStats Stats(int p, const std::string& shard) {
     PsStatsRequest q;
     PsStatsResponse r;
     EXPECT_TRUE(ps[p]->GetStats(q, &r).ok());
     for (const auto& s : r.shards()) {
-      if (s.name() == shard) return s.version();
+      if (s.name() == shard) return s;
     }
-    return -1;
+    ADD_FAILURE() << "no shard " << shard << " on ps:" << p;
+    return ShardStats();
+  }
+
+  // Every shard of the plan, with its ps.
+  std::vector<std::pair<int, std::string>> Shards() const {
+    std::vector<std::pair<int, std::string>> out;
+    for (const auto& v : plan.variables()) {
+      for (const auto& s : v.shards()) out.emplace_back(s.ps_task(), s.shard_name());
+    }
+    return out;
   }
 
   double TestLoss() {
@@ -118,6 +152,7 @@ struct Cluster {
   JobSpec job;
   VariablePlanProto plan;
   std::vector<std::unique_ptr<PsServer>> ps;
+  std::function<absl::Status()> push_fault[2];  // per ps
   std::vector<std::unique_ptr<Worker>> workers;
 };
 
@@ -229,6 +264,77 @@ TEST(WorkerWithPsTest, AsyncPushesApplyAtOnce) {
   EXPECT_EQ(done[0].examples(), 6 * 8);
   EXPECT_GE(done[0].max_staleness(), 0);
   EXPECT_LT(c.TestLoss(), before);
+}
+
+TEST(WorkerWithPsTest, OverlappedPushesAreAllAppliedAndAcknowledged) {
+  Cluster c(JobJson("async"), "async", 2, /*overlap_push=*/1);
+  const double before = c.TestLoss();
+  auto first = c.RunAll(6, 0);
+  auto second = c.RunAll(6, 6);  // a closure ends with its last push answered: none is left over
+  for (const auto& [p, shard] : c.Shards()) EXPECT_EQ(c.Version(p, shard), 24) << shard;
+  for (const auto& w : c.workers) {
+    const std::map<std::string, int64_t> acked = w->AcknowledgedPushes();
+    for (const auto& [p, shard] : c.Shards()) {
+      auto it = acked.find(shard);
+      ASSERT_NE(it, acked.end()) << shard;
+      EXPECT_EQ(it->second, 12) << shard;
+    }
+  }
+  EXPECT_EQ(second[0].examples(), 6 * 8);
+  EXPECT_LT(c.TestLoss(), before);
+}
+
+// A CTR model's rows travel with the push they belong to: the same rows reach every table shard
+// as without overlap (each step's unique ids, swapped with its gradient).
+TEST(WorkerWithPsTest, OverlappedCtrPushesCarryTheirOwnStepsRows) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/worker_with_ps_ctr_overlap");
+  CtrSyntheticOptions data;
+  data.train_examples = 400;
+  data.test_examples = 100;
+  data.vocabulary = 300;
+  ASSERT_TRUE(WriteCtrSyntheticSet(Env::Default(), data, dir).ok());
+  const std::string json = absl::StrCat(R"({"name": "ctr", "model": {"numeric_inputs": 13,
+      "fields": [{"vocabulary_size": 1000, "embedding_dim": 4, "count": 26}],
+      "layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 1}]},
+      "optimizer": {"type": "adagrad", "learning_rate": 0.05},
+      "data": {"dataset": "criteo", "train_files": [")", dir, R"(/train.txt"], "test_files": [")", dir,
+                                        R"(/test.txt"]}, "batch_size": 32, "schedule": {"steps": 10},
+      "mode": "async", "seed": 5})");
+  Cluster plain(json, "async", 1, /*overlap_push=*/0);
+  Cluster overlapped(json, "async", 1, /*overlap_push=*/1);
+  plain.RunAll(7, 0);
+  overlapped.RunAll(7, 0);
+  int tables = 0;
+  for (const auto& [p, shard] : plain.Shards()) {
+    const ShardStats a = plain.Stats(p, shard), b = overlapped.Stats(p, shard);
+    EXPECT_EQ(b.version(), 7) << shard;
+    EXPECT_EQ(b.rows_pushed(), a.rows_pushed()) << shard;
+    if (a.rows_pushed() > 0) ++tables;
+  }
+  EXPECT_GT(tables, 0);
+}
+
+// The third push fails on ps:1 while the fourth step computes: the closure ends with that error,
+// the fourth step is not pushed, and every shard's version is exactly the pushes acknowledged.
+TEST(WorkerWithPsTest, AnOverlappedPushThatFailsEndsTheClosure) {
+  Cluster c(JobJson("async"), "async", 1, /*overlap_push=*/1);
+  std::atomic<int> pushes{0};
+  c.push_fault[1] = [&pushes] {
+    return pushes.fetch_add(1) == 2 ? absl::UnavailableError("connection reset") : absl::OkStatus();
+  };
+  RunStepsRequest run;
+  run.set_num_steps(6);
+  RunStepsResponse out;
+  absl::Status s = c.workers[0]->RunSteps(run, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("ps:1"));
+  const std::map<std::string, int64_t> acked = c.workers[0]->AcknowledgedPushes();
+  for (const auto& [p, shard] : c.Shards()) {
+    auto it = acked.find(shard);
+    const int64_t acknowledged = it == acked.end() ? 0 : it->second;
+    EXPECT_EQ(acknowledged, p == 1 ? 2 : 3) << shard;
+    EXPECT_EQ(c.Version(p, shard), acknowledged) << shard;
+  }
 }
 
 }  // namespace
