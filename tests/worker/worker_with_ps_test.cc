@@ -224,22 +224,27 @@ TEST(WorkerWithPsTest, SyncPartRunTwiceAtOnceCountsOnce) {
   EXPECT_EQ(raced.TestLoss(), normal.TestLoss());
 }
 
-// CTR jobs read each part's own files: worker 0 re-running worker 1's part loads part 1's files
-// when first asked for it, and the run is exactly the normal one.
-TEST(WorkerWithPsTest, CtrPartOfALostWorkerIsLoadedOnDemandAndExact) {
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/worker_with_ps_ctr");
+// A CTR job in `mode` over a small synthetic Criteo set written to TempDir()/`name`.
+std::string CtrJob(const std::string& name, const std::string& mode) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/", name);
   CtrSyntheticOptions data;
   data.train_examples = 400;
   data.test_examples = 100;
   data.vocabulary = 300;
-  ASSERT_TRUE(WriteCtrSyntheticSet(Env::Default(), data, dir).ok());
-  const std::string json = absl::StrCat(R"({"name": "ctr", "model": {"numeric_inputs": 13,
+  EXPECT_TRUE(WriteCtrSyntheticSet(Env::Default(), data, dir).ok());
+  return absl::StrCat(R"({"name": "ctr", "model": {"numeric_inputs": 13,
       "fields": [{"vocabulary_size": 1000, "embedding_dim": 4, "count": 26}],
       "layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 1}]},
       "optimizer": {"type": "adagrad", "learning_rate": 0.05},
       "data": {"dataset": "criteo", "train_files": [")", dir, R"(/train.txt"], "test_files": [")", dir,
                                         R"(/test.txt"]}, "batch_size": 32, "schedule": {"steps": 10},
-      "mode": "sync", "seed": 5})");
+      "mode": ")", mode, R"(", "seed": 5})");
+}
+
+// CTR jobs read each part's own files: worker 0 re-running worker 1's part loads part 1's files
+// when first asked for it, and the run is exactly the normal one.
+TEST(WorkerWithPsTest, CtrPartOfALostWorkerIsLoadedOnDemandAndExact) {
+  const std::string json = CtrJob("worker_with_ps_ctr", "sync");
   Cluster normal(json, "sync", 2);
   normal.RunAll(4, 0);
   Cluster rescued(json, "sync", 2);
@@ -287,19 +292,7 @@ TEST(WorkerWithPsTest, OverlappedPushesAreAllAppliedAndAcknowledged) {
 // A CTR model's rows travel with the push they belong to: the same rows reach every table shard
 // as without overlap (each step's unique ids, swapped with its gradient).
 TEST(WorkerWithPsTest, OverlappedCtrPushesCarryTheirOwnStepsRows) {
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/worker_with_ps_ctr_overlap");
-  CtrSyntheticOptions data;
-  data.train_examples = 400;
-  data.test_examples = 100;
-  data.vocabulary = 300;
-  ASSERT_TRUE(WriteCtrSyntheticSet(Env::Default(), data, dir).ok());
-  const std::string json = absl::StrCat(R"({"name": "ctr", "model": {"numeric_inputs": 13,
-      "fields": [{"vocabulary_size": 1000, "embedding_dim": 4, "count": 26}],
-      "layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 1}]},
-      "optimizer": {"type": "adagrad", "learning_rate": 0.05},
-      "data": {"dataset": "criteo", "train_files": [")", dir, R"(/train.txt"], "test_files": [")", dir,
-                                        R"(/test.txt"]}, "batch_size": 32, "schedule": {"steps": 10},
-      "mode": "async", "seed": 5})");
+  const std::string json = CtrJob("worker_with_ps_ctr_overlap", "async");
   Cluster plain(json, "async", 1, /*overlap_push=*/0);
   Cluster overlapped(json, "async", 1, /*overlap_push=*/1);
   plain.RunAll(7, 0);
