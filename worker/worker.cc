@@ -63,6 +63,25 @@ struct Worker::Job {
   std::map<int, std::unique_ptr<PartContext>> parts ABSL_GUARDED_BY(mu);
 };
 
+namespace {
+
+// A part's exchanges over its ps clients `ps`, routed by `plan`: the one its steps pull (and
+// push) on and, with `overlap` (Worker::OverlapsPushes), the one its push in flight runs on.
+absl::Status MakeExchanges(const std::vector<VariableSpec>& variables, const VariablePlanProto& plan,
+                           const std::vector<std::unique_ptr<PsClient>>& ps, bool overlap,
+                           std::unique_ptr<VariableExchange>* exchange,
+                           std::unique_ptr<VariableExchange>* push_exchange) {
+  std::vector<PsClient*> clients;
+  for (const auto& client : ps) clients.push_back(client.get());
+  if (overlap) {
+    ASSIGN_OR_RETURN(*push_exchange, VariableExchange::Create(variables, plan, clients));
+  }
+  ASSIGN_OR_RETURN(*exchange, VariableExchange::Create(variables, plan, std::move(clients)));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 int64_t WorkerBatchSize(int64_t global_batch, int worker_index, int num_workers) {
   return global_batch / num_workers + (worker_index < global_batch % num_workers ? 1 : 0);
 }
@@ -135,16 +154,12 @@ absl::StatusOr<Worker::PartContext*> Worker::PartFor(Job* job, int part) {
   // Sync: the ps adds the pushes of all parts for one update, so each pushes grad/global batch.
   // Async: every push is an update of its own, covering this part's batch.
   ctx->loss_scale = 1.f / static_cast<float>(job->sync ? job->spec.batch_size : ctx->batch);
-  std::vector<PsClient*> ps;
   for (size_t i = 0; i < job->ps_addresses.size(); ++i) {
     ASSIGN_OR_RETURN(auto client, ps_factory_(job->ps_addresses[i], static_cast<int>(i)));
-    ps.push_back(client.get());
     ctx->ps.push_back(std::move(client));
   }
-  if (OverlapsPushes(*job)) {
-    ASSIGN_OR_RETURN(ctx->push_exchange, VariableExchange::Create(job->variables, job->plan, ps));
-  }
-  ASSIGN_OR_RETURN(ctx->exchange, VariableExchange::Create(job->variables, job->plan, std::move(ps)));
+  RETURN_IF_ERROR(MakeExchanges(job->variables, job->plan, ctx->ps, OverlapsPushes(*job), &ctx->exchange,
+                                &ctx->push_exchange));
   ASSIGN_OR_RETURN(ctx->replicas, ReplicaSet::Create(job->spec.model, options_.replicas, options_.threads, compute_));
   if (job->spec.model.is_ctr()) {
     ctx->dedupe = std::make_unique<IdDeduper>(job->variables);
@@ -187,14 +202,9 @@ absl::Status Worker::Reassign(const ReassignRequest& request, ReassignResponse* 
   }
   for (PartContext* ctx : parts) {
     absl::MutexLock part_lock(&ctx->mu);
-    std::vector<PsClient*> ps;
-    for (const auto& client : ctx->ps) ps.push_back(client.get());
-    std::unique_ptr<VariableExchange> push_exchange;
-    if (ctx->push_exchange != nullptr) {
-      ASSIGN_OR_RETURN(push_exchange, VariableExchange::Create(job->variables, request.plan(), ps));
-    }
-    ASSIGN_OR_RETURN(std::unique_ptr<VariableExchange> exchange,
-                     VariableExchange::Create(job->variables, request.plan(), std::move(ps)));
+    std::unique_ptr<VariableExchange> exchange, push_exchange;
+    RETURN_IF_ERROR(MakeExchanges(job->variables, request.plan(), ctx->ps, ctx->push_exchange != nullptr, &exchange,
+                                  &push_exchange));
     {
       absl::MutexLock lock(&mu_);
       ctx->exchange->TakeAcknowledgedPushes(&acked_);
