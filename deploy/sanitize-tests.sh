@@ -46,7 +46,7 @@ kind_asan() {
   # build: under the sanitizers they cost minutes and exercise no input handling.
   BINARIES=(pstrain pstrain-chief pstrain-worker pstrain-ps)
   UNIT_TARGETS=(common_bad_input_test common_job_spec_test common_cluster_spec_test common_partitioner_test
-                common_variable_planner_test common_tensor_test common_env_test ps_bad_input_test ps_test
+                common_variable_planner_test common_tensor_test common_env_test ps_bad_input_test ps_store_test ps_transport_test ps_client_test
                 chief_bad_input_test in_process_cluster_test worker_bad_input_test worker_dataset_test
                 worker_criteo_reader_test ps_replication_test)
   SUITES="CheckedMath|JsonLimits|JsonFields|MemoryBudget|ConfinedPath|ReadRegularFile|TaskFlags|JobSpec|ClusterSpec"
@@ -74,7 +74,7 @@ kind_asan() {
 kind_tsan() {
   BUILD_DIR=build-tsan
   BINARIES=()
-  UNIT_TARGETS=(ps_test closure_queue_test coordinator_test worker_thread_pool_test worker_logic_test
+  UNIT_TARGETS=(ps_store_test ps_transport_test ps_client_test closure_queue_test coordinator_test worker_thread_pool_test worker_logic_test
                 worker_with_ps_test worker_sparse_exchange_test common_metrics_test in_process_cluster_test
                 job_shutdown_test ps_replication_test)
   TESTS=""  # every test of those targets (their suites, listed once they are built)

@@ -3,12 +3,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/checked_math.h"
-#include "common/confined_path.h"
-#include "common/json_util.h"
-#include "common/status_macros.h"
-#include "common/tensor_proto.h"
 #include "common/checkpoint/checkpoint_reader.h"
+#include "common/config/json_util.h"
+#include "common/platform/checked_math.h"
+#include "common/platform/confined_path.h"
+#include "common/platform/status_macros.h"
+#include "common/tensor/tensor_proto.h"
 
 namespace pstrain {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/env.h"
-#include "common/tensor.h"
+#include "common/platform/env.h"
+#include "common/tensor/tensor.h"
 #include "proto/ps.pb.h"
 
 namespace pstrain {

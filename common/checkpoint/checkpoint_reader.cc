@@ -7,12 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/checked_math.h"
-#include "common/confined_path.h"
-#include "common/memory_budget.h"
-#include "common/status_macros.h"
-#include "common/tensor_proto.h"
 #include "common/checkpoint/checksum.h"
+#include "common/plan/memory_budget.h"
+#include "common/platform/checked_math.h"
+#include "common/platform/confined_path.h"
+#include "common/platform/status_macros.h"
+#include "common/tensor/tensor_proto.h"
 
 namespace pstrain {
 namespace {

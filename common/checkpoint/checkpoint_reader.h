@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/env.h"
-#include "common/tensor.h"
-#include "proto/ps.pb.h"
 #include "common/checkpoint/checkpoint_index.h"
+#include "common/platform/env.h"
+#include "common/tensor/tensor.h"
+#include "proto/ps.pb.h"
 
 namespace pstrain {
 

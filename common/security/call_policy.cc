@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "common/cluster_spec.h"
+#include "common/config/cluster_spec.h"
 
 namespace pstrain {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/platform/status_macros.h"
 #include "common/security/x509_util.h"
-#include "common/status_macros.h"
 
 namespace pstrain {
 namespace {

@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/env.h"
+#include "common/platform/env.h"
+#include "common/platform/status_macros.h"
 #include "common/security/x509_util.h"
-#include "common/status_macros.h"
 
 namespace pstrain {
 namespace {

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_credentials.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_credentials.h"
+#include "common/rpc/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 #include "ps/transport/grpc_transport.h"
 #include "ps/transport/grpc_tuning.h"

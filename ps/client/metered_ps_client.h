@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "common/metrics_registry.h"
+#include "common/metrics/metrics_registry.h"
 #include "ps/client/ps_client.h"
 
 namespace pstrain {

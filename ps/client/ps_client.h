@@ -1,5 +1,5 @@
 // PsClient: how the chief and the workers talk to one ps task. Implementations: a gRPC client
-// (ps/grpc_ps_client.h), an in-process one over a PsServer object (ps/local_ps_client.h) and test
+// (ps/client/grpc_ps_client.h), an in-process one over a PsServer object (ps/client/local_ps_client.h) and test
 // fakes. Callers hold the interface so the same logic runs over the network or in one process.
 // Thread-safety: implementations must allow concurrent calls from many threads.
 #ifndef PSTRAIN_PS_CLIENT_PS_CLIENT_H_
@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "common/push_parts.h"
+#include "common/wire/push_parts.h"
 #include "proto/common.pb.h"
 #include "proto/ps.pb.h"
 

@@ -1,8 +1,8 @@
 #include "ps/server/ps_grpc_server.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_credentials.h"
-#include "common/grpc_server_metrics.h"
+#include "common/rpc/grpc_credentials.h"
+#include "common/rpc/grpc_server_metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "ps/server/ps_service.h"

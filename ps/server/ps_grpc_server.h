@@ -12,10 +12,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/metrics_registry.h"
+#include "common/metrics/metrics_registry.h"
+#include "common/platform/stop_signals.h"
 #include "common/security/call_policy.h"
 #include "common/security/tls_config.h"
-#include "common/stop_signals.h"
 #include "ps/store/ps_server.h"
 #include "ps/transport/shared_port_listener.h"
 #include "ps/transport/tensor_channel_server.h"

@@ -5,7 +5,7 @@
 #ifndef PSTRAIN_PS_SERVER_PS_METRICS_H_
 #define PSTRAIN_PS_SERVER_PS_METRICS_H_
 
-#include "common/metrics_registry.h"
+#include "common/metrics/metrics_registry.h"
 #include "proto/ps.pb.h"
 #include "ps/store/ps_server.h"
 

@@ -1,6 +1,6 @@
 #include "ps/server/ps_service.h"
 
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 
 namespace pstrain {
 namespace {

@@ -1,12 +1,12 @@
 // The gRPC edge of a ps task: PsService handlers (callback API) that unpack a request, call the
 // PsServer and finish the reactor with its status. Pull and Push park the reactor until the
 // PsServer's completion runs; no handler blocks. Who may call what is checked before any handler
-// runs (common/grpc_credentials.h).
+// runs (common/rpc/grpc_credentials.h).
 // Thread-safety: thread-safe; the PsServer is not owned and must outlive the service.
 #ifndef PSTRAIN_PS_SERVER_PS_SERVICE_H_
 #define PSTRAIN_PS_SERVER_PS_SERVICE_H_
 
-#include "common/stop_signals.h"
+#include "common/platform/stop_signals.h"
 #include "proto/ps.grpc.pb.h"
 #include "ps/store/ps_server.h"
 

@@ -13,7 +13,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/env.h"
+#include "common/platform/env.h"
 
 namespace pstrain {
 

@@ -10,7 +10,6 @@ class Ftrl : public Optimizer {
  public:
   explicit Ftrl(OptimizerProto config) : Optimizer(std::move(config)) {}
 
-  std::vector<std::string> SlotNames() const override { return {"accumulator", "linear"}; }
   float SlotInitialValue(int i) const override {
     return i == 0 ? static_cast<float>(config().initial_accumulator_value()) : 0.0f;
   }

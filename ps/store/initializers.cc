@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "common/checked_math.h"
-#include "common/tensor_proto.h"
+#include "common/platform/checked_math.h"
+#include "common/tensor/tensor_proto.h"
 
 namespace pstrain {
 namespace {

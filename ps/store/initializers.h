@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/tensor.h"
+#include "common/tensor/tensor.h"
 #include "proto/common.pb.h"
 
 namespace pstrain {

@@ -2,8 +2,7 @@
 
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/plan/optimizer_defaults.h"
 #include "ps/store/ftrl_optimizer.h"
 #include "ps/store/optimizer_kernels.h"
 
@@ -13,10 +12,6 @@ namespace {
 class Sgd : public Optimizer {
  public:
   using Optimizer::Optimizer;
-  std::vector<std::string> SlotNames() const override {
-    if (config().momentum() == 0) return {};
-    return {"momentum"};
-  }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
     const float lr = static_cast<float>(LearningRate(step));
@@ -30,7 +25,6 @@ class Sgd : public Optimizer {
 class Adagrad : public Optimizer {
  public:
   using Optimizer::Optimizer;
-  std::vector<std::string> SlotNames() const override { return {"accumulator"}; }
   float SlotInitialValue(int) const override { return static_cast<float>(config().initial_accumulator_value()); }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
@@ -42,7 +36,6 @@ class Adagrad : public Optimizer {
 class Adam : public Optimizer {
  public:
   using Optimizer::Optimizer;
-  std::vector<std::string> SlotNames() const override { return {"m", "v"}; }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
     const double t = static_cast<double>(step + 1);
@@ -58,12 +51,6 @@ class Adam : public Optimizer {
 class RmsProp : public Optimizer {
  public:
   using Optimizer::Optimizer;
-  std::vector<std::string> SlotNames() const override {
-    std::vector<std::string> names = {"velocity"};
-    if (config().momentum() > 0) names.push_back("momentum");
-    if (config().centered()) names.push_back("average_gradient");
-    return names;
-  }
   void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>> slots,
              int64_t step) const override {
     const float mu = static_cast<float>(config().momentum());
@@ -75,60 +62,11 @@ class RmsProp : public Optimizer {
   }
 };
 
-absl::Status Invalid(const std::string& field, const std::string& problem) {
-  return absl::InvalidArgumentError(absl::StrCat("optimizer.", field, " ", problem));
-}
-
-// Keras Ftrl's defaults and argument checks.
-absl::Status FillFtrlDefaultsAndValidate(OptimizerProto* p) {
-  if (!p->has_learning_rate_power()) p->set_learning_rate_power(-0.5);
-  if (p->learning_rate_power() > 0) return Invalid("learning_rate_power", "must be <= 0");
-  if (p->l1() < 0) return Invalid("l1", "must be >= 0");
-  if (p->l2() < 0) return Invalid("l2", "must be >= 0");
-  if (p->l2_shrinkage() < 0) return Invalid("l2_shrinkage", "must be >= 0");
-  if (p->beta() < 0) return Invalid("beta", "must be >= 0");
-  return absl::OkStatus();
-}
-
-absl::Status FillDefaultsAndValidate(OptimizerProto* p) {
-  if (p->type().empty()) p->set_type("adam");
-  const std::string& type = p->type();
-  if (type != "sgd" && type != "adagrad" && type != "adam" && type != "rmsprop" && type != "ftrl" &&
-      type != "lazy_adam") {
-    return Invalid("type", absl::StrCat("\"", type, "\" is unknown (sgd, adagrad, adam, rmsprop, ftrl, lazy_adam)"));
-  }
-  LearningRateProto* lr = p->mutable_learning_rate();
-  if (lr->initial() == 0) lr->set_initial(type == "sgd" ? 0.01 : 0.001);
-  if (lr->schedule().empty()) lr->set_schedule("constant");
-  if (p->beta_1() == 0) p->set_beta_1(0.9);
-  if (p->beta_2() == 0) p->set_beta_2(0.999);
-  if (p->epsilon() == 0) p->set_epsilon(1e-7);
-  if (p->rho() == 0) p->set_rho(0.9);
-  if (p->initial_accumulator_value() == 0) p->set_initial_accumulator_value(0.1);
-  if (lr->initial() < 0) return Invalid("learning_rate", "must be positive");
-  if (p->epsilon() < 0) return Invalid("epsilon", "must be positive");
-  if (p->momentum() < 0) return Invalid("momentum", "must be >= 0");
-  RETURN_IF_ERROR(FillFtrlDefaultsAndValidate(p));
-  if (lr->schedule() == "exponential_decay") {
-    if (lr->decay_steps() <= 0) return Invalid("learning_rate.decay_steps", "must be positive for exponential_decay");
-  } else if (lr->schedule() == "piecewise_constant") {
-    if (lr->values_size() != lr->boundaries_size() + 1) {
-      return Invalid("learning_rate.values", absl::StrCat("needs boundaries+1 = ", lr->boundaries_size() + 1,
-                                                          " entries, got ", lr->values_size()));
-    }
-  } else if (lr->schedule() != "constant") {
-    return Invalid(
-        "learning_rate.schedule",
-        absl::StrCat("\"", lr->schedule(), "\" is unknown (constant, exponential_decay, piecewise_constant)"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerProto& proto) {
   OptimizerProto p = proto;
-  absl::Status s = FillDefaultsAndValidate(&p);
+  absl::Status s = FillOptimizerDefaults(&p);
   if (!s.ok()) return s;
   if (p.type() == "sgd") return std::unique_ptr<Optimizer>(new Sgd(std::move(p)));
   if (p.type() == "adagrad") return std::unique_ptr<Optimizer>(new Adagrad(std::move(p)));
@@ -152,12 +90,6 @@ double Optimizer::LearningRate(int64_t step) const {
     return lr.values(lr.values_size() - 1);
   }
   return lr.initial();
-}
-
-absl::StatusOr<int> OptimizerSlotCount(const OptimizerSpec& spec) {
-  absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = Optimizer::Create(OptimizerProtoFromSpec(spec));
-  if (!optimizer.ok()) return optimizer.status();
-  return static_cast<int>((*optimizer)->SlotNames().size());
 }
 
 }  // namespace pstrain

@@ -6,15 +6,15 @@
 //   rmsprop:  v = rho*v + (1-rho)g^2; [centered: a = rho*a + (1-rho)g, den = v - a^2 + eps] else
 //             den = v + eps; inc = lr*g/sqrt(den); momentum>0: mom = momentum*mom + inc, w -= mom;
 //             else w -= inc
-//   ftrl:     Keras's Ftrl (ps/ftrl_optimizer.h)
-//   lazy_adam: adam's formula; on an embedding table only the touched rows (ps/sparse_apply.h)
+//   ftrl:     Keras's Ftrl (ps/store/ftrl_optimizer.h)
+//   lazy_adam: adam's formula; on an embedding table only the touched rows (ps/store/sparse_apply.h)
 // with t = step + 1, and the learning rate scheduled by `step` (the updates already applied to the
 // shard, Keras's `iterations`): constant, exponential_decay (initial * rate^(step/decay_steps),
 // floored when staircase) or piecewise_constant (values[i] while step <= boundaries[i]).
 // Proto3 fields cannot be absent, so a zero means "Keras default" for: learning rate (sgd 0.01,
 // others 0.001), beta_1 (0.9), beta_2 (0.999), epsilon (1e-7), rho (0.9) and Adagrad's
 // initial_accumulator_value (0.1); ftrl's learning_rate_power is optional (absent: -0.5).
-// OptimizerProtoFromSpec (common/optimizer_proto.h) fills every field explicitly.
+// OptimizerProtoFromSpec (common/plan/optimizer_proto.h) fills every field explicitly.
 // Thread-safety: an Optimizer is immutable after Create; Apply is safe to call concurrently on
 // different (values, slots).
 #ifndef PSTRAIN_PS_STORE_OPTIMIZER_H_
@@ -27,7 +27,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "common/optimizer_proto.h"
+#include "common/plan/optimizer_defaults.h"
+#include "common/plan/optimizer_proto.h"
 #include "proto/common.pb.h"
 
 namespace pstrain {
@@ -42,8 +43,9 @@ class Optimizer {
 
   // The proto with every Keras default filled in.
   const OptimizerProto& config() const { return config_; }
-  // Names of the per-element state tensors kept beside a shard ("m", "v", "accumulator", ...).
-  virtual std::vector<std::string> SlotNames() const = 0;
+  // Names of the per-element state tensors kept beside a shard ("m", "v", "accumulator", ...),
+  // as common/plan/optimizer_defaults.h lists them for every optimizer.
+  std::vector<std::string> SlotNames() const { return OptimizerSlotNames(config_); }
   // Value every element of slot `i` starts from.
   virtual float SlotInitialValue(int i) const { return 0.0f; }
 
@@ -61,10 +63,6 @@ class Optimizer {
  private:
   OptimizerProto config_;
 };
-
-// How many slot tensors (each the size of the variable) the spec's optimizer keeps per variable;
-// its Create errors otherwise.
-absl::StatusOr<int> OptimizerSlotCount(const OptimizerSpec& spec);
 
 }  // namespace pstrain
 

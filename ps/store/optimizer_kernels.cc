@@ -1,6 +1,6 @@
 #include "ps/store/optimizer_kernels.h"
 
-#include "common/cpu_level.h"
+#include "common/platform/cpu_level.h"
 
 namespace pstrain {
 

@@ -1,5 +1,5 @@
 // The dense optimizer loops (optimizer.h's formulas over a whole shard), one table per CPU level
-// (common/cpu_level.h) compiled from isa/optimizer_loops.cc. They are compiled without FMA
+// (common/platform/cpu_level.h) compiled from isa/optimizer_loops.cc. They are compiled without FMA
 // contraction, so every level computes exactly the scalar formulas: a shard's values do not
 // depend on which CPU the ps runs on. Adding a loop: a field here, its body in
 // isa/optimizer_loops.cc, one line in that file's table.
@@ -11,7 +11,7 @@
 
 namespace pstrain {
 
-enum class CpuLevel;  // common/cpu_level.h
+enum class CpuLevel;  // common/platform/cpu_level.h
 
 // All arrays hold n floats and do not overlap; slots that a configuration lacks are null.
 struct OptimizerKernels {

@@ -14,7 +14,7 @@
 // worker with index i reads), so a lost worker's part re-run on another worker counts once.
 // Duplicate (part collected for s) or stale (s applied) pushes fail with FAILED_PRECONDITION and
 // are never applied twice; the workers take those two as "already counted"
-// (IsAlreadyCountedSyncPush in common/sync_push_status.h) and go on; after sync_timeout_ms a push fails with DEADLINE_EXCEEDED naming the missing
+// (IsAlreadyCountedSyncPush in common/wire/sync_push_status.h) and go on; after sync_timeout_ms a push fails with DEADLINE_EXCEEDED naming the missing
 // workers (gradients already collected stay, so the step completes when the rest arrive; a worker
 // whose push timed out pulls with min_version = s+1 instead of pushing again).
 // A push is validated for every shard before anything is applied (unknown shard, dtype/shape/size,
@@ -24,7 +24,7 @@
 // Embedding tables: a table's shards (ShardSpecProto.sparse) are pulled and pushed by GLOBAL row
 // ids only (SparseRows entries), never whole; a dense shard never by rows. A sparse pull gathers
 // the rows; a sparse push sums duplicate ids, then applies the optimizer to those rows and their
-// slots only (ps/sparse_apply.h). Sync mode sums the rows of all workers per row and applies once.
+// slots only (ps/store/sparse_apply.h). Sync mode sums the rows of all workers per row and applies once.
 // Table shards count versions like dense ones: every push naming one is one update (the worker
 // names every table shard in every push, with no rows when the step touches none).
 // Thread-safety: all methods are thread-safe.
@@ -41,8 +41,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/env.h"
-#include "common/message_limits.h"
+#include "common/platform/env.h"
+#include "common/wire/message_limits.h"
 #include "proto/ps.pb.h"
 #include "ps/store/background_queue.h"
 #include "ps/store/deadline_timer.h"

@@ -3,8 +3,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
 #include "common/checkpoint/checkpoint_reader.h"
+#include "common/platform/status_macros.h"
 #include "ps/store/ps_server.h"
 #include "ps/store/shard_loader.h"
 

@@ -2,7 +2,7 @@
 // (unary) or pooled snapshots (streaming). See ps_server.h.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/status_macros.h"
+#include "common/platform/status_macros.h"
 #include "ps/store/parked_call.h"
 #include "ps/store/ps_server.h"
 

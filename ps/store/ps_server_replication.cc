@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/platform/status_macros.h"
 #include "ps/store/ps_server.h"
 
 namespace pstrain {

@@ -32,12 +32,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "common/env.h"
+#include "common/platform/env.h"
 #include "proto/ps.pb.h"
 
 namespace pstrain {
 
-// Sends one push, as a header and its bytes (common/push_parts.h), to a ps and waits for its
+// Sends one push, as a header and its bytes (common/wire/push_parts.h), to a ps and waits for its
 // answer (a PsClient's PushParts, in the ps main).
 using ReplicaSender = std::function<absl::Status(const PushRequest& header, absl::Span<const absl::string_view> payload,
                                                  PushResponse* response)>;
@@ -68,7 +68,7 @@ class ReplicaLink {
   ~ReplicaLink();
 
   // Queues a forward: `header` (a push header with replica_versions) and its `payload`
-  // (common/push_parts.h), whose bytes must stay valid until `done` runs.
+  // (common/wire/push_parts.h), whose bytes must stay valid until `done` runs.
   void Forward(PushRequest header, std::vector<absl::string_view> payload, DoneCallback done);
   // Sends a shard's state to the backup (blocking), retrying as forwards do; the link's permanent
   // failure, or the call's.

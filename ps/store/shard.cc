@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/sync_push_status.h"
-#include "common/tensor_proto.h"
+#include "common/tensor/tensor_proto.h"
+#include "common/wire/sync_push_status.h"
 #include "ps/store/initializers.h"
 
 namespace pstrain {

@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
 #include "common/checkpoint/checkpoint_index.h"
 #include "common/checkpoint/checkpoint_reader.h"
+#include "common/platform/status_macros.h"
 #include "ps/store/initializers.h"
 
 namespace pstrain {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/env.h"
+#include "common/platform/env.h"
 #include "proto/common.pb.h"
 #include "ps/store/shard.h"
 

@@ -1,9 +1,9 @@
 // Optimizer updates of embedding-table rows with TensorFlow's sparse-apply semantics, in one
-// implementation shared by the ps (ps/shard.h) and single-process training (worker/keras_updater).
+// implementation shared by the ps (ps/store/shard.h) and single-process training (worker/keras_updater).
 //
 // A sparse update is a list of (row, gradient row) pairs. Rows that repeat are summed first, as
 // TensorFlow sums the duplicate indices of an IndexedSlices gradient before applying it. Then each
-// optimizer's own dense formula (ps/optimizer.h) runs on the touched rows, with the step count
+// optimizer's own dense formula (ps/store/optimizer.h) runs on the touched rows, with the step count
 // (Keras's `iterations`) and learning rate of the whole table:
 //  - sgd, sgd with momentum (Keras SGD's formula, Nesterov included), adagrad, rmsprop, ftrl and
 //    lazy_adam touch ONLY the summed rows: every other row and its optimizer slots stay

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "common/tensor.h"
+#include "common/tensor/tensor.h"
 
 namespace pstrain {
 

@@ -1,6 +1,6 @@
 #include "ps/transport/bulk_messages.h"
 
-#include "common/message_limits.h"
+#include "common/wire/message_limits.h"
 
 namespace pstrain {
 

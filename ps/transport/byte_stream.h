@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "common/env.h"
+#include "common/platform/env.h"
 
 namespace pstrain {
 

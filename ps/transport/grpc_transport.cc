@@ -1,7 +1,7 @@
 #include "ps/transport/grpc_transport.h"
 
 #include "absl/time/clock.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 #include "grpcpp/client_context.h"
 
 namespace pstrain {

@@ -1,7 +1,7 @@
 #include "ps/transport/ps_transport.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/push_parts.h"
+#include "common/wire/push_parts.h"
 
 namespace pstrain {
 

@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/cluster_spec.h"
+#include "common/config/cluster_spec.h"
 #include "ps/transport/tensor_channel_session.h"
 
 namespace pstrain {

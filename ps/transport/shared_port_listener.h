@@ -28,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/env.h"
+#include "common/platform/env.h"
 #include "common/security/call_policy.h"
 #include "ps/transport/io_threads.h"
 #include "ps/transport/tensor_channel_server.h"

@@ -12,10 +12,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/cluster_spec.h"
-#include "common/protocol_version.h"
-#include "common/push_parts.h"
-#include "common/status_macros.h"
+#include "common/config/cluster_spec.h"
+#include "common/platform/status_macros.h"
+#include "common/wire/protocol_version.h"
+#include "common/wire/push_parts.h"
 #include "ps/transport/bulk_messages.h"
 #include "ps/transport/tensor_channel_wire.h"
 

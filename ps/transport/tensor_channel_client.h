@@ -22,7 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/env.h"
+#include "common/platform/env.h"
 #include "proto/ps.pb.h"
 #include "ps/transport/byte_stream.h"
 #include "ps/transport/ps_transport.h"

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "common/protocol_version.h"
+#include "common/wire/protocol_version.h"
 #include "proto/ps.pb.h"
 #include "ps/transport/tensor_channel_session.h"
 

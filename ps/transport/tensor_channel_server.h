@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/env.h"
+#include "common/platform/env.h"
 #include "common/security/call_policy.h"
 #include "common/security/tls_config.h"
 #include "ps/store/ps_server.h"

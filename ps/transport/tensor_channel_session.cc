@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/protocol_version.h"
 #include "common/security/call_policy.h"
+#include "common/wire/protocol_version.h"
 #include "ps/transport/bulk_messages.h"
 
 namespace pstrain {

@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/message_limits.h"
+#include "common/wire/message_limits.h"
 #include "google/protobuf/message_lite.h"
 
 namespace pstrain {

@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/platform/status_macros.h"
 #include "common/security/x509_util.h"
-#include "common/status_macros.h"
 
 namespace pstrain {
 namespace {

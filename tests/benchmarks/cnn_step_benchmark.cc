@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu_level.h"
-#include "common/job_spec.h"
-#include "common/model_variables.h"
+#include "common/config/job_spec.h"
+#include "common/plan/model_variables.h"
+#include "common/platform/cpu_level.h"
 #include "tests/benchmarks/fma_peak.h"
 #include "worker/cpu/conv2d.h"
 #include "worker/cpu/cpu_gradient_computer.h"

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/job_spec.h"
-#include "common/model_variables.h"
+#include "common/config/job_spec.h"
+#include "common/plan/model_variables.h"
 #include "worker/cuda/cuda_gradient_computer.h"
 #ifdef PSTRAIN_HAVE_CPU_GRADIENT_COMPUTER
 #include "worker/cpu/cpu_gradient_computer.h"

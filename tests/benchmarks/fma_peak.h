@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "common/cpu_level.h"
+#include "common/platform/cpu_level.h"
 
 namespace pstrain {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "common/cpu_level.h"
+#include "common/platform/cpu_level.h"
 #include "tests/benchmarks/fma_peak.h"
 
 int main(int argc, char** argv) {

@@ -34,7 +34,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
-#include "common/protocol_version.h"
+#include "common/wire/protocol_version.h"
 #include "ps/client/local_ps_client.h"
 #include "ps/store/ps_server.h"
 #include "ps/store/sparse_apply.h"

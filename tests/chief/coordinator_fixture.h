@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "chief/coordinator.h"
+#include "chief/coordinator/coordinator.h"
 #include "gtest/gtest.h"
 #include "tests/chief/fake_clients.h"
 

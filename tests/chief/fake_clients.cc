@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "common/ps_trouble.h"
+#include "common/wire/ps_trouble.h"
 
 namespace pstrain {
 

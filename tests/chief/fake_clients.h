@@ -14,11 +14,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/protocol_version.h"
+#include "common/wire/protocol_version.h"
 #include "ps/client/local_ps_client.h"
 #include "ps/client/ps_client.h"
 #include "ps/store/ps_server.h"
-#include "worker/worker_client.h"
+#include "worker/client/worker_client.h"
 
 namespace pstrain {
 

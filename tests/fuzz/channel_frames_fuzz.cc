@@ -10,7 +10,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
-#include "common/protocol_version.h"
+#include "common/wire/protocol_version.h"
 #include "ps/transport/tensor_channel_server.h"
 #include "ps/transport/tensor_channel_session.h"
 #include "tests/fuzz/fuzz_util.h"

@@ -7,7 +7,7 @@
 
 #include "common/checkpoint/checkpoint_index.h"
 #include "common/checkpoint/checkpoint_reader.h"
-#include "common/env.h"
+#include "common/platform/env.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,8 +3,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/job_spec.h"
-#include "common/json_util.h"
+#include "common/config/job_spec.h"
+#include "common/config/json_util.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

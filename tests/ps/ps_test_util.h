@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol_version.h"
+#include "common/wire/protocol_version.h"
 #include "proto/ps.pb.h"
 
 namespace pstrain {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "common/env.h"
+#include "common/platform/env.h"
 
 namespace pstrain {
 namespace testing_util {

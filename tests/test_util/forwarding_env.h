@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/env.h"
+#include "common/platform/env.h"
 
 namespace pstrain {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/platform/status_macros.h"
 #include "worker/cpu/cpu_kernels.h"
 #include "worker/cpu/cpu_model.h"
 #include "worker/cpu/ctr_gradient_computer.h"

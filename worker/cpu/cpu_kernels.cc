@@ -1,6 +1,6 @@
 #include "worker/cpu/cpu_kernels.h"
 
-#include "common/cpu_level.h"
+#include "common/platform/cpu_level.h"
 
 namespace pstrain {
 

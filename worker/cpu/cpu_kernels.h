@@ -1,4 +1,4 @@
-// The CPU kernels behind the layers, one table per CPU level (common/cpu_level.h). Each level's
+// The CPU kernels behind the layers, one table per CPU level (common/platform/cpu_level.h). Each level's
 // table is built from the same sources under worker/cpu/isa/, compiled for that level; the layers
 // look up the active level's table once (when they are built) and call through it. Adding a kernel:
 // a field here, its code in an isa/ source, one line in isa/kernel_table.cc.
@@ -16,7 +16,7 @@
 
 namespace pstrain {
 
-enum class CpuLevel;  // common/cpu_level.h
+enum class CpuLevel;  // common/platform/cpu_level.h
 
 // The widest vector of any level, in floats: buffers padded to a multiple of it suit every level.
 inline constexpr int64_t kMaxLanes = 16;

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
-#include "common/tensor.h"
+#include "common/platform/status_macros.h"
+#include "common/tensor/tensor.h"
 #include "worker/cpu/conv2d.h"
 #include "worker/cpu/cpu_kernels.h"
 #include "worker/cpu/dense.h"

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/job_spec.h"
-#include "common/model_variables.h"
-#include "worker/gradient_computer.h"
+#include "common/config/job_spec.h"
+#include "common/plan/model_variables.h"
+#include "worker/step/gradient_computer.h"
 
 namespace pstrain {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/platform/status_macros.h"
 #include "worker/cpu/cpu_kernels.h"
 #include "worker/cpu/ctr_model.h"
 #include "worker/cpu/thread_pool.h"

@@ -11,8 +11,8 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "common/job_spec.h"
-#include "worker/gradient_computer.h"
+#include "common/config/job_spec.h"
+#include "worker/step/gradient_computer.h"
 
 namespace pstrain {
 

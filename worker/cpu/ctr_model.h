@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/job_spec.h"
-#include "common/model_variables.h"
+#include "common/config/job_spec.h"
+#include "common/plan/model_variables.h"
 #include "worker/cpu/dense.h"
 #include "worker/cpu/embedding_kernels.h"
-#include "worker/gradient_computer.h"
+#include "worker/step/gradient_computer.h"
 
 namespace pstrain {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/platform/status_macros.h"
 #include "worker/cuda/cuda_gradient_computer.h"
 #include "worker/cuda/cuda_kernels.h"
 

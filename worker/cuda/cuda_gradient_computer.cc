@@ -1,7 +1,7 @@
 // NewCudaGradientComputer in CUDA builds: the device executor over a CudaBackend.
 #include "worker/cuda/cuda_gradient_computer.h"
 
-#include "common/status_macros.h"
+#include "common/platform/status_macros.h"
 #include "worker/cuda/cuda_backend.h"
 #include "worker/cuda/device_gradient_computer.h"
 

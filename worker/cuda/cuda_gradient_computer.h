@@ -16,8 +16,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/job_spec.h"
-#include "worker/gradient_computer.h"
+#include "common/config/job_spec.h"
+#include "worker/step/gradient_computer.h"
 
 namespace pstrain {
 
@@ -39,7 +39,7 @@ absl::StatusOr<int> ParseCudaDevice(const std::string& device);
 // cuBLAS naming the call and the device ("cudaMalloc on cuda:0: out of memory ...").
 absl::StatusOr<std::unique_ptr<GradientComputer>> NewCudaGradientComputer(const ModelSpec& model, int device_index);
 
-// The signature of worker/replica_set.h's GradientComputerFactory (model, threads).
+// The signature of worker/step/replica_set.h's GradientComputerFactory (model, threads).
 using CudaComputerFactory =
     std::function<absl::StatusOr<std::unique_ptr<GradientComputer>>(const ModelSpec& model, int threads)>;
 

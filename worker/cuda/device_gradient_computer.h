@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/job_spec.h"
+#include "common/config/job_spec.h"
 #include "worker/cuda/device_array.h"
 #include "worker/cuda/device_backend.h"
 #include "worker/cuda/model_plan.h"
-#include "worker/gradient_computer.h"
+#include "worker/step/gradient_computer.h"
 
 namespace pstrain {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "common/status_macros.h"
+#include "common/platform/status_macros.h"
 #include "worker/cuda/device_gradient_computer.h"
 
 namespace pstrain {

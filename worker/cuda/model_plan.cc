@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
-#include "common/tensor.h"
+#include "common/platform/status_macros.h"
+#include "common/tensor/tensor.h"
 
 namespace pstrain {
 namespace {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/job_spec.h"
-#include "common/model_variables.h"
+#include "common/config/job_spec.h"
+#include "common/plan/model_variables.h"
 #include "worker/cuda/layer_kernels.h"
 
 namespace pstrain {

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/platform/status_macros.h"
 #include "worker/data/criteo_parser.h"
 #include "worker/data/file_reader.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/platform/status_macros.h"
 #include "worker/data/criteo_reader.h"
 #include "worker/data/ctr_default_data.h"
 #include "worker/data/file_reader.h"

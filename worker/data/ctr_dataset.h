@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/env.h"
-#include "common/job_spec.h"
+#include "common/config/job_spec.h"
+#include "common/platform/env.h"
 #include "worker/data/ctr_synthetic.h"
 #include "worker/data/dataset.h"
 

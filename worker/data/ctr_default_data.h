@@ -22,7 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/env.h"
+#include "common/platform/env.h"
 #include "worker/data/ctr_synthetic.h"
 
 namespace pstrain {

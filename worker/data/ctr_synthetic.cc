@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/binary_metrics.h"
-#include "common/json_util.h"
-#include "common/status_macros.h"
+#include "common/config/json_util.h"
+#include "common/metrics/binary_metrics.h"
+#include "common/platform/status_macros.h"
 
 namespace pstrain {
 namespace {

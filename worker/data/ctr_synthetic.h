@@ -15,7 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/env.h"
+#include "common/platform/env.h"
 #include "worker/data/ctr_planted_model.h"
 
 namespace pstrain {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/job_spec.h"
+#include "common/config/job_spec.h"
 
 namespace pstrain {
 

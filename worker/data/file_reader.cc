@@ -10,9 +10,9 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "common/checked_math.h"
-#include "common/env.h"
-#include "common/memory_budget.h"
+#include "common/plan/memory_budget.h"
+#include "common/platform/checked_math.h"
+#include "common/platform/env.h"
 
 namespace pstrain {
 namespace {

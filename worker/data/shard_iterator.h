@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "worker/batch.h"
 #include "worker/data/dataset.h"
+#include "worker/step/batch.h"
 
 namespace pstrain {
 

@@ -1,7 +1,7 @@
 // The dense optimizer loops for one CPU level (optimizer_kernels.h). Whole vectors first, then the
 // remainder element by element with the same expressions; compiled with -ffp-contract=off, so
 // vector and scalar code round alike and every level gives the same bits.
-#include "common/simd.h"
+#include "common/platform/simd.h"
 #include "ps/store/optimizer_kernels.h"
 
 namespace pstrain {

@@ -1,5 +1,5 @@
 // The FMA loop of the peak measurement (fma_peak.h), compiled once per CPU level.
-#include "common/simd.h"
+#include "common/platform/simd.h"
 
 namespace pstrain {
 namespace PSTRAIN_ISA_NS {

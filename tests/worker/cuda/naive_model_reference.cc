@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "common/json_util.h"
-#include "common/model_variables.h"
+#include "common/config/json_util.h"
+#include "common/plan/model_variables.h"
 
 namespace pstrain {
 namespace {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "common/job_spec.h"
-#include "common/tensor.h"
-#include "worker/batch.h"
+#include "common/config/job_spec.h"
+#include "common/tensor/tensor.h"
+#include "worker/step/batch.h"
 
 namespace pstrain {
 

@@ -1,7 +1,7 @@
 // Element-wise kernels for one CPU level: bias + activation, ReLU and its gradient, column sums
 // (bias gradients), vector sums (gradients of several threads). Whole vectors first, then a
 // partial one; the order of additions is fixed, so results repeat exactly.
-#include "common/simd.h"
+#include "common/platform/simd.h"
 #include "worker/cpu/isa/isa_kernels.h"
 
 namespace pstrain {

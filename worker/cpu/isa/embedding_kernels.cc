@@ -2,7 +2,7 @@
 // the tower's input gradient added into per-unique-id rows. Whole vectors first, then a partial
 // one; every element is one copy or one addition in example order, so each level gives the
 // same bits.
-#include "common/simd.h"
+#include "common/platform/simd.h"
 #include "worker/cpu/isa/isa_kernels.h"
 
 namespace pstrain {

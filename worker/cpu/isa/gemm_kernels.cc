@@ -5,7 +5,7 @@
 // with AVX-512, 6x16 with AVX2. B is packed per panel (at most 4 vectors wide) so that one
 // panel's rows are contiguous and zero-padded; panels never straddle a column run of C, which lets
 // a convolution's input gradient be added straight into the input's layout (col2im in the store).
-#include "common/simd.h"
+#include "common/platform/simd.h"
 #include "worker/cpu/isa/isa_kernels.h"
 
 namespace pstrain {

@@ -1,5 +1,5 @@
 // This CPU level's kernel table (worker/cpu/cpu_kernels.h), in the order of its fields.
-#include "common/simd.h"
+#include "common/platform/simd.h"
 #include "worker/cpu/isa/isa_kernels.h"
 
 namespace pstrain {

@@ -1,6 +1,6 @@
 // Max-pool kernels for one CPU level, vectorised over channels: one row of windows at a time, so a
 // convolution can pool its output while the rows are still in L1.
-#include "common/simd.h"
+#include "common/platform/simd.h"
 #include "worker/cpu/isa/isa_kernels.h"
 
 namespace pstrain {

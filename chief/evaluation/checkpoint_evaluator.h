@@ -1,0 +1,48 @@
+// Evaluating a checkpoint in one process with no cluster ("restore without strategy"): the full
+// variables are assembled from whatever slices the checkpoint holds (any ps count or partitioner),
+// the model comes from the job spec stored in the checkpoint, and the test set is evaluated on
+// the CPU reference implementation in the same shards and order the workers use.
+// Thread-safety: pure functions over files.
+#ifndef PSTRAIN_CHIEF_EVALUATION_CHECKPOINT_EVALUATOR_H_
+#define PSTRAIN_CHIEF_EVALUATION_CHECKPOINT_EVALUATOR_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "chief/evaluation/evaluation.h"
+#include "common/checkpoint/checkpoint_index.h"
+#include "common/config/job_spec.h"
+#include "common/platform/env.h"
+#include "common/tensor/tensor.h"
+
+namespace pstrain {
+
+struct CheckpointEvalOptions {
+  // The test data to read: the user's (a job spec or flags). Without it, the data named by the job
+  // spec stored in the checkpoint, which callers show the user (DescribeData) before reading.
+  std::optional<DataSpec> data;
+  std::string data_dir;   // overrides data.dir when non-empty
+  int threads = 1;
+  int64_t batch_size = 500;
+  int64_t max_bytes = 0;  // most bytes a checkpoint variable may take (0: this host's default budget)
+};
+
+// "fashion_mnist in DIR", "csv file FILE", ... for telling the user what will be read.
+std::string DescribeData(const DataSpec& data, const std::string& data_dir);
+
+// The model's variables in ModelVariables() order, read from `dir` (checksums verified).
+// NotFound / DataLoss naming the variable or file; InvalidArgument when a shape differs.
+absl::StatusOr<std::vector<Tensor>> LoadModelVariables(Env* env, const std::string& dir, const CheckpointIndex& index,
+                                                       const ModelSpec& model, int64_t max_bytes = 0);
+
+// The job spec stored in the checkpoint's index. InvalidArgument when it does not parse.
+absl::StatusOr<JobSpec> JobSpecOfCheckpoint(const CheckpointIndex& index);
+
+// Test loss and accuracy of the checkpoint in `dir` (step from its index).
+absl::StatusOr<EvalResult> EvaluateCheckpoint(Env* env, const std::string& dir, const CheckpointEvalOptions& options);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_CHIEF_EVALUATION_CHECKPOINT_EVALUATOR_H_

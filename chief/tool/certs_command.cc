@@ -1,0 +1,123 @@
+#include "chief/tool/certs_command.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/config/command_line.h"
+#include "common/config/json_util.h"
+#include "common/platform/env.h"
+#include "common/platform/exit_codes.h"
+#include "common/platform/status_macros.h"
+#include "common/security/cert_authority.h"
+#include "common/security/tls_config.h"
+
+namespace pstrain {
+namespace {
+
+const std::vector<FlagDef>& CertsFlags() {
+  static const auto* flags = new std::vector<FlagDef>{
+      {"out", "", "directory to write the files into (created when missing)"},
+      {"cluster", "", "a TF_CONFIG file, or a file holding its \"cluster\" object alone"},
+      {"days", "365", "how long the certificates are valid"},
+      {"hosts", "", "more names or addresses every certificate answers to, comma-separated"},
+  };
+  return *flags;
+}
+
+// Writes `data` to `path` readable by its owner only when `secret`.
+absl::Status WriteFile(const std::string& path, const std::string& data, bool secret) {
+  RETURN_IF_ERROR(Env::Default()->WriteFileAtomic(path, data));
+  if (::chmod(path.c_str(), secret ? 0600 : 0644) != 0) {
+    return absl::InternalError(absl::StrCat("cannot set the mode of ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ClusterSpec> ReadCluster(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, Env::Default()->ReadFile(path));
+  absl::StatusOr<nlohmann::json> doc = ParseJson(text, path);
+  if (!doc.ok()) return doc.status();
+  if (doc->is_object() && doc->contains("cluster")) {
+    ASSIGN_OR_RETURN(TfConfig config, ParseTfConfig(text));
+    return config.cluster;
+  }
+  return ClusterSpec::FromJson(*doc);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> WriteClusterCerts(const std::string& dir, const ClusterSpec& cluster, int days,
+                                                           const std::vector<std::string>& extra_hosts) {
+  if (days < 1) return absl::InvalidArgumentError("--days must be at least 1");
+  RETURN_IF_ERROR(Env::Default()->CreateDirs(dir));
+  ASSIGN_OR_RETURN(CertAndKey ca, MakeCertificateAuthority("pstrain cluster CA", days));
+  RETURN_IF_ERROR(WriteFile(dir + "/ca.crt", ca.cert_pem, false));
+  RETURN_IF_ERROR(WriteFile(dir + "/ca.key", ca.key_pem, true));
+  std::vector<std::pair<std::string, std::string>> tasks;  // name, host
+  for (const auto& [job, members] : cluster.jobs()) {
+    for (const auto& [index, address] : members) {
+      std::string host, port;
+      SplitHostPort(address, &host, &port);
+      tasks.emplace_back(absl::StrCat(job, ":", index), host);
+    }
+  }
+  if (!cluster.HasJob(kEvaluator)) tasks.emplace_back("evaluator:0", "");
+  std::vector<std::string> written;
+  for (const auto& [task, host] : tasks) {
+    std::set<std::string> hosts = {"localhost", "127.0.0.1"};
+    if (!host.empty()) hosts.insert(host);
+    hosts.insert(extra_hosts.begin(), extra_hosts.end());
+    ASSIGN_OR_RETURN(CertAndKey issued,
+                     IssueCertificate(ca, task, std::vector<std::string>(hosts.begin(), hosts.end()), days));
+    RETURN_IF_ERROR(WriteFile(dir + "/" + TaskCertFileName(task), issued.cert_pem, false));
+    RETURN_IF_ERROR(WriteFile(dir + "/" + TaskKeyFileName(task), issued.key_pem, true));
+    written.push_back(task);
+  }
+  return written;
+}
+
+int CertsMain(int argc, char** argv) {
+  const std::string summary =
+      "Makes a cluster CA and one certificate per task of a TF_CONFIG's cluster; then start every task with\n"
+      "--tls_dir=DIR (or PSTRAIN_TLS_DIR=DIR).\n"
+      "  pstrain certs --out=tls --cluster=tf_config.json";
+  auto cl = CommandLine::Parse("pstrain certs", argc, argv, 2, CertsFlags());
+  if (!cl.ok()) {
+    std::cerr << "pstrain certs: " << cl.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
+  if (cl->help()) {
+    std::cout << "usage: pstrain certs --out DIR --cluster TF_CONFIG_FILE [flags]\n"
+              << FlagUsage("pstrain certs", summary, CertsFlags());
+    return kExitOk;
+  }
+  absl::StatusOr<int64_t> days = cl->GetInt("days");
+  if (cl->Get("out").empty() || cl->Get("cluster").empty() || !days.ok() || *days < 1 || *days > 36500) {
+    std::cerr << "pstrain certs: give --out DIR and --cluster TF_CONFIG_FILE (and --days between 1 and 36500)\n";
+    return kExitBadConfiguration;
+  }
+  absl::StatusOr<ClusterSpec> cluster = ReadCluster(cl->Get("cluster"));
+  if (!cluster.ok()) {
+    std::cerr << "pstrain certs: " << cluster.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
+  std::vector<std::string> extra = absl::StrSplit(cl->Get("hosts"), ',', absl::SkipEmpty());
+  absl::StatusOr<std::vector<std::string>> written =
+      WriteClusterCerts(cl->Get("out"), *cluster, static_cast<int>(*days), extra);
+  if (!written.ok()) {
+    std::cerr << "pstrain certs: " << written.status().message() << "\n";
+    return ExitCodeFor(written.status());
+  }
+  std::cout << "wrote " << cl->Get("out") << "/ca.crt (and ca.key: keep it off the cluster) and certificates for "
+            << absl::StrJoin(*written, ", ") << "\nstart each task with --tls_dir=" << cl->Get("out") << "\n";
+  return kExitOk;
+}
+
+}  // namespace pstrain

@@ -1,0 +1,215 @@
+#include "chief/tool/train_command.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "common/config/command_line.h"
+#include "common/config/json_util.h"
+#include "common/plan/memory_budget.h"
+#include "common/platform/cpu_level.h"
+#include "common/platform/exit_codes.h"
+#include "common/plan/optimizer_defaults.h"
+#include "common/platform/status_macros.h"
+#include "worker/data/ctr_dataset.h"
+#include "worker/local/keras_updater.h"
+#include "worker/local/local_trainer.h"
+#include "worker/step/device.h"
+
+namespace pstrain {
+namespace {
+
+const std::vector<FlagDef>& TrainFlags() {
+  static const auto* flags = new std::vector<FlagDef>{
+      {"job", "cnn", "job spec: a preset (linear, mlp, cnn, ctr) or a JSON file"},
+      {"epochs", "", "epochs to train (overrides the job's schedule)"},
+      {"steps", "", "steps to train (overrides the job's schedule and --epochs)"},
+      {"threads", "", "compute threads (default: all cores)"},
+      {"replicas", "1", "local replicas: each batch is split over them, gradients summed"},
+      {"device", "cpu", "where gradients are computed: cpu, cuda or cuda:N (builds with CUDA)"},
+      {"data_dir", "",
+       "directory of the dataset files (overrides the job's data.dir; criteo: the cache of the default set)"},
+      {"train_files", "", "criteo jobs: comma-separated training files or globs (overrides data.train_files)"},
+      {"test_files", "", "criteo jobs: comma-separated test files or globs (overrides data.test_files)"},
+      {"seed", "", "job seed (initial weights and shuffles)"},
+      {"eval", "true", "evaluate on the test set after every epoch", true},
+      {"terminate_on_nan", "",
+       "stop when a loss, gradient or variable turns NaN/Inf, naming the step and variable (default: the job's "
+       "terminate_on_nan, true unless it says false)",
+       true},
+      {"memory_budget_bytes", "0",
+       "most memory the model, gradients, optimizer slots, data and activations may take (0: half of this "
+       "host's memory)"},
+  };
+  return *flags;
+}
+
+absl::StatusOr<int64_t> IntFlag(const CommandLine& cl, const std::string& name, int64_t fallback,
+                                const IntRange& range) {
+  if (!cl.Given(name) && cl.Get(name).empty()) return fallback;
+  return cl.GetInt(name, range);
+}
+
+// Refuses a job whose model, gradients, optimizer slots, data and activations exceed the budget.
+absl::Status CheckTrainMemory(const CommandLine& cl, const JobSpec& job) {
+  ASSIGN_OR_RETURN(int64_t flag, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
+  ASSIGN_OR_RETURN(int64_t budget, MemoryBudgetBytes(Env::Default(), flag));
+  ASSIGN_OR_RETURN(int slots, OptimizerSlotCount(job.optimizer));
+  const int64_t examples = ExamplesInMemory(job.data);
+  const int64_t batch = examples > 0 ? std::min(job.batch_size, examples) : job.batch_size;
+  ASSIGN_OR_RETURN(ComputeBytes bytes,
+                   EstimateComputeBytes(job.model, batch, examples, slots, /*applies_updates=*/true));
+  return CheckMemoryBudget("pstrain train", bytes.total(), bytes.Describe(), budget,
+                           absl::StrCat("raise ", kMemoryBudgetFlag, ", lower batch_size, or make the model smaller"));
+}
+
+nlohmann::json NumberOrNull(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json ReportJson(const EpochReport& r, bool binary) {
+  nlohmann::json j = {{"epoch", r.epoch},
+                      {"steps", r.steps},
+                      {"train_loss", r.train_loss},
+                      {"train_accuracy", r.train_accuracy},
+                      {"test_loss", r.test_loss},
+                      {"test_accuracy", r.test_accuracy},
+                      {"train_seconds", r.train_seconds},
+                      {"eval_seconds", r.eval_seconds},
+                      {"examples_per_second", r.examples_per_second}};
+  if (binary) {
+    j["train_auc"] = NumberOrNull(r.train_auc);
+    j["test_auc"] = NumberOrNull(r.test_auc);
+  }
+  return j;
+}
+
+// "epoch 1/1  step 196  train loss 0.4512 auc 0.7712  test loss 0.4421 auc 0.7902  12.3s  45000 examples/s".
+std::string EpochLine(const EpochReport& r, int64_t epochs, bool classification, bool binary, bool evaluated) {
+  std::string line =
+      absl::StrFormat("epoch %lld/%lld  step %lld  train loss %.4f", r.epoch, epochs, r.steps, r.train_loss);
+  if (classification) absl::StrAppendFormat(&line, " acc %.4f", r.train_accuracy);
+  if (binary) absl::StrAppendFormat(&line, " auc %.4f", r.train_auc);
+  if (evaluated) absl::StrAppendFormat(&line, "  test loss %.4f", r.test_loss);
+  if (evaluated && classification) absl::StrAppendFormat(&line, " acc %.4f", r.test_accuracy);
+  if (evaluated && binary) absl::StrAppendFormat(&line, " auc %.4f", r.test_auc);
+  absl::StrAppendFormat(&line, "  %.1fs  %.0f examples/s", r.train_seconds, r.examples_per_second);
+  return line;
+}
+
+absl::Status RunTrain(const CommandLine& cl) {
+  ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(cl.Get("job")));
+  LocalTrainOptions options;
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  ASSIGN_OR_RETURN(int64_t threads,
+                   IntFlag(cl, "threads", std::min<int64_t>(cores, kMaxThreads), IntBetween(1, kMaxThreads)));
+  ASSIGN_OR_RETURN(int64_t replicas, IntFlag(cl, "replicas", 1, IntBetween(1, kMaxThreads)));
+  ASSIGN_OR_RETURN(options.epochs, IntFlag(cl, "epochs", 0, DimensionRange()));
+  ASSIGN_OR_RETURN(options.steps, IntFlag(cl, "steps", 0, DimensionRange()));
+  ASSIGN_OR_RETURN(int64_t seed, IntFlag(cl, "seed", static_cast<int64_t>(job.seed), IntAtLeast(0)));
+  ASSIGN_OR_RETURN(options.evaluate, cl.GetBool("eval"));
+  if (cl.Given("terminate_on_nan")) {
+    ASSIGN_OR_RETURN(job.terminate_on_nan, cl.GetBool("terminate_on_nan"));
+  }
+  RETURN_IF_ERROR(CheckTrainMemory(cl, job));
+  options.threads = static_cast<int>(threads);
+  options.replicas = static_cast<int>(replicas);
+  options.data_dir = cl.Get("data_dir");
+  job.seed = static_cast<uint64_t>(seed);
+  RETURN_IF_ERROR(OverrideCtrDataFiles(cl.Get("train_files"), cl.Get("test_files"), "--", &job));
+  std::optional<CtrSyntheticSummary> default_data;
+  if (job.model.is_ctr() && UsesDefaultCtrData(job.data)) {
+    ASSIGN_OR_RETURN(default_data, EnsureJobDefaultCtrData(Env::Default(), job.data, options.data_dir));
+    std::fprintf(stderr,
+                 "pstrain train: the default synthetic CTR set: %s, %s (give --train_files/--test_files for yours)\n",
+                 default_data->train_path.c_str(), default_data->test_path.c_str());
+  }
+  ASSIGN_OR_RETURN(GradientComputerFactory compute, ComputeFactoryForDevice(cl.Get("device"), options.replicas));
+  ASSIGN_OR_RETURN(auto trainer, LocalTrainer::Create(job, options, InitializeVariable, NewKerasUpdater, compute));
+  const int64_t total = trainer->total_steps(), per_epoch = trainer->steps_per_epoch();
+  const int64_t epochs = (total + per_epoch - 1) / per_epoch;
+  std::fprintf(stderr,
+               "pstrain train: job %s, %lld steps (%lld per epoch) of batch %lld, %d threads, %d replicas; cpu "
+               "kernels %s\n",
+               job.name.c_str(), static_cast<long long>(total), static_cast<long long>(per_epoch),
+               static_cast<long long>(job.batch_size), options.threads, options.replicas, DescribeCpuLevel().c_str());
+  const bool classification = job.model.loss == "sparse_categorical_crossentropy";
+  const bool binary = job.model.loss == "binary_crossentropy";
+  for (const std::string& warning : trainer->data_warnings())
+    std::fprintf(stderr, "pstrain train: %s\n", warning.c_str());
+  nlohmann::json per_epoch_json = nlohmann::json::array();
+  double train_seconds = 0, examples = 0;
+  EpochReport last;
+  RETURN_IF_ERROR(trainer->Run([&](const EpochReport& r) {
+    std::cout << EpochLine(r, epochs, classification, binary, options.evaluate) << std::endl;
+    per_epoch_json.push_back(ReportJson(r, binary));
+    train_seconds += r.train_seconds;
+    examples += r.examples_per_second * r.train_seconds;
+    last = r;
+  }));
+  nlohmann::json summary = {{"job", job.name},
+                            {"steps", last.steps},
+                            {"epochs", per_epoch_json.size()},
+                            {"batch_size", job.batch_size},
+                            {"threads", options.threads},
+                            {"replicas", options.replicas},
+                            {"cpu_level", CpuLevelName(ActiveCpuLevel())},
+                            {"seed", job.seed},
+                            {"train_seconds", train_seconds},
+                            {"examples_per_second", train_seconds > 0 ? examples / train_seconds : 0},
+                            {"final_train_loss", last.train_loss},
+                            {"final_train_accuracy", last.train_accuracy},
+                            {"per_epoch", per_epoch_json}};
+  if (options.evaluate) {
+    summary["final_test_loss"] = last.test_loss;
+    summary["final_test_accuracy"] = last.test_accuracy;
+  }
+  if (binary) {
+    summary["final_train_auc"] = NumberOrNull(last.train_auc);
+    if (options.evaluate) {
+      summary["final_test_auc"] = NumberOrNull(last.test_auc);
+      summary["final_test_logloss"] = last.test_loss;
+    }
+    if (default_data.has_value()) {
+      summary["bayes_test_auc"] = default_data->test.bayes_auc;
+      summary["bayes_test_logloss"] = default_data->test.bayes_logloss;
+      if (options.evaluate) {
+        std::fprintf(
+            stderr,
+            "pstrain train: test AUC %.4f, log loss %.4f (Bayes-optimal on this set: AUC %.4f, log loss %.4f)\n",
+            last.test_auc, last.test_loss, default_data->test.bayes_auc, default_data->test.bayes_logloss);
+      }
+    }
+  }
+  std::cout << DumpJson(summary) << std::endl;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int TrainMain(int argc, char** argv) {
+  const std::string summary =
+      "Trains a job in this one process, no cluster: the same initial weights, data shards, loss scaling and\n"
+      "optimizer as the cluster. Examples:\n"
+      "  pstrain train --job=cnn --epochs=10 --threads=2\n"
+      "  pstrain train --job=cnn --steps=300 --eval=false\n"
+      "  pstrain train --job=ctr --threads=2 --train_files=day_0.gz --test_files=day_23.gz";
+  auto cl = CommandLine::Parse("pstrain train", argc, argv, 2, TrainFlags());
+  if (!cl.ok()) {
+    std::cerr << "pstrain train: " << cl.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
+  if (cl->help()) {
+    std::cout << FlagUsage("pstrain train", summary, TrainFlags());
+    return kExitOk;
+  }
+  absl::Status s = RunTrain(*cl);
+  if (!s.ok()) {
+    std::cerr << "pstrain train: " << s.message() << "\n";
+    return s.code() == absl::StatusCode::kDataLoss ? kExitBadConfiguration : ExitCodeFor(s);
+  }
+  return kExitOk;
+}
+
+}  // namespace pstrain

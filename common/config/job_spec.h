@@ -1,0 +1,172 @@
+// The job spec: what to train (a Keras-Sequential-like model, or a CTR model: embedding tables
+// per categorical field and numeric inputs feeding a dense tower), with which optimizer, on which
+// data, for how long, partitioned how, in which mode. Parsed from JSON (a file or a preset), with
+// every field validated and named in errors ("model.layers[2].units must be positive").
+// Thread-safety: plain values.
+#ifndef PSTRAIN_COMMON_CONFIG_JOB_SPEC_H_
+#define PSTRAIN_COMMON_CONFIG_JOB_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/plan/partitioner.h"
+#include "nlohmann/json.hpp"
+
+namespace pstrain {
+
+// Keras initializer and its arguments (Keras defaults).
+struct InitializerSpec {
+  std::string type = "zeros";  // zeros, ones, constant, random_normal, random_uniform (alias
+                               // "uniform", Keras's name), truncated_normal, glorot_uniform, he_normal
+  double value = 0.0;          // constant
+  double mean = 0.0;           // random_normal, truncated_normal
+  double stddev = 0.05;        // random_normal, truncated_normal
+  double minval = -0.05;       // random_uniform
+  double maxval = 0.05;        // random_uniform
+};
+
+struct LayerSpec {
+  std::string type;            // dense, conv2d, max_pool2d, flatten, relu
+  std::string name;            // Keras-style automatic name when not given: dense, dense_1, conv2d, ...
+  int64_t units = 0;           // dense
+  int64_t filters = 0;         // conv2d
+  int64_t kernel_size = 0;     // conv2d (square kernels, stride 1)
+  std::string padding = "valid";  // conv2d: valid | same
+  int64_t pool_size = 2;       // max_pool2d (stride = pool_size)
+  std::string activation;      // "" / "linear" or "relu" (dense, conv2d)
+  bool use_bias = true;
+  InitializerSpec kernel_initializer{"glorot_uniform"};
+  InitializerSpec bias_initializer{"zeros"};
+};
+
+// One categorical input of a CTR model, looked up in its own embedding table (Keras Embedding):
+// a [vocabulary_size, embedding_dim] float32 variable "<name>/embeddings" whose rows move sparsely.
+struct EmbeddingFieldSpec {
+  std::string name;             // layer name; Keras-style automatic: embedding, embedding_1, ...
+  int64_t vocabulary_size = 0;  // rows: ids are in [0, vocabulary_size)
+  int64_t embedding_dim = 0;
+  // Keras Embedding's default "uniform" = RandomUniform(-0.05, 0.05).
+  InitializerSpec embeddings_initializer{"random_uniform"};
+};
+
+struct ModelSpec {
+  // Per example, e.g. [28,28,1] (NHWC) or [2]. CTR models: derived, [numeric_inputs + sum of the
+  // fields' embedding_dim] (the dense tower's input), never written in the JSON.
+  std::vector<int64_t> input_shape;
+  std::vector<LayerSpec> layers;
+  // From logits: sparse_categorical_crossentropy, or binary_crossentropy (CTR models, one logit);
+  // or "mse".
+  std::string loss = "sparse_categorical_crossentropy";
+  // CTR models (fields non-empty): per example, numeric_inputs floats and one id per field; the
+  // numeric features then the fields' embeddings, in field order, are concatenated into the
+  // input of `layers`.
+  int64_t numeric_inputs = 0;
+  std::vector<EmbeddingFieldSpec> fields;
+  bool is_ctr() const { return !fields.empty(); }
+};
+
+struct LearningRateSpec {
+  std::string schedule = "constant";  // constant | exponential_decay | piecewise_constant
+  double initial = 0.001;
+  int64_t decay_steps = 0;
+  double decay_rate = 1.0;
+  bool staircase = false;
+  std::vector<int64_t> boundaries;
+  std::vector<double> values;
+};
+
+struct OptimizerSpec {
+  std::string type = "adam";   // sgd | adagrad | adam | rmsprop | ftrl | lazy_adam
+  LearningRateSpec learning_rate;
+  double momentum = 0.0;       // sgd, rmsprop
+  bool nesterov = false;       // sgd
+  double beta_1 = 0.9;         // adam, lazy_adam
+  double beta_2 = 0.999;       // adam, lazy_adam
+  double epsilon = 1e-7;       // adagrad, adam, rmsprop, lazy_adam
+  double initial_accumulator_value = 0.1;  // adagrad, ftrl
+  double rho = 0.9;            // rmsprop
+  bool centered = false;       // rmsprop
+  // ftrl (Keras names in the job spec: learning_rate_power, l1_regularization_strength,
+  // l2_regularization_strength, l2_shrinkage_regularization_strength, beta).
+  double learning_rate_power = -0.5;
+  double l1 = 0.0;
+  double l2 = 0.0;
+  double l2_shrinkage = 0.0;
+  double beta = 0.0;
+};
+
+struct DataSpec {
+  std::string dataset = "fashion_mnist";  // fashion_mnist | csv | synthetic_linear | criteo
+  // fashion_mnist: the IDX files. criteo: where the default synthetic set is cached ("" = the
+  // user's cache directory), used when train_files is empty.
+  std::string dir = "/usr/share/datasets/fashion-mnist";
+  std::string train_file;      // csv
+  std::string test_file;       // csv
+  int64_t label_column = -1;   // csv: -1 = last column
+  bool header = false;         // csv: skip the first line
+  int64_t num_examples = 0;    // synthetic_linear: training examples (test: a quarter)
+  int64_t shuffle_seed = 0;    // 0: derive from the job seed
+  // criteo: TSV files `label \t numeric... \t categorical...` (plain or .gz), each entry a path or
+  // a glob. Both empty: the default synthetic set, generated into `dir` on first use.
+  std::vector<std::string> train_files;
+  std::vector<std::string> test_files;
+  bool skip_bad_lines = false;  // criteo: skip and count malformed lines instead of failing
+};
+
+struct ScheduleSpec {
+  int64_t epochs = 0;          // either epochs or steps (> 0)
+  int64_t steps = 0;           // global steps of batch_size examples
+  int64_t steps_per_closure = 10;  // k steps a worker runs per scheduled closure
+  int64_t eval_every_steps = 0;    // 0: only at the end
+  int64_t checkpoint_every_steps = 0;
+  int64_t checkpoint_every_secs = 0;
+  int64_t keep_checkpoints = 5;
+};
+
+struct JobSpec {
+  std::string name;
+  ModelSpec model;
+  OptimizerSpec optimizer;
+  DataSpec data;
+  int64_t batch_size = 64;     // GLOBAL batch: losses are summed and divided by it
+  ScheduleSpec schedule;
+  PartitionerSpec partitioner;
+  std::string mode = "async";  // async | sync
+  uint64_t seed = 42;
+  int64_t sync_timeout_ms = 60000;
+  // Stop the job when a training loss, a gradient or a variable turns NaN or infinite (Keras's
+  // TerminateOnNaN), naming the step and the variable; no checkpoint is written after it.
+  bool terminate_on_nan = true;
+  // Backups per shard (0 or 1): with 1, every shard has a backup on the next ps round-robin that
+  // the primary keeps up to date with each update it applies; a lost primary's shards are promoted
+  // on their backups and no acknowledged update is lost. Async mode only; needs at least 2 ps.
+  int64_t ps_replicas = 0;
+};
+
+// Parses and validates a job spec document. InvalidArgument naming the field on any problem: a
+// wrong type, a value outside its range (Keras's, TensorFlow's or PyTorch's checks where they have
+// them), or a key no field has (naming the nearest known key).
+absl::StatusOr<JobSpec> JobSpecFromJson(const nlohmann::json& doc);
+
+// The canonical JSON form (every field explicit); JobSpecFromJson(JobSpecToJson(s)) == s.
+nlohmann::json JobSpecToJson(const JobSpec& spec);
+
+// Command-line overrides of a criteo job's data files (--train_files / --test_files): each a
+// comma-separated list of paths or globs, "" leaving that split as it is. InvalidArgument naming
+// `flag_prefix` + the flag when the job is not a criteo job, or when only one split would then
+// have files (give both, or neither for the default synthetic set).
+absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::string& test_files,
+                                  const std::string& flag_prefix, JobSpec* job);
+
+// OK when `spec.ps_replicas` fits a cluster of `num_ps` ps tasks (each shard's backups on other ps
+// tasks than its primary); InvalidArgument naming the limit otherwise.
+absl::Status CheckPsReplicas(const JobSpec& spec, int num_ps);
+
+// Loads `name_or_path`: a preset name (see job_presets.h) or a JSON file path.
+absl::StatusOr<JobSpec> LoadJobSpec(const std::string& name_or_path);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_COMMON_CONFIG_JOB_SPEC_H_

@@ -1,0 +1,152 @@
+// The CTR part of a job spec's model: numeric inputs and categorical fields with their embedding
+// tables (see EmbeddingFieldSpec in job_spec.h and the README's CTR section).
+#include <map>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/config/job_spec_parse.h"
+#include "common/config/value_range.h"
+#include "common/platform/checked_math.h"
+#include "common/platform/status_macros.h"
+
+namespace pstrain {
+namespace internal_job_spec {
+namespace {
+
+using nlohmann::json;
+
+// Bounds that catch typos (a vocabulary of 10^15 rows) while leaving room for real tables; a
+// table's bytes are bounded by the checked arithmetic below and by the plan's memory budget.
+constexpr int64_t kMaxVocabulary = int64_t{1} << 40;
+constexpr int64_t kMaxEmbeddingDim = 65536;
+constexpr int64_t kMaxFields = 100000;
+constexpr int64_t kMaxNumericInputs = 1000000;
+
+// One entry of model.fields: {"vocabulary_size", "embedding_dim", optional "name",
+// "embeddings_initializer", and "count" (that many identical fields, named automatically)}.
+absl::Status ParseFieldEntry(const json& entry, const std::string& path, std::vector<EmbeddingFieldSpec>* fields) {
+  RETURN_IF_ERROR(JsonFields::RequireObject(entry, path, kPrefix));
+  JsonFields f(entry, path, kPrefix);
+  EmbeddingFieldSpec field;
+  ASSIGN_OR_RETURN(field.name, f.String("name", ""));
+  if (field.name.size() > 256) return f.Invalid("name", "is longer than 256 characters");
+  ASSIGN_OR_RETURN(field.vocabulary_size,
+                   f.Int("vocabulary_size", 0, IntBetween(1, kMaxVocabulary, "(the table's rows)")));
+  ASSIGN_OR_RETURN(field.embedding_dim,
+                   f.Int("embedding_dim", 0, IntBetween(1, kMaxEmbeddingDim, "(the table's columns)")));
+  ASSIGN_OR_RETURN(field.embeddings_initializer,
+                   ParseInitializer(f, "embeddings_initializer", field.embeddings_initializer));
+  ASSIGN_OR_RETURN(int64_t count, f.Int("count", 1, IntBetween(1, kMaxFields, "(identical fields)")));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  if (field.vocabulary_size == 0) return f.Invalid("vocabulary_size", "is missing (the table's rows)");
+  if (field.embedding_dim == 0) return f.Invalid("embedding_dim", "is missing (the table's columns)");
+  if (count > 1 && !field.name.empty()) {
+    return f.Invalid("name", "cannot name several fields (count > 1); drop the name or the count");
+  }
+  if (static_cast<int64_t>(fields->size()) + count > kMaxFields) {
+    return f.Invalid("count", absl::StrCat("makes more than ", kMaxFields, " fields"));
+  }
+  fields->insert(fields->end(), count, field);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ParseCtrModel(JsonFields& model, ModelSpec* spec) {
+  const json* fields = model.Find("fields");
+  ASSIGN_OR_RETURN(spec->numeric_inputs,
+                   model.Int("numeric_inputs", 0, IntBetween(0, kMaxNumericInputs, "(numeric features)")));
+  if (fields == nullptr) {
+    if (spec->numeric_inputs != 0) {
+      return Invalid("model.numeric_inputs", "needs model.fields (a CTR model); a dense model uses input_shape");
+    }
+    return absl::OkStatus();
+  }
+  if (!fields->is_array() || fields->empty()) {
+    return Invalid("model.fields",
+                   "must be a non-empty list of categorical fields, e.g. [{\"vocabulary_size\": 100000, "
+                   "\"embedding_dim\": 16}]");
+  }
+  if (static_cast<int64_t>(fields->size()) > kMaxFields) {
+    return Invalid("model.fields", absl::StrCat("has more than ", kMaxFields, " entries"));
+  }
+  if (model.Find("input_shape") != nullptr) {
+    return Invalid("model.input_shape",
+                   "must not be given with model.fields: the dense layers' input is numeric_inputs plus the "
+                   "fields' embedding_dim");
+  }
+  std::vector<size_t> entry_of;  // per field: its entry in model.fields
+  for (size_t i = 0; i < fields->size(); ++i) {
+    RETURN_IF_ERROR(ParseFieldEntry((*fields)[i], absl::StrCat("model.fields[", i, "]"), &spec->fields));
+    entry_of.resize(spec->fields.size(), i);
+  }
+  int64_t tower_inputs = spec->numeric_inputs;
+  int64_t table_bytes = 0;  // all tables' float32 values: one size in bytes (the plan's budget bounds it)
+  std::map<std::string, int> counts;
+  std::set<std::string> names;
+  for (size_t i = 0; i < spec->fields.size(); ++i) {
+    EmbeddingFieldSpec& f = spec->fields[i];
+    if (f.name.empty()) {
+      const int n = counts["embedding"]++;
+      f.name = n == 0 ? "embedding" : absl::StrCat("embedding_", n);
+    }
+    if (!names.insert(f.name).second) {
+      return Invalid(absl::StrCat("model.fields[", entry_of[i], "].name"),
+                     absl::StrCat("\"", f.name, "\" is used twice"));
+    }
+    tower_inputs += f.embedding_dim;  // at most kMaxFields * kMaxEmbeddingDim + kMaxNumericInputs: no overflow
+    const std::string what = absl::StrCat(kPrefix, "model.fields[", entry_of[i], "] (table ", f.name, ")");
+    ASSIGN_OR_RETURN(const int64_t bytes, CheckedNumBytes({f.vocabulary_size, f.embedding_dim}, sizeof(float), what));
+    ASSIGN_OR_RETURN(table_bytes, CheckedSizeSum(table_bytes, bytes, what));
+  }
+  // The dense tower's input width is a dimension like any other (int32 in the kernels).
+  RETURN_IF_ERROR(CheckInRange(tower_inputs, DimensionRange("(numeric_inputs plus the fields' embedding_dim)"),
+                               absl::StrCat(kPrefix, "model: the dense layers' input width")));
+  spec->input_shape = {tower_inputs};
+  return absl::OkStatus();
+}
+
+void CtrModelToJson(const ModelSpec& spec, json* model) {
+  if (!spec.is_ctr()) return;
+  model->erase("input_shape");  // derived
+  json fields = json::array();
+  for (const EmbeddingFieldSpec& f : spec.fields) {
+    fields.push_back(json{{"name", f.name},
+                          {"vocabulary_size", f.vocabulary_size},
+                          {"embedding_dim", f.embedding_dim},
+                          {"embeddings_initializer", InitializerToJson(f.embeddings_initializer)}});
+  }
+  (*model)["numeric_inputs"] = spec.numeric_inputs;
+  (*model)["fields"] = std::move(fields);
+}
+
+}  // namespace internal_job_spec
+
+absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::string& test_files,
+                                  const std::string& flag_prefix, JobSpec* job) {
+  if (train_files.empty() && test_files.empty()) return absl::OkStatus();
+  const std::string flag = absl::StrCat(flag_prefix, train_files.empty() ? "test_files" : "train_files");
+  if (job->data.dataset != "criteo") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " is for criteo jobs (CTR models); job \"", job->name, "\" reads ", job->data.dataset));
+  }
+  auto split = [](const std::string& list) {
+    std::vector<std::string> out;
+    for (absl::string_view part : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+      out.emplace_back(absl::StripAsciiWhitespace(part));
+    }
+    return out;
+  };
+  if (!train_files.empty()) job->data.train_files = split(train_files);
+  if (!test_files.empty()) job->data.test_files = split(test_files);
+  if (job->data.train_files.empty() || job->data.test_files.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " needs ", flag_prefix, job->data.train_files.empty() ? "train_files" : "test_files",
+                     " too: the job has no files of its own for that split (it uses the default synthetic set)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pstrain

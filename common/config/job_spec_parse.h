@@ -1,0 +1,42 @@
+// Pieces shared by the job spec's parsers (job_spec.cc, job_spec_ctr.cc): every error is
+// InvalidArgument "job spec: <path> <why>", naming the field as the user wrote it; objects are read
+// through JsonFields, so unknown keys are refused naming the nearest known one.
+// Not a public interface: use JobSpecFromJson (job_spec.h).
+// Thread-safety: pure functions.
+#ifndef PSTRAIN_COMMON_CONFIG_JOB_SPEC_PARSE_H_
+#define PSTRAIN_COMMON_CONFIG_JOB_SPEC_PARSE_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/config/job_spec.h"
+#include "common/config/json_fields.h"
+#include "nlohmann/json.hpp"
+
+namespace pstrain {
+namespace internal_job_spec {
+
+inline constexpr char kPrefix[] = "job spec: ";
+// Most paths or globs in data.train_files / data.test_files.
+inline constexpr size_t kMaxDataFiles = 100000;
+
+absl::Status Invalid(const std::string& path, const std::string& why);
+
+// parent[key] as an initializer: a name ("glorot_uniform") or {"type": ..., arguments}; `spec` when
+// absent. "uniform" (Keras's name) is random_uniform.
+absl::StatusOr<InitializerSpec> ParseInitializer(JsonFields& parent, const std::string& key, InitializerSpec spec);
+nlohmann::json InitializerToJson(const InitializerSpec& s);
+
+// The model's CTR part: "numeric_inputs" and "fields" read from `model` (the reader of the object at
+// "model"; its other keys are the caller's). Derives spec->input_shape for the dense tower, its
+// width checked against kMaxDimension and each table's bytes against kMaxCheckedBytes. Leaves
+// `spec` a dense model when "fields" is absent.
+absl::Status ParseCtrModel(JsonFields& model, ModelSpec* spec);
+// Writes the CTR part of `spec` into the canonical model object (nothing for dense models).
+void CtrModelToJson(const ModelSpec& spec, nlohmann::json* model);
+
+}  // namespace internal_job_spec
+}  // namespace pstrain
+
+#endif  // PSTRAIN_COMMON_CONFIG_JOB_SPEC_PARSE_H_

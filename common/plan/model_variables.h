@@ -1,0 +1,39 @@
+// The trainable variables a model declares, in creation order, with shapes inferred layer by layer
+// from the input shape (Keras naming: "conv2d/kernel", "conv2d/bias", "dense_1/kernel", ...). A
+// CTR model declares its embedding tables first ("embedding/embeddings", "embedding_1/embeddings",
+// ... in field order), then the dense tower's variables.
+// Thread-safety: pure functions.
+#ifndef PSTRAIN_COMMON_PLAN_MODEL_VARIABLES_H_
+#define PSTRAIN_COMMON_PLAN_MODEL_VARIABLES_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/config/job_spec.h"
+#include "common/tensor/dtype.h"
+
+namespace pstrain {
+
+struct VariableSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  InitializerSpec initializer;
+  // An embedding table [vocabulary_size, embedding_dim], float32: partitioned like any variable
+  // (axis 0), but never moved whole: a step pulls and pushes only the rows its batch touches.
+  bool sparse = false;
+};
+
+// Shape of one example after each layer: result[i] is the output of layers[i]; InvalidArgument
+// naming the layer when a layer cannot take its input (e.g. dense on an unflattened image).
+absl::StatusOr<std::vector<std::vector<int64_t>>> LayerOutputShapes(const ModelSpec& model);
+
+// Variables in creation order: the embedding tables (CTR models), then for each layer its kernel,
+// then its bias. InvalidArgument naming the layer or variable when a shape's size overflows (checked
+// arithmetic, see checked_math.h).
+absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_COMMON_PLAN_MODEL_VARIABLES_H_

@@ -1,0 +1,55 @@
+// SparseLookup: the rows of each embedding table one step touches. For a batch of a CTR model the
+// step takes, per table, the distinct ids of its field (in order of first appearance) and, per
+// example and field, the position of the example's id among them: the worker pulls only those
+// rows (params[i] = [U_i, dim]), the model gathers by position, and the gradient rows come back
+// summed per unique id, in the same order, for the push.
+// Thread-safety: SparseLookup is a value; an IdDeduper is used by one thread at a time.
+#ifndef PSTRAIN_WORKER_EXCHANGE_SPARSE_LOOKUP_H_
+#define PSTRAIN_WORKER_EXCHANGE_SPARSE_LOOKUP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/plan/model_variables.h"
+#include "worker/step/batch.h"
+
+namespace pstrain {
+
+struct SparseLookup {
+  // Per variable index (ModelVariables() order): the distinct GLOBAL row ids of the table the
+  // step touches (IdDeduper: in order of first appearance); empty for dense variables.
+  std::vector<std::vector<int64_t>> unique_ids;
+};
+
+// Builds the lookup of CTR batches for a model's variables, reusing its hash tables across steps
+// (an open-addressing table per step, cleared by a generation stamp instead of a memset).
+class IdDeduper {
+ public:
+  // `variables` in ModelVariables() order: the sparse ones, in order, are the fields' tables.
+  explicit IdDeduper(const std::vector<VariableSpec>& variables);
+
+  int num_fields() const { return static_cast<int>(field_variable_.size()); }
+
+  // Fills lookup->unique_ids (one list per variable) and batch->positions ([B, fields]) from
+  // batch->ids ([B, fields]). InvalidArgument naming the field, the example and the id when an
+  // id is outside its table's rows, or when batch->ids is not B * fields long.
+  absl::Status Build(Batch* batch, SparseLookup* lookup);
+
+ private:
+  // Position of `id` in `unique` (appending it when new), via the table slots.
+  int32_t Insert(int64_t id, std::vector<int64_t>* unique);
+
+  std::vector<int> field_variable_;  // per field: its table's variable index
+  std::vector<int64_t> field_rows_;  // per field: vocabulary size
+  int num_variables_ = 0;
+  std::vector<int64_t> slot_id_;  // open addressing: the id in a slot
+  std::vector<int32_t> slot_position_;
+  std::vector<uint32_t> slot_stamp_;  // slot is live when == stamp_
+  uint32_t stamp_ = 0;
+  uint64_t mask_ = 0;
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_EXCHANGE_SPARSE_LOOKUP_H_

@@ -1,0 +1,105 @@
+#include "worker/local/keras_updater.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/plan/variable_planner.h"
+#include "common/platform/status_macros.h"
+#include "ps/store/initializers.h"
+#include "ps/store/optimizer.h"
+#include "ps/store/sparse_apply.h"
+
+namespace pstrain {
+namespace {
+
+class KerasUpdater : public ParameterUpdater {
+ public:
+  KerasUpdater(std::unique_ptr<Optimizer> optimizer, const std::vector<VariableSpec>& variables)
+      : optimizer_(std::move(optimizer)), variables_(variables) {
+    const int slots = static_cast<int>(optimizer_->SlotNames().size());
+    slots_.resize(variables.size());
+    for (size_t v = 0; v < variables.size(); ++v) {
+      for (int s = 0; s < slots; ++s) {
+        slots_[v].emplace_back(NumElements(variables[v].shape), optimizer_->SlotInitialValue(s));
+      }
+    }
+  }
+
+  absl::Status Apply(const std::vector<Tensor>& grads, std::vector<Tensor>* params) override {
+    if (grads.size() != slots_.size() || params->size() != slots_.size()) {
+      return absl::InvalidArgumentError("gradient count does not match the variables");
+    }
+    for (size_t v = 0; v < slots_.size(); ++v) {
+      if (variables_[v].sparse) continue;  // tables are updated by ApplySparse
+      optimizer_->Apply(grads[v].flat(), (*params)[v].flat(), SlotSpans(v), step_);
+    }
+    ++step_;
+    return absl::OkStatus();
+  }
+
+  absl::Status ApplySparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,
+                           Tensor* table) override {
+    RETURN_IF_ERROR(CheckSparse(variable, ids, grad_rows, *table));
+    const int64_t dim = variables_[variable].shape[1];
+    RowAccumulator sum(dim, ids.size());
+    const char* rows = reinterpret_cast<const char*>(grad_rows.raw());
+    for (size_t i = 0; i < ids.size(); ++i) sum.Add(ids[i], rows + i * dim * sizeof(float));
+    // The ps's implementation: the table is one shard holding every row (local row = global id).
+    ApplyRowGradients(*optimizer_, sum.Take(), dim, table->flat(), SlotSpans(variable), step_);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<absl::Span<float>> SlotSpans(size_t v) {
+    std::vector<absl::Span<float>> spans;
+    for (std::vector<float>& s : slots_[v]) spans.emplace_back(s);
+    return spans;
+  }
+
+  absl::Status CheckSparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,
+                           const Tensor& table) const {
+    if (variable < 0 || variable >= static_cast<int>(variables_.size()) || !variables_[variable].sparse) {
+      return absl::InvalidArgumentError(absl::StrCat("variable ", variable, " is not an embedding table"));
+    }
+    const VariableSpec& var = variables_[variable];
+    const std::vector<int64_t> rows_shape = {static_cast<int64_t>(ids.size()), var.shape[1]};
+    if (table.shape() != var.shape || grad_rows.shape() != rows_shape) {
+      return absl::InvalidArgumentError(absl::StrCat("table ", var.name, " ", ShapeString(var.shape), ": got table ",
+                                                     ShapeString(table.shape()), " and gradient rows ",
+                                                     ShapeString(grad_rows.shape()), " for ", ids.size(), " ids"));
+    }
+    for (int64_t id : ids) {
+      if (id < 0 || id >= var.shape[0]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("table ", var.name, " has rows 0..", var.shape[0] - 1, "; row id ", id, " is outside it"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<VariableSpec> variables_;
+  std::vector<std::vector<std::vector<float>>> slots_;  // [variable][slot][element]
+  int64_t step_ = 0;
+};
+
+}  // namespace
+
+absl::Status InitializeVariable(const VariableSpec& var, uint64_t seed, Tensor* value) {
+  ShardSpecProto spec;
+  spec.set_shard_name(var.name);
+  spec.set_variable_name(var.name);
+  for (int64_t d : var.shape) spec.add_full_shape(d);
+  spec.set_row_offset(0);
+  spec.set_rows(var.shape.empty() ? 1 : var.shape[0]);
+  spec.set_dtype(DT_FLOAT);
+  *spec.mutable_initializer() = InitializerToProto(var.initializer);
+  spec.set_seed(seed);
+  return InitializeRows(spec, value);
+}
+
+absl::StatusOr<std::unique_ptr<ParameterUpdater>> NewKerasUpdater(const OptimizerSpec& optimizer,
+                                                                  const std::vector<VariableSpec>& variables) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, Optimizer::Create(OptimizerProtoFromSpec(optimizer)));
+  return std::unique_ptr<ParameterUpdater>(new KerasUpdater(std::move(opt), variables));
+}
+
+}  // namespace pstrain

@@ -1,0 +1,33 @@
+// The pieces that make single-process training start and move exactly as the cluster does: the
+// ps's initializers (same seed, name and full shape give the same values as the shards of any
+// partitioning) and the ps's Keras optimizers applied to whole variables.
+// Thread-safety: InitializeVariable is a pure function; an updater is used by one thread, except
+// that ApplySparse calls for different tables may run at once (each touches only its table and
+// slots; the optimizer is immutable).
+#ifndef PSTRAIN_WORKER_LOCAL_KERAS_UPDATER_H_
+#define PSTRAIN_WORKER_LOCAL_KERAS_UPDATER_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/config/job_spec.h"
+#include "common/plan/model_variables.h"
+#include "worker/local/local_trainer.h"
+
+namespace pstrain {
+
+// Initial value of the whole variable `var` (as a ps holding it unpartitioned would create it).
+// InvalidArgument for an unknown initializer.
+absl::Status InitializeVariable(const VariableSpec& var, uint64_t seed, Tensor* value);
+
+// A ParameterUpdater running the ps's Keras optimizer with per-variable slots, counting steps.
+// Embedding tables (VariableSpec::sparse) are updated by ApplySparse with the ps's own sparse-apply
+// implementation (ps/store/sparse_apply.h): the same rows and slots change as on a cluster.
+// InvalidArgument naming the field for a bad optimizer spec.
+absl::StatusOr<std::unique_ptr<ParameterUpdater>> NewKerasUpdater(const OptimizerSpec& optimizer,
+                                                                  const std::vector<VariableSpec>& variables);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_LOCAL_KERAS_UPDATER_H_

@@ -1,0 +1,136 @@
+// LocalTrainer: the whole job in one process with no cluster (`pstrain train`): the same initial
+// weights as the cluster, the same model, data pipeline, loss scaling (per-example losses summed
+// and divided by the GLOBAL batch) and optimizer, applied in place. Initialisation and the
+// optimizer are injected so this unit shares them with the ps instead of copying them.
+// Thread-safety: one Run at a time per object.
+#ifndef PSTRAIN_WORKER_LOCAL_LOCAL_TRAINER_H_
+#define PSTRAIN_WORKER_LOCAL_LOCAL_TRAINER_H_
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/config/job_spec.h"
+#include "common/plan/model_variables.h"
+#include "common/tensor/tensor.h"
+#include "worker/exchange/sparse_lookup.h"
+#include "worker/step/replica_set.h"
+
+namespace pstrain {
+
+class ShardIterator;
+class ThreadPool;
+struct Dataset;
+
+// Writes the initial value of `var` (full shape, already allocated) from the job seed.
+using VariableInitializer = std::function<absl::Status(const VariableSpec& var, uint64_t seed, Tensor* value)>;
+
+// Applies one optimizer update per step: params[i] -= f(grads[i], state).
+class ParameterUpdater {
+ public:
+  virtual ~ParameterUpdater() = default;
+  // Updates every dense variable and ends the step (counts it). Embedding tables
+  // (VariableSpec::sparse) are skipped: grads[i] of a table is ignored; update it with ApplySparse.
+  virtual absl::Status Apply(const std::vector<Tensor>& grads, std::vector<Tensor>* params) = 0;
+  // Updates table `variable` (the whole [rows, dim] table, held in `table`) at the GLOBAL rows
+  // `ids` with `grad_rows` ([ids.size(), dim]), with the ps's sparse-apply semantics: duplicate ids
+  // summed first, untouched rows and their optimizer slots unchanged (optimizers that update every
+  // row, such as adam, move them all as the ps does). Call it for each table of a step BEFORE the
+  // step's Apply. InvalidArgument for an id outside the table, a shape mismatch or a dense variable.
+  // Calls for DIFFERENT tables may run concurrently (they share no state); never with Apply.
+  virtual absl::Status ApplySparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,
+                                   Tensor* table) {
+    return absl::UnimplementedError("this updater has no sparse apply");
+  }
+};
+using UpdaterFactory = std::function<absl::StatusOr<std::unique_ptr<ParameterUpdater>>(
+    const OptimizerSpec& optimizer, const std::vector<VariableSpec>& variables)>;
+
+struct LocalTrainOptions {
+  int threads = 1;
+  int replicas = 1;
+  std::string data_dir;  // overrides data.dir when non-empty
+  int64_t epochs = 0;    // > 0 overrides the schedule
+  int64_t steps = 0;     // > 0 overrides the schedule (takes precedence over epochs)
+  bool evaluate = true;  // evaluate on the test set after each epoch
+};
+
+// One line of progress: an epoch, or with a step budget a chunk of up to one epoch of steps.
+struct EpochReport {
+  int64_t epoch = 0;
+  int64_t steps = 0;  // global steps done so far
+  double train_loss = 0, train_accuracy = 0;
+  double test_loss = 0, test_accuracy = 0;  // NaN-free zeros when not evaluated
+  // Binary (CTR) models, NaN otherwise: the training AUC (AucAverage over chunks of
+  // steps_per_closure steps) and the exact AUC over the whole test set.
+  double train_auc = std::nan(""), test_auc = std::nan("");
+  double train_seconds = 0, eval_seconds = 0;
+  double examples_per_second = 0;  // training examples over training time
+};
+
+// The metrics of one pass over the test set.
+struct TestMetrics {
+  int64_t examples = 0;
+  double loss = 0;            // mean per-example loss (binary models: the log loss)
+  double accuracy = 0;        // classification; binary: (logit > 0) == label
+  double auc = std::nan("");  // binary models: exact over the whole set
+};
+
+class LocalTrainer {
+ public:
+  // Loads data (NotFound / DataLoss naming the file), builds the model and the optimizer.
+  static absl::StatusOr<std::unique_ptr<LocalTrainer>> Create(const JobSpec& job, const LocalTrainOptions& options,
+                                                              const VariableInitializer& init,
+                                                              const UpdaterFactory& updater,
+                                                              const GradientComputerFactory& compute);
+  ~LocalTrainer();
+
+  int64_t steps_per_epoch() const;
+  int64_t total_steps() const;
+
+  // Trains to the end of the schedule, calling `on_epoch` after each epoch.
+  absl::Status Run(const std::function<void(const EpochReport&)>& on_epoch);
+
+  // Loss, accuracy and (binary models) AUC over the whole test set with the current parameters.
+  absl::Status EvaluateTest(TestMetrics* metrics);
+
+  // What loading the data noticed and a user should hear (bad lines skipped, with the first's error).
+  const std::vector<std::string>& data_warnings() const { return data_warnings_; }
+
+  // The model's variables in ModelVariables() order, tables whole (a copy).
+  std::vector<Tensor> Variables() const;
+
+ private:
+  LocalTrainer() = default;
+  // One training step on the next batch (CTR models: dedupe, gather, sparse and dense apply).
+  absl::Status Step(int64_t step, float loss_scale, BatchMetrics* metrics);
+  // CTR models: fn(i) for every table i, the tables spread over table_pool_'s threads; the first
+  // error in table order.
+  absl::Status ForEachTable(const std::function<absl::Status(size_t)>& fn);
+  void NoteBadLines(const std::string& split, const Dataset& data);
+
+  JobSpec job_;
+  LocalTrainOptions options_;
+  std::vector<VariableSpec> variables_;
+  // params_: what a step computes with. Dense variables whole; CTR models' tables as the step's
+  // gathered rows, the whole tables living in tables_ (empty tensors for dense variables).
+  std::vector<Tensor> params_, grads_, tables_;
+  std::unique_ptr<IdDeduper> dedupe_;       // CTR models
+  std::vector<size_t> table_indices_;       // CTR models: the tables' variable indices
+  std::unique_ptr<ThreadPool> table_pool_;  // CTR models: gathers and sparse applies per table
+  std::vector<std::string> data_warnings_;
+  SparseLookup lookup_;
+  Batch batch_;
+  std::unique_ptr<ParameterUpdater> updater_;
+  std::unique_ptr<ReplicaSet> replicas_;
+  std::unique_ptr<ShardIterator> train_;
+  std::shared_ptr<const Dataset> test_;
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_LOCAL_LOCAL_TRAINER_H_

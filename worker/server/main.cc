@@ -1,0 +1,179 @@
+// pstrain-worker: one worker task. Reads TF_CONFIG (task type "worker"), serves WorkerService and
+// the gRPC health service on its port; the chief configures it and sends it closures of steps.
+// Stops cleanly on SIGTERM or SIGINT (exit 0). Exit 2 on a bad configuration, 1 when it cannot
+// serve.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "common/config/cluster_spec.h"
+#include "common/config/task_flags.h"
+#include "common/config/value_range.h"
+#include "common/metrics/metrics_endpoint.h"
+#include "common/metrics/process_metrics.h"
+#include "common/platform/cpu_level.h"
+#include "common/platform/exit_codes.h"
+#include "common/platform/malloc_tuning.h"
+#include "common/platform/stop_signals.h"
+#include "common/security/tls_config.h"
+#include "ps/client/grpc_ps_client.h"
+#include "ps/client/metered_ps_client.h"
+#include "worker/server/worker_grpc_server.h"
+#include "worker/step/device.h"
+#include "worker/step/worker.h"
+
+ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
+ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
+ABSL_FLAG(std::string, device, "cpu", "where gradients are computed: cpu, cuda or cuda:N (builds with CUDA)");
+ABSL_FLAG(int, threads, 0, "compute threads (default: all cores)");
+ABSL_FLAG(int, replicas, 1, "local replicas: each batch is split over them and their gradients summed");
+ABSL_FLAG(std::string, data_dir, "", "directory of the dataset files (overrides the job's data.dir)");
+ABSL_FLAG(std::string, tls_dir, "",
+          "mutual TLS: directory of the cluster's ca.crt and this task's certificate and key (pstrain certs); also "
+          "PSTRAIN_TLS_DIR. Without it (or --tls_ca/--tls_cert/--tls_key) every connection is plaintext");
+ABSL_FLAG(std::string, tls_ca, "", "the cluster CA certificate (overrides --tls_dir's; also PSTRAIN_TLS_CA)");
+ABSL_FLAG(std::string, tls_cert, "", "this task's certificate (overrides --tls_dir's; also PSTRAIN_TLS_CERT)");
+ABSL_FLAG(std::string, tls_key, "", "this task's private key (overrides --tls_dir's; also PSTRAIN_TLS_KEY)");
+ABSL_FLAG(std::string, ps_transport, "tensor_channel",
+          "how pulls and pushes reach the ps: tensor_channel (the ps's own framing on its port; fastest) or grpc "
+          "(unary gRPC calls, for networks that pass only HTTP/2)");
+ABSL_FLAG(int, overlap_push, -1,
+          "async jobs: keep a step's push in flight while the next step pulls and computes (1), never (0), or "
+          "only when the job keeps backups, ps_replicas > 0 (-1)");
+ABSL_FLAG(int, metrics_port, 0, "serve Prometheus metrics at http://<host of --listen>:PORT/metrics (0 = off)");
+
+namespace {
+
+struct WorkerConfig {
+  pstrain::WorkerOptions options;
+  pstrain::TransportConfig transport;
+  std::string listen;
+  pstrain::GradientComputerFactory compute;
+};
+
+absl::StatusOr<WorkerConfig> LoadConfig() {
+  absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
+  if (!config.ok()) return config.status();
+  for (const std::string& note : config->notes) std::cerr << "pstrain-worker: " << note << "\n";
+  absl::Status s = pstrain::ValidateTaskForRole(*config, pstrain::kWorker);
+  if (!s.ok()) return s;
+  absl::StatusOr<std::string> address = config->cluster.Address(pstrain::kWorker, config->task->index);
+  if (!address.ok()) return address.status();
+  absl::StatusOr<pstrain::CpuLevel> level = pstrain::ConfigureCpuLevel(std::getenv(pstrain::kCpuLevelEnv));
+  if (!level.ok()) return level.status();
+  WorkerConfig out;
+  out.options.task = config->task->ToString();
+  out.options.log = [task = out.options.task](const std::string& line) {
+    std::cerr << "pstrain-worker: " << task << ": " << line << std::endl;
+  };
+  const int threads = absl::GetFlag(FLAGS_threads);
+  absl::Status s_threads =
+      pstrain::CheckInRange(threads, pstrain::IntBetween(0, pstrain::kMaxThreads, "(0: all cores)"), "--threads");
+  if (!s_threads.ok()) return s_threads;
+  out.options.threads = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  out.options.replicas = absl::GetFlag(FLAGS_replicas);
+  absl::Status s_replicas =
+      pstrain::CheckInRange(out.options.replicas, pstrain::IntBetween(1, pstrain::kMaxThreads), "--replicas");
+  if (!s_replicas.ok()) return s_replicas;
+  out.options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  out.options.overlap_push = absl::GetFlag(FLAGS_overlap_push);
+  absl::Status s_overlap = pstrain::CheckInRange(
+      out.options.overlap_push, pstrain::IntBetween(-1, 1, "(-1: only with backups)"), "--overlap_push");
+  if (!s_overlap.ok()) return s_overlap;
+  absl::StatusOr<pstrain::GradientComputerFactory> compute =
+      pstrain::ComputeFactoryForDevice(absl::GetFlag(FLAGS_device), out.options.replicas);
+  if (!compute.ok()) return compute.status();
+  out.compute = *compute;
+  absl::StatusOr<pstrain::TransportKind> kind = pstrain::ParseTransportKind(absl::GetFlag(FLAGS_ps_transport));
+  if (!kind.ok()) return kind.status();
+  out.transport.kind = *kind;
+  absl::StatusOr<pstrain::TlsConfig> tls = pstrain::LoadTlsConfig(
+      pstrain::TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
+                                        absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
+                                       std::getenv),
+      out.options.task);
+  if (!tls.ok()) return tls.status();
+  out.transport.tls = *std::move(tls);
+  out.transport.caller = out.options.task;
+  out.listen = absl::GetFlag(FLAGS_listen);
+  if (out.listen.empty()) out.listen = absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
+  absl::Status s_listen = pstrain::ValidateListenAddress(out.listen, "--listen");
+  if (!s_listen.ok()) return s_listen;
+  return out;
+}
+
+// Clients of the ps over `transport`, whose calls are timed into `metrics`.
+pstrain::PsClientFactory MeteredPsClients(pstrain::MetricsRegistry* metrics, pstrain::TransportConfig transport) {
+  return [metrics, transport](const std::string& address,
+                              int index) -> absl::StatusOr<std::unique_ptr<pstrain::PsClient>> {
+    const std::string ps = absl::StrCat("ps:", index);
+    return std::make_unique<pstrain::MeteredPsClient>(pstrain::NewGrpcPsClient(address, ps, transport), metrics, ps);
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "pstrain-worker [--device=cpu|cuda[:N]] [--threads=N]   (TF_CONFIG in the environment, task type worker)");
+  if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-worker")) return *exit_now;
+  absl::StatusOr<WorkerConfig> config = LoadConfig();
+  if (!config.ok()) {
+    std::cerr << "pstrain-worker: bad configuration: " << config.status().message() << "\n";
+    return pstrain::kExitBadConfiguration;
+  }
+  pstrain::KeepFreedBuffersForReuse();  // tensor-sized buffers cycle per step: see malloc_tuning.h
+  pstrain::BlockStopSignals();  // before any thread starts, so only WaitForStop receives them
+
+  const std::string task = config->options.task;
+  pstrain::MetricsRegistry metrics;
+  pstrain::AddProcessMetrics(&metrics, task, pstrain::kWorker);
+  auto metrics_server = pstrain::ServeMetrics(&metrics, pstrain::ListenHost(config->listen),
+                                              absl::GetFlag(FLAGS_metrics_port), "pstrain-worker: " + task);
+  if (!metrics_server.ok()) {
+    std::cerr << "pstrain-worker: " << task << ": " << metrics_server.status().message() << "\n";
+    return pstrain::ExitCodeFor(metrics_server.status());
+  }
+  std::cerr << "pstrain-worker: " << task << ": " << pstrain::DescribeTls(config->transport.tls) << std::endl;
+  pstrain::Worker worker(config->options, MeteredPsClients(&metrics, config->transport), config->compute);
+  auto server = pstrain::WorkerGrpcServer::Start(
+      &worker, config->listen, pstrain::RequestRemoteShutdown, &metrics, config->transport.tls,
+      [task](const std::string& line) { std::cerr << "pstrain-worker: " << task << ": " << line << std::endl; });
+  if (!server.ok()) {
+    std::cerr << "pstrain-worker: " << task << ": " << server.status().message() << "\n";
+    return pstrain::kExitRuntimeFailure;
+  }
+  std::cerr << "pstrain-worker: " << task << " serving on " << config->listen << " (device "
+            << absl::GetFlag(FLAGS_device) << ", " << config->options.threads << " threads, "
+            << config->options.replicas << " replicas; tensors to the ps over "
+            << (config->transport.kind == pstrain::TransportKind::kGrpc ? "unary gRPC" : "the tensor channel")
+            << "; cpu kernels " << pstrain::DescribeCpuLevel() << ")" << std::endl;
+  const pstrain::StopReason stop = pstrain::WaitForStop();
+  std::cerr << "pstrain-worker: " << task << " stopping: " << stop.description << std::endl;
+  const int exit_code = stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitOk;
+  worker.Shutdown();
+  // A step blocked on a ps (a sync pull waiting for other workers) cannot be interrupted; do not
+  // let it hold the exit longer than a few seconds.
+  std::thread stopper([&server] { (*server)->Shutdown(absl::Seconds(1)); });
+  for (int i = 0; i < 50 && !(*server)->stopped(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (!(*server)->stopped()) {
+    std::cerr << "pstrain-worker: " << task << " exiting with a call still waiting on a ps" << std::endl;
+    std::_Exit(exit_code);
+  }
+  stopper.join();
+  // Every push a ps acknowledged, per shard: what a lost ps must not have lost (ps_replicas).
+  std::string acked;
+  int64_t total = 0;
+  for (const auto& [shard, n] : worker.AcknowledgedPushes()) {
+    absl::StrAppend(&acked, acked.empty() ? "" : " ", shard, "=", n);
+    total += n;
+  }
+  std::cerr << "pstrain-worker: " << task << " acknowledged pushes: " << total << " (" << acked << ")" << std::endl;
+  return exit_code;
+}

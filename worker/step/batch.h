@@ -1,0 +1,28 @@
+// One batch of examples in host memory: NHWC float inputs and integer class labels (or float
+// regression targets for MSE models). A CTR model's batch: the numeric features as `inputs`
+// [B, numeric_inputs], the 0/1 labels as `targets` [B], the categorical ids [B, fields] and,
+// once IdDeduper (sparse_lookup.h) has run for the step, each id's position among its table's
+// unique ids.
+// Thread-safety: a value; no sharing rules of its own.
+#ifndef PSTRAIN_WORKER_STEP_BATCH_H_
+#define PSTRAIN_WORKER_STEP_BATCH_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "common/tensor/tensor.h"
+
+namespace pstrain {
+
+struct Batch {
+  Tensor inputs;                 // [B, ...input_shape], float32 (CTR: [B, numeric_inputs])
+  std::vector<int32_t> labels;   // sparse_categorical_crossentropy: B class ids
+  std::vector<float> targets;    // mse: B * outputs values; binary_crossentropy: B labels, 0 or 1
+  std::vector<int64_t> ids;      // CTR: [B, fields] row-major, field f's id in [0, its vocabulary)
+  std::vector<int32_t> positions;  // CTR: [B, fields], index into SparseLookup::unique_ids[table]
+  int64_t size() const { return inputs.rank() == 0 ? 0 : inputs.dim(0); }
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_STEP_BATCH_H_

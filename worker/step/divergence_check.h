@@ -1,0 +1,37 @@
+// TerminateOnNaN (Keras's callback) for the processes that compute gradients: a worker step or a
+// `pstrain train` step whose training loss, gradients or variables hold NaN or Inf fails with an
+// error naming the step and the variable, so the job stops before a diverged model is pushed or
+// saved. On unless the job spec's terminate_on_nan is false. A scan of the variables and gradients
+// per step costs one read of the model, small beside the step's compute.
+// Thread-safety: pure functions.
+#ifndef PSTRAIN_WORKER_STEP_DIVERGENCE_CHECK_H_
+#define PSTRAIN_WORKER_STEP_DIVERGENCE_CHECK_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "common/plan/model_variables.h"
+#include "common/tensor/tensor.h"
+
+namespace pstrain {
+
+// The advice every divergence error ends with.
+inline constexpr char kDivergenceAdvice[] =
+    "lower the learning rate or check the data; the checkpoints already saved are kept (terminate_on_nan: "
+    "false in the job spec, or --terminate_on_nan=false, lets the job go on)";
+
+// FailedPrecondition when a variable in `params` (in `variables` order) holds NaN/Inf:
+// "<step>: variable dense/kernel holds 3 non-finite values (NaN/Inf) <when>; <advice>".
+absl::Status CheckVariablesFinite(absl::string_view step, absl::string_view when,
+                                  const std::vector<VariableSpec>& variables, const std::vector<Tensor>& params);
+
+// FailedPrecondition when the step's mean training loss is not finite or a gradient holds NaN/Inf,
+// naming the first such variable.
+absl::Status CheckStepFinite(absl::string_view step, double loss, const std::vector<VariableSpec>& variables,
+                             const std::vector<Tensor>& grads);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_STEP_DIVERGENCE_CHECK_H_

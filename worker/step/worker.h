@@ -1,0 +1,122 @@
+// Worker: the logic of one worker task, behind the WorkerService RPCs. Configure receives the job
+// and the variable plan; RunSteps(k) runs k training steps (pull every shard, compute gradients
+// on this worker's next batch, push each ps its gradient shards); Evaluate(i of n) runs the model
+// over shard i of the test set. No gRPC here: ps tasks are reached through PsClient objects made
+// by a factory, gradients through GradientComputer objects made by another (CPU or CUDA).
+// Thread-safety: every method is safe to call from any thread; closures of one data part are
+// serialised, closures of different parts run concurrently.
+#ifndef PSTRAIN_WORKER_STEP_WORKER_H_
+#define PSTRAIN_WORKER_STEP_WORKER_H_
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/config/job_spec.h"
+#include "proto/worker.pb.h"
+#include "ps/client/ps_client.h"
+#include "worker/step/gradient_computer.h"
+#include "worker/step/replica_set.h"
+
+namespace pstrain {
+
+class ShardIterator;
+class VariableExchange;
+struct Dataset;
+
+struct WorkerOptions {
+  std::string task = "worker:0";  // for messages and handshakes
+  int threads = 1;                // compute threads in all, shared by the replicas
+  int replicas = 1;               // local replicas: the batch is split over them, gradients summed
+  std::string data_dir;           // overrides the job's data.dir when non-empty
+  // Async jobs: a step's push stays in flight while the next step pulls and computes, and is
+  // waited for before that step pushes (so that step's pull may lack this worker's own last
+  // update: one more unit of staleness). -1: when the job keeps backups (ps_replicas > 0), whose
+  // pushes are answered only once the backup has them; 0: never; 1: always. Sync jobs: never.
+  int overlap_push = -1;
+  std::function<void(const std::string&)> log;  // one line per closure and event (may be empty)
+};
+
+// This worker's share of the global batch: batch_size / num_workers, the first
+// (batch_size % num_workers) workers taking one more example.
+int64_t WorkerBatchSize(int64_t global_batch, int worker_index, int num_workers);
+
+// The seed a job's training shards are shuffled with (data.shuffle_seed, or one derived from the
+// job seed when that is 0).
+uint64_t TrainShuffleSeed(const JobSpec& job);
+
+// Makes the client of ps task `index` at `address`.
+using PsClientFactory = std::function<absl::StatusOr<std::unique_ptr<PsClient>>(const std::string& address, int index)>;
+
+class Worker {
+ public:
+  // `compute` builds one GradientComputer per replica (e.g. NewCpuGradientComputer).
+  Worker(WorkerOptions options, PsClientFactory ps_factory, GradientComputerFactory compute);
+  ~Worker();
+
+  absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* response);
+
+  // InvalidArgument for a bad job spec, a plan that does not fit the model, bad worker index;
+  // NotFound / DataLoss for missing or corrupt data files (named); FailedPrecondition on a
+  // protocol mismatch.
+  absl::Status Configure(const ConfigureRequest& request, ConfigureResponse* response);
+
+  // Runs request.num_steps() steps on batches data_position.. of data part request.data_part()
+  // (any part: a lost worker's closure is re-run on another worker with the same examples).
+  // Closures of different parts may run at the same time (each part has its own buffers); those
+  // of one part are serialised. Sync mode: steps every ps applied already are skipped (their
+  // update included this part), a push the ps already holds for the part is not an error.
+  // FailedPrecondition before Configure; InvalidArgument for a part out of range; ABORTED "ps:N
+  // ..." when a ps is gone, silent or restarted without its shards (common/wire/ps_trouble.h: the chief
+  // re-runs the closure once that ps is back; this worker stays configured); other errors of a ps
+  // name it. Steps done before an error have been pushed (with overlap_push, an error ends the
+  // closure only once the push still in flight is answered; the first error is returned).
+  absl::Status RunSteps(const RunStepsRequest& request, RunStepsResponse* response);
+
+  // Pulls the current variables and evaluates test examples EvalRange(size, shard_index, num_shards).
+  absl::Status Evaluate(const EvaluateRequest& request, EvaluateResponse* response);
+
+  // ps_replicas: the chief promoted backups after losing a ps; `request.plan` says where every
+  // shard lives now. Reroutes pulls and pushes (after the closure running now, if any).
+  // FailedPrecondition before Configure; InvalidArgument for a plan that does not fit the model.
+  absl::Status Reassign(const ReassignRequest& request, ReassignResponse* response);
+
+  // Pushes each ps acknowledged per shard since this worker started (for checking that no
+  // acknowledged update was lost).
+  std::map<std::string, int64_t> AcknowledgedPushes();
+
+  // Makes RunSteps stop before its next step (Cancelled) and refuses new work; for shutdown.
+  // A ps call already in flight is not interrupted.
+  void Shutdown();
+
+ private:
+  struct Job;          // everything Configure builds
+  struct PartContext;  // one data part's examples and buffers
+
+  absl::StatusOr<std::shared_ptr<Job>> BuildJob(const ConfigureRequest& request);
+  // The context of data `part`, built on first use (CTR: the part's files loaded then).
+  absl::StatusOr<PartContext*> PartFor(Job* job, int part);
+  absl::StatusOr<std::shared_ptr<Job>> CurrentJob();
+  // Whether `job`'s closures keep a step's push in flight during the next step (overlap_push).
+  bool OverlapsPushes(const Job& job) const;
+  void Log(const std::string& line) const;
+
+  const WorkerOptions options_;
+  const PsClientFactory ps_factory_;
+  const GradientComputerFactory compute_;
+  absl::Mutex mu_;
+  // Replaced by Configure; a closure running on the previous job keeps it alive until it ends.
+  std::shared_ptr<Job> job_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> acked_ ABSL_GUARDED_BY(mu_);  // per shard
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_STEP_WORKER_H_
