@@ -15,7 +15,7 @@
 #         fuzzer's coverage too, so CI compiles the sources once for both).
 # Each kind is one function below setting its build dir, targets, tests, compiler flags and
 # run-time options; another sanitizer is another such function (and a line in the `case`).
-# deploy/run-tests.sh (CI) runs both kinds. asan: from an empty build dir without ccache, 14.6
+# deploy/run-checks.sh (CI) runs both kinds. asan: from an empty build dir without ccache, 14.6
 # minutes on 2 cores shared at load 5 (13.9 minutes building, 24 s testing) before its objects took the
 # fuzzer's coverage; with it and the fuzz targets, 16.5 CPU-minutes (44 min at load 3-16), 36 s
 # testing. tsan: from an empty
