@@ -1,6 +1,7 @@
 // pstrain-chief: the coordinator of a training cluster (TF_CONFIG task type "chief"), or, with task
 // type "evaluator", the sidecar that evaluates each new checkpoint of the model dir. Flags are
-// parsed here only and passed down as a config struct.
+// parsed here only (the ones every task takes in common/config/task_bootstrap.cc) and passed down as
+// a config struct.
 #include <cstdlib>
 #include <iostream>
 
@@ -12,6 +13,7 @@
 #include "chief/server/evaluator_runner.h"
 #include "common/config/cluster_spec.h"
 #include "common/config/job_spec.h"
+#include "common/config/task_bootstrap.h"
 #include "common/config/task_flags.h"
 #include "common/config/value_range.h"
 #include "common/metrics/metrics_endpoint.h"
@@ -29,16 +31,12 @@ ABSL_FLAG(bool, ephemeral, false, "train without a model dir: no checkpoint, no 
 ABSL_FLAG(bool, start_over, false,
           "move an earlier run's checkpoints and metrics in --model_dir aside (into previous-run-<time>/) and train "
           "from step 0");
-ABSL_FLAG(std::string, listen, "",
-          "address of the chief's status service (default 0.0.0.0:<port of this task>); --metrics_port listens on "
-          "its host too");
 ABSL_FLAG(bool, terminate_on_nan, true,
           "stop the job when a loss, gradient or variable turns NaN/Inf, naming the step and the variable "
           "(overrides the job's terminate_on_nan)");
 ABSL_FLAG(int64_t, memory_budget_bytes, 0,
           "memory each task may use: the plan's bytes on every ps and worker are checked against it before "
           "anything starts (default 0: half of this host's memory)");
-ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
 ABSL_FLAG(int64_t, epochs, 0, "train this many epochs (overrides the job's schedule; positive)");
 ABSL_FLAG(int64_t, steps, 0, "train this many global steps (overrides the job's schedule; positive)");
 ABSL_FLAG(int64_t, steps_per_closure, 0, "worker steps per scheduled closure (overrides the job's; positive)");
@@ -71,18 +69,6 @@ ABSL_FLAG(std::string, train_files, "",
           "criteo jobs: comma-separated training files or globs (overrides data.train_files)");
 ABSL_FLAG(std::string, test_files, "", "criteo jobs: comma-separated test files or globs (overrides data.test_files)");
 ABSL_FLAG(int64_t, eval_poll_secs, 2, "evaluator: how often to look for a new checkpoint");
-ABSL_FLAG(std::string, tls_dir, "",
-          "mutual TLS: directory of the cluster's ca.crt and this task's certificate and key (pstrain certs); also "
-          "PSTRAIN_TLS_DIR. Without it (or --tls_ca/--tls_cert/--tls_key) every connection is plaintext");
-ABSL_FLAG(std::string, tls_ca, "", "the cluster CA certificate (overrides --tls_dir's; also PSTRAIN_TLS_CA)");
-ABSL_FLAG(std::string, tls_cert, "", "this task's certificate (overrides --tls_dir's; also PSTRAIN_TLS_CERT)");
-ABSL_FLAG(std::string, tls_key, "", "this task's private key (overrides --tls_dir's; also PSTRAIN_TLS_KEY)");
-ABSL_FLAG(std::string, ps_transport, "tensor_channel",
-          "how pulls and pushes reach the ps: tensor_channel (the ps's own framing on its port; fastest) or grpc "
-          "(unary gRPC calls, for networks that pass only HTTP/2)");
-ABSL_FLAG(int, metrics_port, 0,
-          "serve Prometheus metrics at http://<host of --listen>:PORT/metrics (0 = off; without --listen, on "
-          "every interface as the status service)");
 
 namespace pstrain {
 namespace {
@@ -139,46 +125,21 @@ absl::Status CheckChiefFlags() {
   if (absl::GetFlag(FLAGS_start_over) && Given(FLAGS_restore) && absl::GetFlag(FLAGS_restore)) {
     return absl::InvalidArgumentError("--start_over and --restore=true contradict each other; give one");
   }
-  if (!absl::GetFlag(FLAGS_listen).empty())
-    RETURN_IF_ERROR(ValidateListenAddress(absl::GetFlag(FLAGS_listen), "--listen"));
   if (absl::GetFlag(FLAGS_ephemeral) && !absl::GetFlag(FLAGS_model_dir).empty()) {
     return absl::InvalidArgumentError("--ephemeral means no model dir; drop it or --model_dir");
   }
   return absl::OkStatus();
 }
 
-// The TLS material and the ps transport the flags (or PSTRAIN_TLS_*) name, for task `task`.
-absl::StatusOr<TransportConfig> TransportFromFlags(const std::string& task) {
-  TransportConfig out;
-  ASSIGN_OR_RETURN(out.kind, ParseTransportKind(absl::GetFlag(FLAGS_ps_transport)));
-  ASSIGN_OR_RETURN(out.tls,
-                   LoadTlsConfig(TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
-                                                          absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
-                                                         std::getenv),
-                                 task));
-  out.caller = task;
-  return out;
-}
-
-// The metrics server listens on the host of --listen, as the status service does (every
-// interface when --listen is not given).
-std::string MetricsHost() {
-  return absl::GetFlag(FLAGS_listen).empty() ? "0.0.0.0" : ListenHost(absl::GetFlag(FLAGS_listen));
-}
-
 int Main() {
-  absl::StatusOr<TfConfig> config = LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
-  if (!config.ok()) {
-    std::cerr << "pstrain-chief: bad TF_CONFIG: " << config.status().message() << "\n";
+  absl::StatusOr<TaskSetup> setup = BootstrapTask({kChief, kEvaluator}, std::getenv, [](const std::string& note) {
+    std::cerr << "pstrain-chief: " << note << "\n";
+  });
+  if (!setup.ok()) {
+    std::cerr << "pstrain-chief: " << setup.status().message() << "\n";
     return kExitBadConfiguration;
   }
-  for (const std::string& note : config->notes) std::cerr << "pstrain-chief: " << note << "\n";
-  const bool evaluator = config->task.has_value() && config->task->type == kEvaluator;
-  absl::Status valid = ValidateTaskForRole(*config, evaluator ? kEvaluator : kChief);
-  if (!valid.ok()) {
-    std::cerr << "pstrain-chief: bad TF_CONFIG: " << valid.message() << "\n";
-    return kExitBadConfiguration;
-  }
+  const bool evaluator = setup->type == kEvaluator;
   if (absl::Status flags = CheckChiefFlags(); !flags.ok()) {
     std::cerr << "pstrain-chief: " << flags.message() << "\n";
     return kExitBadConfiguration;
@@ -189,22 +150,12 @@ int Main() {
               << "\n";
     return kExitBadConfiguration;
   }
-  absl::StatusOr<CpuLevel> level = ConfigureCpuLevel(std::getenv(kCpuLevelEnv));
-  if (!level.ok()) {
-    std::cerr << "pstrain-chief: bad configuration: " << level.status().message() << "\n";
-    return kExitBadConfiguration;
-  }
   LogLine(evaluator ? "evaluator" : "chief", "cpu kernels: " + DescribeCpuLevel());
-  absl::StatusOr<TransportConfig> transport = TransportFromFlags(config->task->ToString());
-  if (!transport.ok()) {
-    std::cerr << "pstrain-chief: bad configuration: " << transport.status().message() << "\n";
-    return kExitBadConfiguration;
-  }
-  LogLine(evaluator ? "evaluator" : "chief", DescribeTls(transport->tls));
+  LogLine(evaluator ? "evaluator" : "chief", DescribeTls(setup->transport.tls));
   MetricsRegistry metrics;
-  AddProcessMetrics(&metrics, config->task->ToString(), evaluator ? kEvaluator : kChief);
+  AddProcessMetrics(&metrics, setup->task, setup->type);
   absl::StatusOr<std::unique_ptr<HttpMetricsServer>> metrics_server =
-      ServeMetrics(&metrics, MetricsHost(), absl::GetFlag(FLAGS_metrics_port), "pstrain-chief");
+      ServeMetrics(&metrics, setup->metrics_host, setup->metrics_port, "pstrain-chief");
   if (!metrics_server.ok()) {
     std::cerr << "pstrain-chief: " << metrics_server.status().message() << "\n";
     return metrics_server.status().code() == absl::StatusCode::kInvalidArgument ? kExitBadConfiguration
@@ -233,10 +184,10 @@ int Main() {
     return kExitBadConfiguration;
   }
   ChiefConfig c;
-  c.tf_config = *config;
+  c.tf_config = setup->tf_config;
   c.job = *job;
   c.memory_budget_bytes = *budget;
-  c.listen = absl::GetFlag(FLAGS_listen);
+  c.listen = setup->listen;
   c.start_over = absl::GetFlag(FLAGS_start_over);
   if (absl::GetFlag(FLAGS_ephemeral)) {
     LogLine("chief",
@@ -261,7 +212,7 @@ int Main() {
   c.restore = absl::GetFlag(FLAGS_restore) && !c.start_over;
   c.init_only = absl::GetFlag(FLAGS_init_only);
   c.metrics = &metrics;
-  c.transport = *std::move(transport);
+  c.transport = setup->transport;
   return RunChief(c);
 }
 

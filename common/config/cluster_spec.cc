@@ -313,14 +313,14 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text) {
   return config;
 }
 
-absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path) {
+absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path, const std::function<const char*(const char*)>& getenv) {
   if (!path.empty()) {
     absl::StatusOr<std::string> text = ReadJsonText(path);
     if (!text.ok())
       return absl::Status(text.status().code(), absl::StrCat("the TF_CONFIG file: ", text.status().message()));
     return ParseTfConfig(*text);
   }
-  const char* env = std::getenv("TF_CONFIG");
+  const char* env = getenv("TF_CONFIG");
   if (env == nullptr || *env == '\0') {
     return absl::FailedPreconditionError(
         "TF_CONFIG is not set; export TF_CONFIG='{\"cluster\": {...}, \"task\": {\"type\": ..., \"index\": ...}}' "
@@ -328,6 +328,8 @@ absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path) {
   }
   return ParseTfConfig(env);
 }
+
+absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path) { return LoadTfConfig(path, std::getenv); }
 
 absl::Status ValidateTaskForRole(const TfConfig& config, absl::string_view expected_type) {
   if (!config.task.has_value()) {

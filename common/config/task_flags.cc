@@ -20,11 +20,14 @@
 namespace pstrain {
 namespace {
 
-// The flags a user of this binary may mean: its own, not the libraries' (gRPC, absl internals).
+// The flags a user of this binary may mean: its own (main.cc's and the ones every task shares,
+// task_bootstrap.cc's), not the libraries' (gRPC, absl internals).
 std::vector<std::string> VisibleFlagNames() {
   std::vector<std::string> names;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
-    if (!flag->IsRetired() && absl::StrContains(flag->Filename(), "main.cc")) {
+    const std::string file = flag->Filename();
+    if (!flag->IsRetired() &&
+        (absl::StrContains(file, "main.cc") || absl::StrContains(file, "common/config/task_bootstrap.cc"))) {
       names.emplace_back(name);
     }
   }

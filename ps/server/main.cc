@@ -12,6 +12,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/config/cluster_spec.h"
+#include "common/config/task_bootstrap.h"
 #include "common/config/task_flags.h"
 #include "common/metrics/metrics_endpoint.h"
 #include "common/metrics/process_metrics.h"
@@ -28,36 +29,21 @@
 #include "ps/store/ps_server.h"
 #include "ps/transport/tls_stream.h"
 
-ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
-ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
 ABSL_FLAG(int64_t, memory_budget_bytes, 0,
           "most bytes of variable values and optimizer slots this ps holds; shards beyond it are refused "
           "(default 0: half of this host's memory)");
-ABSL_FLAG(int, metrics_port, 0, "serve Prometheus metrics at http://<host of --listen>:PORT/metrics (0 = off)");
-ABSL_FLAG(std::string, tls_dir, "",
-          "mutual TLS: directory of the cluster's ca.crt and this task's ps-N.crt / ps-N.key (pstrain certs); also "
-          "PSTRAIN_TLS_DIR. Without it (or --tls_ca/--tls_cert/--tls_key) the ps serves plaintext");
-ABSL_FLAG(std::string, tls_ca, "", "the cluster CA certificate (overrides --tls_dir's; also PSTRAIN_TLS_CA)");
-ABSL_FLAG(std::string, tls_cert, "", "this task's certificate (overrides --tls_dir's; also PSTRAIN_TLS_CERT)");
-ABSL_FLAG(std::string, tls_key, "", "this task's private key (overrides --tls_dir's; also PSTRAIN_TLS_KEY)");
-ABSL_FLAG(std::string, ps_transport, "tensor_channel",
-          "how this ps forwards updates to the ps holding their backups (job option ps_replicas): tensor_channel or "
-          "grpc, as the workers' flag of the same name");
 ABSL_FLAG(int, max_connections, 4096,
           "tensor-channel connections (and connections not yet sorted from gRPC's) the ps holds at once; more are "
           "refused with a log line");
 
 namespace {
 
+// The ps's own settings, from its flags, beside what every task has (TaskSetup).
 struct PsConfig {
-  std::string task;
-  std::string listen;
   int64_t memory_budget_bytes = 0;
-  pstrain::TlsConfig tls;
   int max_connections = 0;
   int ps_index = 0;
   std::vector<std::string> ps_addresses;  // cluster.ps, by index: where backups live
-  pstrain::TransportConfig transport;     // how this ps reaches the others (backups)
 };
 
 // Raises the open-files limit to its hard maximum: every connection is a descriptor.
@@ -72,38 +58,12 @@ int RaiseOpenFilesLimit() {
   return r.rlim_cur > 1 << 30 ? 1 << 30 : static_cast<int>(r.rlim_cur);
 }
 
-absl::StatusOr<PsConfig> LoadConfig() {
-  absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
-  if (!config.ok()) return config.status();
-  for (const std::string& note : config->notes) std::cerr << "pstrain-ps: " << note << "\n";
-  absl::Status s = pstrain::ValidateTaskForRole(*config, pstrain::kPs);
-  if (!s.ok()) return s;
-  absl::StatusOr<std::string> address = config->cluster.Address(pstrain::kPs, config->task->index);
-  if (!address.ok()) return address.status();
-  absl::StatusOr<pstrain::CpuLevel> level = pstrain::ConfigureCpuLevel(std::getenv(pstrain::kCpuLevelEnv));
-  if (!level.ok()) return level.status();
+absl::StatusOr<PsConfig> LoadConfig(const pstrain::TaskSetup& setup) {
   PsConfig out;
-  out.task = config->task->ToString();
-  out.ps_index = config->task->index;
-  out.ps_addresses = config->cluster.Addresses(pstrain::kPs);
-  absl::StatusOr<pstrain::TransportKind> kind = pstrain::ParseTransportKind(absl::GetFlag(FLAGS_ps_transport));
-  if (!kind.ok()) return kind.status();
-  out.transport.kind = *kind;
-  out.transport.caller = out.task;
-  absl::StatusOr<pstrain::TlsConfig> tls = pstrain::LoadTlsConfig(
-      pstrain::TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
-                                        absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
-                                       std::getenv),
-      out.task);
-  if (!tls.ok()) return tls.status();
-  out.tls = *std::move(tls);
-  out.transport.tls = out.tls;  // a ps reaches its backups as a ps: its own certificate
+  out.ps_index = setup.tf_config.task->index;
+  out.ps_addresses = setup.tf_config.cluster.Addresses(pstrain::kPs);
   out.max_connections = absl::GetFlag(FLAGS_max_connections);
   if (out.max_connections < 1) return absl::InvalidArgumentError("--max_connections must be at least 1");
-  out.listen = absl::GetFlag(FLAGS_listen);
-  if (out.listen.empty()) out.listen = absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
-  absl::Status s_listen = pstrain::ValidateListenAddress(out.listen, "--listen");
-  if (!s_listen.ok()) return s_listen;
   absl::StatusOr<int64_t> budget =
       pstrain::MemoryBudgetBytes(pstrain::Env::Default(), absl::GetFlag(FLAGS_memory_budget_bytes));
   if (!budget.ok()) return budget.status();
@@ -116,24 +76,31 @@ absl::StatusOr<PsConfig> LoadConfig() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("pstrain-ps   (TF_CONFIG in the environment, task type ps)");
   if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-ps")) return *exit_now;
-  absl::StatusOr<PsConfig> config = LoadConfig();
+  absl::StatusOr<pstrain::TaskSetup> setup = pstrain::BootstrapTask(
+      {pstrain::kPs}, std::getenv, [](const std::string& note) { std::cerr << "pstrain-ps: " << note << "\n"; });
+  if (!setup.ok()) {
+    std::cerr << "pstrain-ps: " << setup.status().message() << "\n";
+    return pstrain::kExitBadConfiguration;
+  }
+  absl::StatusOr<PsConfig> config = LoadConfig(*setup);
   if (!config.ok()) {
     std::cerr << "pstrain-ps: bad configuration: " << config.status().message() << "\n";
     return pstrain::kExitBadConfiguration;
   }
+  const std::string& task = setup->task;
   pstrain::KeepFreedBuffersForReuse();  // tensor-sized buffers cycle per step: see malloc_tuning.h
   pstrain::BlockStopSignals();  // before gRPC starts its threads, so only WaitForStop receives them
 
   pstrain::MetricsRegistry metrics;
-  pstrain::AddProcessMetrics(&metrics, config->task, pstrain::kPs);
+  pstrain::AddProcessMetrics(&metrics, task, pstrain::kPs);
   pstrain::PsServer::Options options;
-  options.task = config->task;
+  options.task = task;
   options.memory_budget_bytes = config->memory_budget_bytes;
   options.update_latency = pstrain::PsUpdateLatency(&metrics);
   options.ps_index = config->ps_index;
   // ps_replicas: a primary forwards its updates to the ps holding their backups, over the same
-  // transport and TLS as the workers' pushes.
-  options.connect_ps = [addresses = config->ps_addresses, transport = config->transport](int ps) {
+  // transport as the workers' pushes, as a ps: with its own certificate.
+  options.connect_ps = [addresses = config->ps_addresses, transport = setup->transport](int ps) {
     pstrain::ReplicaPeer peer;
     if (ps < 0 || static_cast<size_t>(ps) >= addresses.size()) {
       peer.push = [ps, n = addresses.size()](const pstrain::PushRequest&, absl::Span<const absl::string_view>,
@@ -157,49 +124,49 @@ int main(int argc, char** argv) {
     };
     return peer;
   };
-  const std::string log_prefix = "pstrain-ps: " + config->task + ": ";
+  const std::string log_prefix = "pstrain-ps: " + task + ": ";
   options.log = [log_prefix](const std::string& line) { std::cerr << log_prefix << line << std::endl; };
   pstrain::PsServer ps(options);
   pstrain::AddPsMetrics(&metrics, &ps);
-  absl::StatusOr<std::unique_ptr<pstrain::HttpMetricsServer>> metrics_server = pstrain::ServeMetrics(
-      &metrics, pstrain::ListenHost(config->listen), absl::GetFlag(FLAGS_metrics_port), "pstrain-ps: " + config->task);
+  absl::StatusOr<std::unique_ptr<pstrain::HttpMetricsServer>> metrics_server =
+      pstrain::ServeMetrics(&metrics, setup->metrics_host, setup->metrics_port, "pstrain-ps: " + task);
   if (!metrics_server.ok()) {
-    std::cerr << "pstrain-ps: " << config->task << ": " << metrics_server.status().message() << "\n";
+    std::cerr << "pstrain-ps: " << task << ": " << metrics_server.status().message() << "\n";
     return pstrain::ExitCodeFor(metrics_server.status());
   }
-  const std::string who = "pstrain-ps: " + config->task + ": ";
+  const std::string who = "pstrain-ps: " + task + ": ";
   pstrain::PsGrpcServer::Options serving;
-  serving.tls = config->tls;
+  serving.tls = setup->transport.tls;
   serving.on_shutdown = pstrain::RequestRemoteShutdown;
   serving.metrics = &metrics;
   serving.log = [who](const std::string& line) { std::cerr << who << line << std::endl; };
   // The cap stays below the open-files limit, with room for checkpoint files and gRPC's sockets.
   const int open_files = RaiseOpenFilesLimit();
   serving.listener.max_connections = std::max(1, std::min(config->max_connections, open_files - 256));
-  std::cerr << who << pstrain::DescribeTls(config->tls) << std::endl;
-  if (config->tls.enabled) std::cerr << who << "tensor channel TLS: " << pstrain::KernelTlsStatus() << std::endl;
+  std::cerr << who << pstrain::DescribeTls(setup->transport.tls) << std::endl;
+  if (setup->transport.tls.enabled)
+    std::cerr << who << "tensor channel TLS: " << pstrain::KernelTlsStatus() << std::endl;
   absl::StatusOr<std::unique_ptr<pstrain::PsGrpcServer>> server =
-      pstrain::PsGrpcServer::Start(&ps, config->listen, serving);
+      pstrain::PsGrpcServer::Start(&ps, setup->listen, serving);
   if (!server.ok()) {
-    std::cerr << "pstrain-ps: " << config->task << ": " << server.status().message() << "\n";
+    std::cerr << "pstrain-ps: " << task << ": " << server.status().message() << "\n";
     return pstrain::kExitRuntimeFailure;
   }
-  std::cerr << "pstrain-ps: " << config->task << " serving on " << config->listen << " (cpu kernels "
+  std::cerr << "pstrain-ps: " << task << " serving on " << setup->listen << " (cpu kernels "
             << pstrain::DescribeCpuLevel() << "; tensor channel: up to " << serving.listener.max_connections
             << " connections, " << (*server)->listener().threads() << " threads)" << std::endl;
   const pstrain::StopReason stop = pstrain::WaitForStop();
-  std::cerr << "pstrain-ps: " << config->task << " stopping: " << stop.description << std::endl;
+  std::cerr << "pstrain-ps: " << task << " stopping: " << stop.description << std::endl;
   (*server)->Shutdown(absl::Milliseconds(500));
   pstrain::PsStatsResponse stats;
   if (ps.GetStats(pstrain::PsStatsRequest(), &stats).ok() && stats.shards_size() > 0) {
     // What this ps served, per shard: for tables, the rows pulled and pushed.
     for (const pstrain::ShardStats& s : stats.shards()) {
-      std::cerr << "pstrain-ps: " << config->task << " shard " << s.name() << ": " << pstrain::ShardStatsText(s)
-                << "\n";
+      std::cerr << "pstrain-ps: " << task << " shard " << s.name() << ": " << pstrain::ShardStatsText(s) << "\n";
     }
-    std::cerr << "pstrain-ps: " << config->task << " total: " << pstrain::ShardStatsText(stats.total()) << "\n";
+    std::cerr << "pstrain-ps: " << task << " total: " << pstrain::ShardStatsText(stats.total()) << "\n";
   }
-  std::cerr << "pstrain-ps: " << config->task << " stopped" << std::endl;
+  std::cerr << "pstrain-ps: " << task << " stopped" << std::endl;
   // Every call has finished and the ps keeps nothing to flush (checkpoints are written by Save).
   // Skip the destructors: gRPC 1.51's library teardown can sit ~10 s in an idle poller's wait.
   std::_Exit(stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitOk);

@@ -1,5 +1,5 @@
 // PsTransport: how pulls and pushes (dense tensors and embedding-table rows) travel to one ps task.
-// Two implementations, chosen by the task's configuration (TransportConfig, from main):
+// Two implementations, chosen by the task's configuration (TransportConfig, common/config/transport_config.h):
 //   the tensor channel (tensor_channel_client.h): the ps's own framing on its gRPC port, over TCP
 //     or TLS, bytes sent from and received into the tensors themselves; the fast path.
 //   unary gRPC (grpc_transport.h): PsService's Pull and Push, for networks that pass only HTTP/2.
@@ -18,7 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "common/security/tls_config.h"
+#include "common/config/transport_config.h"
 #include "proto/ps.pb.h"
 
 namespace pstrain {
@@ -35,19 +35,6 @@ class PsTransport {
   // straight from the buffers it received it in. This default copies them into one request.
   virtual absl::Status PushParts(const PushRequest& header, absl::Span<const absl::string_view> payload,
                                  PushResponse* response, absl::Duration timeout);
-};
-
-enum class TransportKind { kTensorChannel, kGrpc };
-
-// "tensor_channel" or "grpc"; InvalidArgument naming both otherwise.
-absl::StatusOr<TransportKind> ParseTransportKind(absl::string_view name);
-const char* TransportKindName(TransportKind kind);
-
-// How a task reaches the ps: given by its main (flags), never read from the environment here.
-struct TransportConfig {
-  TransportKind kind = TransportKind::kTensorChannel;
-  TlsConfig tls;       // the task's TLS material; tls.enabled false: plaintext
-  std::string caller;  // this task, e.g. "worker:0" (the tensor channel's hello; logs)
 };
 
 }  // namespace pstrain

@@ -13,6 +13,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/config/cluster_spec.h"
+#include "common/config/task_bootstrap.h"
 #include "common/config/task_flags.h"
 #include "common/config/value_range.h"
 #include "common/metrics/metrics_endpoint.h"
@@ -28,47 +29,25 @@
 #include "worker/step/device.h"
 #include "worker/step/worker.h"
 
-ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
-ABSL_FLAG(std::string, listen, "", "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>)");
 ABSL_FLAG(std::string, device, "cpu", "where gradients are computed: cpu, cuda or cuda:N (builds with CUDA)");
 ABSL_FLAG(int, threads, 0, "compute threads (default: all cores)");
 ABSL_FLAG(int, replicas, 1, "local replicas: each batch is split over them and their gradients summed");
 ABSL_FLAG(std::string, data_dir, "", "directory of the dataset files (overrides the job's data.dir)");
-ABSL_FLAG(std::string, tls_dir, "",
-          "mutual TLS: directory of the cluster's ca.crt and this task's certificate and key (pstrain certs); also "
-          "PSTRAIN_TLS_DIR. Without it (or --tls_ca/--tls_cert/--tls_key) every connection is plaintext");
-ABSL_FLAG(std::string, tls_ca, "", "the cluster CA certificate (overrides --tls_dir's; also PSTRAIN_TLS_CA)");
-ABSL_FLAG(std::string, tls_cert, "", "this task's certificate (overrides --tls_dir's; also PSTRAIN_TLS_CERT)");
-ABSL_FLAG(std::string, tls_key, "", "this task's private key (overrides --tls_dir's; also PSTRAIN_TLS_KEY)");
-ABSL_FLAG(std::string, ps_transport, "tensor_channel",
-          "how pulls and pushes reach the ps: tensor_channel (the ps's own framing on its port; fastest) or grpc "
-          "(unary gRPC calls, for networks that pass only HTTP/2)");
 ABSL_FLAG(int, overlap_push, -1,
           "async jobs: keep a step's push in flight while the next step pulls and computes (1), never (0), or "
           "only when the job keeps backups, ps_replicas > 0 (-1)");
-ABSL_FLAG(int, metrics_port, 0, "serve Prometheus metrics at http://<host of --listen>:PORT/metrics (0 = off)");
 
 namespace {
 
+// The worker's own settings, from its flags, beside what every task has (TaskSetup).
 struct WorkerConfig {
   pstrain::WorkerOptions options;
-  pstrain::TransportConfig transport;
-  std::string listen;
   pstrain::GradientComputerFactory compute;
 };
 
-absl::StatusOr<WorkerConfig> LoadConfig() {
-  absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
-  if (!config.ok()) return config.status();
-  for (const std::string& note : config->notes) std::cerr << "pstrain-worker: " << note << "\n";
-  absl::Status s = pstrain::ValidateTaskForRole(*config, pstrain::kWorker);
-  if (!s.ok()) return s;
-  absl::StatusOr<std::string> address = config->cluster.Address(pstrain::kWorker, config->task->index);
-  if (!address.ok()) return address.status();
-  absl::StatusOr<pstrain::CpuLevel> level = pstrain::ConfigureCpuLevel(std::getenv(pstrain::kCpuLevelEnv));
-  if (!level.ok()) return level.status();
+absl::StatusOr<WorkerConfig> LoadConfig(const pstrain::TaskSetup& setup) {
   WorkerConfig out;
-  out.options.task = config->task->ToString();
+  out.options.task = setup.task;
   out.options.log = [task = out.options.task](const std::string& line) {
     std::cerr << "pstrain-worker: " << task << ": " << line << std::endl;
   };
@@ -90,21 +69,6 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
       pstrain::ComputeFactoryForDevice(absl::GetFlag(FLAGS_device), out.options.replicas);
   if (!compute.ok()) return compute.status();
   out.compute = *compute;
-  absl::StatusOr<pstrain::TransportKind> kind = pstrain::ParseTransportKind(absl::GetFlag(FLAGS_ps_transport));
-  if (!kind.ok()) return kind.status();
-  out.transport.kind = *kind;
-  absl::StatusOr<pstrain::TlsConfig> tls = pstrain::LoadTlsConfig(
-      pstrain::TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
-                                        absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
-                                       std::getenv),
-      out.options.task);
-  if (!tls.ok()) return tls.status();
-  out.transport.tls = *std::move(tls);
-  out.transport.caller = out.options.task;
-  out.listen = absl::GetFlag(FLAGS_listen);
-  if (out.listen.empty()) out.listen = absl::StrCat("0.0.0.0:", address->substr(address->rfind(':') + 1));
-  absl::Status s_listen = pstrain::ValidateListenAddress(out.listen, "--listen");
-  if (!s_listen.ok()) return s_listen;
   return out;
 }
 
@@ -123,7 +87,14 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "pstrain-worker [--device=cpu|cuda[:N]] [--threads=N]   (TF_CONFIG in the environment, task type worker)");
   if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-worker")) return *exit_now;
-  absl::StatusOr<WorkerConfig> config = LoadConfig();
+  absl::StatusOr<pstrain::TaskSetup> setup =
+      pstrain::BootstrapTask({pstrain::kWorker}, std::getenv,
+                             [](const std::string& note) { std::cerr << "pstrain-worker: " << note << "\n"; });
+  if (!setup.ok()) {
+    std::cerr << "pstrain-worker: " << setup.status().message() << "\n";
+    return pstrain::kExitBadConfiguration;
+  }
+  absl::StatusOr<WorkerConfig> config = LoadConfig(*setup);
   if (!config.ok()) {
     std::cerr << "pstrain-worker: bad configuration: " << config.status().message() << "\n";
     return pstrain::kExitBadConfiguration;
@@ -131,28 +102,28 @@ int main(int argc, char** argv) {
   pstrain::KeepFreedBuffersForReuse();  // tensor-sized buffers cycle per step: see malloc_tuning.h
   pstrain::BlockStopSignals();  // before any thread starts, so only WaitForStop receives them
 
-  const std::string task = config->options.task;
+  const std::string& task = setup->task;
   pstrain::MetricsRegistry metrics;
   pstrain::AddProcessMetrics(&metrics, task, pstrain::kWorker);
-  auto metrics_server = pstrain::ServeMetrics(&metrics, pstrain::ListenHost(config->listen),
-                                              absl::GetFlag(FLAGS_metrics_port), "pstrain-worker: " + task);
+  auto metrics_server =
+      pstrain::ServeMetrics(&metrics, setup->metrics_host, setup->metrics_port, "pstrain-worker: " + task);
   if (!metrics_server.ok()) {
     std::cerr << "pstrain-worker: " << task << ": " << metrics_server.status().message() << "\n";
     return pstrain::ExitCodeFor(metrics_server.status());
   }
-  std::cerr << "pstrain-worker: " << task << ": " << pstrain::DescribeTls(config->transport.tls) << std::endl;
-  pstrain::Worker worker(config->options, MeteredPsClients(&metrics, config->transport), config->compute);
+  std::cerr << "pstrain-worker: " << task << ": " << pstrain::DescribeTls(setup->transport.tls) << std::endl;
+  pstrain::Worker worker(config->options, MeteredPsClients(&metrics, setup->transport), config->compute);
   auto server = pstrain::WorkerGrpcServer::Start(
-      &worker, config->listen, pstrain::RequestRemoteShutdown, &metrics, config->transport.tls,
+      &worker, setup->listen, pstrain::RequestRemoteShutdown, &metrics, setup->transport.tls,
       [task](const std::string& line) { std::cerr << "pstrain-worker: " << task << ": " << line << std::endl; });
   if (!server.ok()) {
     std::cerr << "pstrain-worker: " << task << ": " << server.status().message() << "\n";
     return pstrain::kExitRuntimeFailure;
   }
-  std::cerr << "pstrain-worker: " << task << " serving on " << config->listen << " (device "
+  std::cerr << "pstrain-worker: " << task << " serving on " << setup->listen << " (device "
             << absl::GetFlag(FLAGS_device) << ", " << config->options.threads << " threads, "
             << config->options.replicas << " replicas; tensors to the ps over "
-            << (config->transport.kind == pstrain::TransportKind::kGrpc ? "unary gRPC" : "the tensor channel")
+            << (setup->transport.kind == pstrain::TransportKind::kGrpc ? "unary gRPC" : "the tensor channel")
             << "; cpu kernels " << pstrain::DescribeCpuLevel() << ")" << std::endl;
   const pstrain::StopReason stop = pstrain::WaitForStop();
   std::cerr << "pstrain-worker: " << task << " stopping: " << stop.description << std::endl;
