@@ -152,7 +152,8 @@ absl::StatusOr<TransportConfig> TransportFromFlags(const std::string& task) {
   TransportConfig out;
   ASSIGN_OR_RETURN(out.kind, ParseTransportKind(absl::GetFlag(FLAGS_ps_transport)));
   ASSIGN_OR_RETURN(out.tls,
-                   LoadTlsConfig(TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
+                   LoadTlsConfig(Env::Default(),
+                                 TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
                                                           absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
                                                          std::getenv),
                                  task));
@@ -167,7 +168,7 @@ std::string MetricsHost() {
 }
 
 int Main() {
-  absl::StatusOr<TfConfig> config = LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
+  absl::StatusOr<TfConfig> config = LoadTfConfig(absl::GetFlag(FLAGS_tf_config), std::getenv);
   if (!config.ok()) {
     std::cerr << "pstrain-chief: bad TF_CONFIG: " << config.status().message() << "\n";
     return kExitBadConfiguration;
@@ -220,7 +221,7 @@ int Main() {
       std::cerr << "pstrain-chief: the evaluator needs --model_dir (where the chief writes checkpoints)\n";
       return kExitBadConfiguration;
     }
-    return RunEvaluator(e);
+    return RunEvaluator(Env::Default(), e);
   }
   if (absl::GetFlag(FLAGS_model_dir).empty() && !absl::GetFlag(FLAGS_ephemeral)) {
     std::cerr << "pstrain-chief: no --model_dir: the job would train and keep nothing (no checkpoint to resume or "
@@ -262,7 +263,7 @@ int Main() {
   c.init_only = absl::GetFlag(FLAGS_init_only);
   c.metrics = &metrics;
   c.transport = *std::move(transport);
-  return RunChief(c);
+  return RunChief(Env::Default(), c);
 }
 
 }  // namespace

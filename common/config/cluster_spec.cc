@@ -1,6 +1,5 @@
 #include "common/config/cluster_spec.h"
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -313,14 +312,14 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text) {
   return config;
 }
 
-absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path) {
+absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path, const std::function<const char*(const char*)>& getenv) {
   if (!path.empty()) {
     absl::StatusOr<std::string> text = ReadJsonText(path);
     if (!text.ok())
       return absl::Status(text.status().code(), absl::StrCat("the TF_CONFIG file: ", text.status().message()));
     return ParseTfConfig(*text);
   }
-  const char* env = std::getenv("TF_CONFIG");
+  const char* env = getenv("TF_CONFIG");
   if (env == nullptr || *env == '\0') {
     return absl::FailedPreconditionError(
         "TF_CONFIG is not set; export TF_CONFIG='{\"cluster\": {...}, \"task\": {\"type\": ..., \"index\": ...}}' "

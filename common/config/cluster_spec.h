@@ -6,6 +6,7 @@
 #ifndef PSTRAIN_COMMON_CONFIG_CLUSTER_SPEC_H_
 #define PSTRAIN_COMMON_CONFIG_CLUSTER_SPEC_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -66,8 +67,9 @@ struct TfConfig {
 absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text);
 
 // Reads TF_CONFIG from the file `path` when non-empty, otherwise from the TF_CONFIG environment
-// variable. FailedPrecondition when neither is set; NotFound when the file cannot be read.
-absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path);
+// variable, looked up with `getenv` (main passes std::getenv). FailedPrecondition when neither is
+// set; NotFound when the file cannot be read.
+absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path, const std::function<const char*(const char*)>& getenv);
 
 // Checks that `config` describes a task of `expected_type` inside a cluster able to train (at least
 // one ps and one worker). With a sparseCluster, a ps needs only its own address and a worker its

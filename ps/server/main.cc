@@ -73,7 +73,7 @@ int RaiseOpenFilesLimit() {
 }
 
 absl::StatusOr<PsConfig> LoadConfig() {
-  absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
+  absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config), std::getenv);
   if (!config.ok()) return config.status();
   for (const std::string& note : config->notes) std::cerr << "pstrain-ps: " << note << "\n";
   absl::Status s = pstrain::ValidateTaskForRole(*config, pstrain::kPs);
@@ -91,6 +91,7 @@ absl::StatusOr<PsConfig> LoadConfig() {
   out.transport.kind = *kind;
   out.transport.caller = out.task;
   absl::StatusOr<pstrain::TlsConfig> tls = pstrain::LoadTlsConfig(
+      pstrain::Env::Default(),
       pstrain::TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
                                         absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
                                        std::getenv),

@@ -18,6 +18,7 @@
 #include "common/metrics/metrics_endpoint.h"
 #include "common/metrics/process_metrics.h"
 #include "common/platform/cpu_level.h"
+#include "common/platform/env.h"
 #include "common/platform/exit_codes.h"
 #include "common/platform/malloc_tuning.h"
 #include "common/platform/stop_signals.h"
@@ -58,7 +59,7 @@ struct WorkerConfig {
 };
 
 absl::StatusOr<WorkerConfig> LoadConfig() {
-  absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config));
+  absl::StatusOr<pstrain::TfConfig> config = pstrain::LoadTfConfig(absl::GetFlag(FLAGS_tf_config), std::getenv);
   if (!config.ok()) return config.status();
   for (const std::string& note : config->notes) std::cerr << "pstrain-worker: " << note << "\n";
   absl::Status s = pstrain::ValidateTaskForRole(*config, pstrain::kWorker);
@@ -94,6 +95,7 @@ absl::StatusOr<WorkerConfig> LoadConfig() {
   if (!kind.ok()) return kind.status();
   out.transport.kind = *kind;
   absl::StatusOr<pstrain::TlsConfig> tls = pstrain::LoadTlsConfig(
+      pstrain::Env::Default(),
       pstrain::TlsFilesWithEnvironment({absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca),
                                         absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
                                        std::getenv),
@@ -141,7 +143,8 @@ int main(int argc, char** argv) {
     return pstrain::ExitCodeFor(metrics_server.status());
   }
   std::cerr << "pstrain-worker: " << task << ": " << pstrain::DescribeTls(config->transport.tls) << std::endl;
-  pstrain::Worker worker(config->options, MeteredPsClients(&metrics, config->transport), config->compute);
+  pstrain::Worker worker(pstrain::Env::Default(), config->options, MeteredPsClients(&metrics, config->transport),
+                         config->compute);
   auto server = pstrain::WorkerGrpcServer::Start(
       &worker, config->listen, pstrain::RequestRemoteShutdown, &metrics, config->transport.tls,
       [task](const std::string& line) { std::cerr << "pstrain-worker: " << task << ": " << line << std::endl; });

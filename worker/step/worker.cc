@@ -90,8 +90,8 @@ uint64_t TrainShuffleSeed(const JobSpec& job) {
   return job.data.shuffle_seed != 0 ? static_cast<uint64_t>(job.data.shuffle_seed) : MixSeed(job.seed, 0x5EED);
 }
 
-Worker::Worker(WorkerOptions options, PsClientFactory ps_factory, GradientComputerFactory compute)
-    : options_(std::move(options)), ps_factory_(std::move(ps_factory)), compute_(std::move(compute)) {}
+Worker::Worker(Env* env, WorkerOptions options, PsClientFactory ps_factory, GradientComputerFactory compute)
+    : env_(env), options_(std::move(options)), ps_factory_(std::move(ps_factory)), compute_(std::move(compute)) {}
 
 Worker::~Worker() = default;
 
@@ -122,7 +122,7 @@ absl::StatusOr<std::shared_ptr<Worker::Job>> Worker::BuildJob(const ConfigureReq
   ASSIGN_OR_RETURN(job->variables, ModelVariables(job->spec.model));
   job->ps_addresses.assign(request.ps_addresses().begin(), request.ps_addresses().end());
   if (!job->spec.model.is_ctr()) {  // CTR parts are loaded per part (PartFor)
-    ASSIGN_OR_RETURN(Dataset train, LoadDataset(job->spec, Split::kTrain, options_.data_dir));
+    ASSIGN_OR_RETURN(Dataset train, LoadDataset(env_, job->spec, Split::kTrain, options_.data_dir));
     if (train.size < job->num_workers) {
       return absl::InvalidArgumentError(
           absl::StrCat("the training set has ", train.size, " examples, too few for ", job->num_workers, " workers"));
@@ -131,7 +131,7 @@ absl::StatusOr<std::shared_ptr<Worker::Job>> Worker::BuildJob(const ConfigureReq
   }
   // A csv job without a test file trains but cannot evaluate (Evaluate says so).
   if (job->spec.data.dataset != "csv" || !job->spec.data.test_file.empty()) {
-    ASSIGN_OR_RETURN(Dataset test, LoadDataset(job->spec, Split::kTest, options_.data_dir));
+    ASSIGN_OR_RETURN(Dataset test, LoadDataset(env_, job->spec, Split::kTest, options_.data_dir));
     job->test = std::make_shared<const Dataset>(std::move(test));
   }
   // This worker's own part now, so a bad plan or missing data fails Configure, not a closure.
@@ -165,8 +165,8 @@ absl::StatusOr<Worker::PartContext*> Worker::PartFor(Job* job, int part) {
     ctx->dedupe = std::make_unique<IdDeduper>(job->variables);
     // CTR data can be far larger than memory allows per worker: each part's own files only,
     // loaded when a closure of that part first arrives here.
-    ASSIGN_OR_RETURN(Dataset train, LoadCtrDataset(Env::Default(), job->spec, Split::kTrain, options_.data_dir, part,
-                                                   job->num_workers));
+    ASSIGN_OR_RETURN(Dataset train,
+                     LoadCtrDataset(env_, job->spec, Split::kTrain, options_.data_dir, part, job->num_workers));
     ctx->train = std::make_unique<ShardIterator>(std::make_shared<const Dataset>(std::move(train)), 0, 1,
                                                  TrainShuffleSeed(job->spec));
   } else {
@@ -246,7 +246,7 @@ absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* 
   }
   ASSIGN_OR_RETURN(PartContext * ctx, PartFor(&job, request.data_part()));
   absl::MutexLock part_lock(&ctx->mu);
-  Env* env = Env::Default();
+  Env* env = env_;
   response->set_closure_id(request.closure_id());
   double compute_s = 0, wait_s = 0;
   int64_t staleness = 0, skipped = 0;

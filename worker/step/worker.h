@@ -26,6 +26,7 @@
 
 namespace pstrain {
 
+class Env;
 class ShardIterator;
 class VariableExchange;
 struct Dataset;
@@ -56,8 +57,10 @@ using PsClientFactory = std::function<absl::StatusOr<std::unique_ptr<PsClient>>(
 
 class Worker {
  public:
-  // `compute` builds one GradientComputer per replica (e.g. NewCpuGradientComputer).
-  Worker(WorkerOptions options, PsClientFactory ps_factory, GradientComputerFactory compute);
+  // `env` (not owned; REQUIRES: non-null, outlives this) gives the clock, the sleeps between a sync
+  // re-run's pulls and the data files. `compute` builds one GradientComputer per replica (e.g.
+  // NewCpuGradientComputer).
+  Worker(Env* env, WorkerOptions options, PsClientFactory ps_factory, GradientComputerFactory compute);
   ~Worker();
 
   absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* response);
@@ -107,6 +110,7 @@ class Worker {
   bool OverlapsPushes(const Job& job) const;
   void Log(const std::string& line) const;
 
+  Env* const env_;  // not owned
   const WorkerOptions options_;
   const PsClientFactory ps_factory_;
   const GradientComputerFactory compute_;
