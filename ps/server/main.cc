@@ -128,6 +128,7 @@ int main(int argc, char** argv) {
   pstrain::MetricsRegistry metrics;
   pstrain::AddProcessMetrics(&metrics, config->task, pstrain::kPs);
   pstrain::PsServer::Options options;
+  options.env = pstrain::Env::Default();
   options.task = config->task;
   options.memory_budget_bytes = config->memory_budget_bytes;
   options.update_latency = pstrain::PsUpdateLatency(&metrics);
@@ -170,6 +171,7 @@ int main(int argc, char** argv) {
   }
   const std::string who = "pstrain-ps: " + config->task + ": ";
   pstrain::PsGrpcServer::Options serving;
+  serving.env = pstrain::Env::Default();
   serving.tls = config->tls;
   serving.on_shutdown = pstrain::RequestRemoteShutdown;
   serving.metrics = &metrics;
