@@ -151,7 +151,7 @@ absl::Status Coordinator::Prepare() {
   if (num_workers_ == 0 || ps_.empty()) {
     return absl::InvalidArgumentError("the cluster needs at least one ps and one worker task");
   }
-  ASSIGN_OR_RETURN(int64_t train_examples, TrainExamples(spec_.data));
+  ASSIGN_OR_RETURN(int64_t train_examples, TrainExamples(env_, spec_.data));
   ASSIGN_OR_RETURN(budget_, ComputeBudget(spec_, train_examples, num_workers_));
   ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(spec_.model));
   ASSIGN_OR_RETURN(VariablePlan plan, PlanVariables(variables, spec_.partitioner, static_cast<int>(ps_.size())));

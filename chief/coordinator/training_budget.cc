@@ -12,7 +12,7 @@
 
 namespace pstrain {
 
-absl::StatusOr<int64_t> TrainExamples(const DataSpec& data) {
+absl::StatusOr<int64_t> TrainExamples(Env* env, const DataSpec& data) {
   if (data.dataset == "fashion_mnist") return 60000;
   if (data.dataset == "synthetic_linear") return data.num_examples;
   if (data.dataset == "csv") {
@@ -25,7 +25,7 @@ absl::StatusOr<int64_t> TrainExamples(const DataSpec& data) {
     }
     return data.header && lines > 0 ? lines - 1 : lines;
   }
-  if (data.dataset == "criteo") return CountCtrLines(Env::Default(), data, Split::kTrain, "");
+  if (data.dataset == "criteo") return CountCtrLines(env, data, Split::kTrain, "");
   return absl::InvalidArgumentError(absl::StrCat("unknown data.dataset \"", data.dataset, "\""));
 }
 

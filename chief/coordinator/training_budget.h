@@ -12,6 +12,8 @@
 
 namespace pstrain {
 
+class Env;
+
 struct TrainingBudget {
   int64_t train_examples = 0;
   int64_t steps_per_epoch = 0;
@@ -21,8 +23,8 @@ struct TrainingBudget {
 // Number of training examples of the job's data set: 60000 for Fashion-MNIST, num_examples for
 // synthetic_linear, the data lines of a CSV file, the lines of a criteo job's training files (the
 // default synthetic set generated first when the job names none). NotFound naming the file when a
-// file is missing.
-absl::StatusOr<int64_t> TrainExamples(const DataSpec& data);
+// file is missing. `env` (not owned) reads criteo files and finds the default set's cache.
+absl::StatusOr<int64_t> TrainExamples(Env* env, const DataSpec& data);
 
 // InvalidArgument when neither steps nor epochs is positive or the batch does not fit the
 // workers (sync mode needs batch_size to be a multiple of num_workers).

@@ -101,7 +101,7 @@ void LogLine(const std::string& who, const std::string& message) {
   std::cerr << "[" << who << " " << stamp << "] " << message << std::endl;
 }
 
-int RunChief(const ChiefConfig& config) {
+int RunChief(Env* env, const ChiefConfig& config) {
   BlockStopSignals();  // before any thread starts, so every thread inherits the mask
   const ClusterSpec& cluster = config.tf_config.cluster;
   std::vector<std::unique_ptr<PsClient>> ps_owned;
@@ -150,7 +150,7 @@ int RunChief(const ChiefConfig& config) {
   options.metrics = config.metrics;
   options.ps_recovery.timeout_ms = config.ps_recovery_timeout_secs * 1000;
   options.ps_probes = probes;
-  Coordinator coordinator(Env::Default(), config.job, ps, workers, ps_addresses, options);
+  Coordinator coordinator(env, config.job, ps, workers, ps_addresses, options);
 
   const std::string task = config.tf_config.task->ToString();
   ChiefServiceImpl service(task, [&coordinator] { return coordinator.Status(); });
@@ -182,7 +182,7 @@ int RunChief(const ChiefConfig& config) {
   std::string bayes;
   if (config.job.model.is_ctr() && UsesDefaultCtrData(config.job.data)) {
     // The default synthetic set knows its best possible AUC: say how close the run came.
-    absl::StatusOr<CtrSyntheticSummary> data = EnsureJobDefaultCtrData(Env::Default(), config.job.data, "");
+    absl::StatusOr<CtrSyntheticSummary> data = EnsureJobDefaultCtrData(env, config.job.data, "");
     if (data.ok()) {
       summary->bayes_test_auc = data->test.bayes_auc;
       bayes = absl::StrFormat(" (Bayes-optimal on this set: AUC %.4f, log loss %.4f)", data->test.bayes_auc,
@@ -193,7 +193,7 @@ int RunChief(const ChiefConfig& config) {
   doc["ps_stats"] = CollectPsStats(ps, ps_indices);
   const std::string json = DumpJson(doc, 2);
   if (!config.model_dir.empty()) {
-    Env::Default()->WriteFileAtomic(config.model_dir + "/summary.json", json + "\n").IgnoreError();
+    env->WriteFileAtomic(config.model_dir + "/summary.json", json + "\n").IgnoreError();
   }
   std::cout << json << std::endl;
   if (summary->final_eval.has_value()) {

@@ -10,6 +10,7 @@
 #include "common/config/cluster_spec.h"
 #include "common/config/job_spec.h"
 #include "common/metrics/metrics_registry.h"
+#include "common/platform/env.h"
 #include "ps/transport/ps_transport.h"
 
 namespace pstrain {
@@ -39,8 +40,9 @@ struct ChiefConfig {
 inline constexpr int kExitStoppedBySignal = 143;
 
 // Runs the job; returns the process exit code (0 done, 2 bad configuration, 1 runtime failure,
-// 143 stopped by a signal after a checkpoint). Messages go to stderr.
-int RunChief(const ChiefConfig& config);
+// 143 stopped by a signal after a checkpoint). Messages go to stderr. `env` (not owned; REQUIRES:
+// non-null) gives the coordinator's clock and files.
+int RunChief(Env* env, const ChiefConfig& config);
 
 // One line "[chief HH:MM:SS] message" on stderr (also used by the evaluator).
 void LogLine(const std::string& who, const std::string& message);

@@ -43,15 +43,14 @@ int64_t NewestStepAfter(Env* env, const std::string& model_dir, int64_t after) {
 
 }  // namespace
 
-int RunEvaluator(const EvaluatorConfig& config) {
+int RunEvaluator(Env* env, const EvaluatorConfig& config) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  Env* env = Env::Default();
   int64_t final_step = -1;
-  absl::StatusOr<int64_t> examples = TrainExamples(config.job.data);
+  absl::StatusOr<int64_t> examples = TrainExamples(env, config.job.data);
   if (examples.ok()) {
     absl::StatusOr<TrainingBudget> budget = ComputeBudget(config.job, *examples, 1);
     if (budget.ok()) final_step = budget->total_steps;

@@ -11,6 +11,7 @@
 
 #include "common/config/job_spec.h"
 #include "common/metrics/metrics_registry.h"
+#include "common/platform/env.h"
 
 namespace pstrain {
 
@@ -23,8 +24,8 @@ struct EvaluatorConfig {
 };
 
 // Returns the process exit code: 0 after the final checkpoint (or a stop signal), 1 on a
-// runtime failure.
-int RunEvaluator(const EvaluatorConfig& config);
+// runtime failure. `env` (not owned; REQUIRES: non-null) gives the clock and files.
+int RunEvaluator(Env* env, const EvaluatorConfig& config);
 
 }  // namespace pstrain
 

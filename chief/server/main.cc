@@ -116,9 +116,10 @@ absl::StatusOr<JobSpec> JobFromFlags() {
 // The chief's own settings: timeouts and intervals are positive.
 absl::Status CheckChiefFlags() {
   const IntRange secs = IntBetween(1, kMaxDimension);
-  for (const auto* flag : {&FLAGS_wait_timeout_secs, &FLAGS_progress_secs, &FLAGS_closure_timeout_secs,
-                           &FLAGS_poll_secs, &FLAGS_all_workers_lost_timeout_secs, &FLAGS_eval_poll_secs,
-                           &FLAGS_worker_silence_timeout_secs, &FLAGS_ps_recovery_timeout_secs, &FLAGS_ps_health_deadline_secs}) {
+  for (const auto* flag :
+       {&FLAGS_wait_timeout_secs, &FLAGS_progress_secs, &FLAGS_closure_timeout_secs, &FLAGS_poll_secs,
+        &FLAGS_all_workers_lost_timeout_secs, &FLAGS_eval_poll_secs, &FLAGS_worker_silence_timeout_secs,
+        &FLAGS_ps_recovery_timeout_secs, &FLAGS_ps_health_deadline_secs}) {
     RETURN_IF_ERROR(
         CheckInRange(absl::GetFlag(*flag), secs, absl::StrCat("--", absl::GetFlagReflectionHandle(*flag).Name())));
   }
@@ -132,9 +133,9 @@ absl::Status CheckChiefFlags() {
 }
 
 int Main() {
-  absl::StatusOr<TaskSetup> setup = BootstrapTask({kChief, kEvaluator}, std::getenv, [](const std::string& note) {
-    std::cerr << "pstrain-chief: " << note << "\n";
-  });
+  absl::StatusOr<TaskSetup> setup =
+      BootstrapTask(Env::Default(), {kChief, kEvaluator}, std::getenv,
+                    [](const std::string& note) { std::cerr << "pstrain-chief: " << note << "\n"; });
   if (!setup.ok()) {
     std::cerr << "pstrain-chief: " << setup.status().message() << "\n";
     return kExitBadConfiguration;
@@ -171,7 +172,7 @@ int Main() {
       std::cerr << "pstrain-chief: the evaluator needs --model_dir (where the chief writes checkpoints)\n";
       return kExitBadConfiguration;
     }
-    return RunEvaluator(e);
+    return RunEvaluator(Env::Default(), e);
   }
   if (absl::GetFlag(FLAGS_model_dir).empty() && !absl::GetFlag(FLAGS_ephemeral)) {
     std::cerr << "pstrain-chief: no --model_dir: the job would train and keep nothing (no checkpoint to resume or "
@@ -213,7 +214,7 @@ int Main() {
   c.init_only = absl::GetFlag(FLAGS_init_only);
   c.metrics = &metrics;
   c.transport = setup->transport;
-  return RunChief(c);
+  return RunChief(Env::Default(), c);
 }
 
 }  // namespace

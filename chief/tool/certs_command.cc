@@ -32,16 +32,16 @@ const std::vector<FlagDef>& CertsFlags() {
 }
 
 // Writes `data` to `path` readable by its owner only when `secret`.
-absl::Status WriteFile(const std::string& path, const std::string& data, bool secret) {
-  RETURN_IF_ERROR(Env::Default()->WriteFileAtomic(path, data));
+absl::Status WriteFile(Env* env, const std::string& path, const std::string& data, bool secret) {
+  RETURN_IF_ERROR(env->WriteFileAtomic(path, data));
   if (::chmod(path.c_str(), secret ? 0600 : 0644) != 0) {
     return absl::InternalError(absl::StrCat("cannot set the mode of ", path));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<ClusterSpec> ReadCluster(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, Env::Default()->ReadFile(path));
+absl::StatusOr<ClusterSpec> ReadCluster(Env* env, const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, env->ReadFile(path));
   absl::StatusOr<nlohmann::json> doc = ParseJson(text, path);
   if (!doc.ok()) return doc.status();
   if (doc->is_object() && doc->contains("cluster")) {
@@ -53,13 +53,13 @@ absl::StatusOr<ClusterSpec> ReadCluster(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> WriteClusterCerts(const std::string& dir, const ClusterSpec& cluster, int days,
-                                                           const std::vector<std::string>& extra_hosts) {
+absl::StatusOr<std::vector<std::string>> WriteClusterCerts(Env* env, const std::string& dir, const ClusterSpec& cluster,
+                                                           int days, const std::vector<std::string>& extra_hosts) {
   if (days < 1) return absl::InvalidArgumentError("--days must be at least 1");
-  RETURN_IF_ERROR(Env::Default()->CreateDirs(dir));
+  RETURN_IF_ERROR(env->CreateDirs(dir));
   ASSIGN_OR_RETURN(CertAndKey ca, MakeCertificateAuthority("pstrain cluster CA", days));
-  RETURN_IF_ERROR(WriteFile(dir + "/ca.crt", ca.cert_pem, false));
-  RETURN_IF_ERROR(WriteFile(dir + "/ca.key", ca.key_pem, true));
+  RETURN_IF_ERROR(WriteFile(env, dir + "/ca.crt", ca.cert_pem, false));
+  RETURN_IF_ERROR(WriteFile(env, dir + "/ca.key", ca.key_pem, true));
   std::vector<std::pair<std::string, std::string>> tasks;  // name, host
   for (const auto& [job, members] : cluster.jobs()) {
     for (const auto& [index, address] : members) {
@@ -76,14 +76,14 @@ absl::StatusOr<std::vector<std::string>> WriteClusterCerts(const std::string& di
     hosts.insert(extra_hosts.begin(), extra_hosts.end());
     ASSIGN_OR_RETURN(CertAndKey issued,
                      IssueCertificate(ca, task, std::vector<std::string>(hosts.begin(), hosts.end()), days));
-    RETURN_IF_ERROR(WriteFile(dir + "/" + TaskCertFileName(task), issued.cert_pem, false));
-    RETURN_IF_ERROR(WriteFile(dir + "/" + TaskKeyFileName(task), issued.key_pem, true));
+    RETURN_IF_ERROR(WriteFile(env, dir + "/" + TaskCertFileName(task), issued.cert_pem, false));
+    RETURN_IF_ERROR(WriteFile(env, dir + "/" + TaskKeyFileName(task), issued.key_pem, true));
     written.push_back(task);
   }
   return written;
 }
 
-int CertsMain(int argc, char** argv) {
+int CertsMain(Env* env, int argc, char** argv) {
   const std::string summary =
       "Makes a cluster CA and one certificate per task of a TF_CONFIG's cluster; then start every task with\n"
       "--tls_dir=DIR (or PSTRAIN_TLS_DIR=DIR).\n"
@@ -103,14 +103,14 @@ int CertsMain(int argc, char** argv) {
     std::cerr << "pstrain certs: give --out DIR and --cluster TF_CONFIG_FILE (and --days between 1 and 36500)\n";
     return kExitBadConfiguration;
   }
-  absl::StatusOr<ClusterSpec> cluster = ReadCluster(cl->Get("cluster"));
+  absl::StatusOr<ClusterSpec> cluster = ReadCluster(env, cl->Get("cluster"));
   if (!cluster.ok()) {
     std::cerr << "pstrain certs: " << cluster.status().message() << "\n";
     return kExitBadConfiguration;
   }
   std::vector<std::string> extra = absl::StrSplit(cl->Get("hosts"), ',', absl::SkipEmpty());
   absl::StatusOr<std::vector<std::string>> written =
-      WriteClusterCerts(cl->Get("out"), *cluster, static_cast<int>(*days), extra);
+      WriteClusterCerts(env, cl->Get("out"), *cluster, static_cast<int>(*days), extra);
   if (!written.ok()) {
     std::cerr << "pstrain certs: " << written.status().message() << "\n";
     return ExitCodeFor(written.status());

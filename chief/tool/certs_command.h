@@ -15,15 +15,18 @@
 
 namespace pstrain {
 
+class Env;
+
 // Writes the files into `dir` (created when missing) for the tasks of `cluster`, valid `days`,
 // each naming `extra_hosts` too. Returns the task names written. InvalidArgument for days < 1;
-// Internal when a file cannot be written.
-absl::StatusOr<std::vector<std::string>> WriteClusterCerts(const std::string& dir, const ClusterSpec& cluster, int days,
-                                                           const std::vector<std::string>& extra_hosts);
+// Internal when a file cannot be written. `env` (not owned) writes them.
+absl::StatusOr<std::vector<std::string>> WriteClusterCerts(Env* env, const std::string& dir, const ClusterSpec& cluster,
+                                                           int days, const std::vector<std::string>& extra_hosts);
 
 // Entry point for `pstrain certs ARGS...` (argv[1] is "certs"): 0 done, 2 bad flags, 1 when the
 // files cannot be written.
-int CertsMain(int argc, char** argv);
+// `env` (not owned; REQUIRES: non-null) reads and writes the files.
+int CertsMain(Env* env, int argc, char** argv);
 
 }  // namespace pstrain
 

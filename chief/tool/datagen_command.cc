@@ -75,19 +75,19 @@ absl::Status CheckCommand(const CommandLine& cl) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<CtrSyntheticSummary> Run(const CommandLine& cl) {
+absl::StatusOr<CtrSyntheticSummary> Run(Env* env, const CommandLine& cl) {
   RETURN_IF_ERROR(CheckCommand(cl));
   if (cl.Given("default")) {
-    const std::string cache = cl.Given("cache_dir") ? cl.Get("cache_dir") : DefaultCacheDirFromEnvironment();
-    return EnsureDefaultCtrData(Env::Default(), cache);
+    const std::string cache = cl.Given("cache_dir") ? cl.Get("cache_dir") : DefaultCacheDirFromEnvironment(env);
+    return EnsureDefaultCtrData(env, cache);
   }
   ASSIGN_OR_RETURN(CtrSyntheticOptions options, OptionsFromFlags(cl));
-  return WriteCtrSyntheticSet(Env::Default(), options, cl.Get("out"));
+  return WriteCtrSyntheticSet(env, options, cl.Get("out"));
 }
 
 }  // namespace
 
-int DatagenMain(int argc, char** argv) {
+int DatagenMain(Env* env, int argc, char** argv) {
   absl::StatusOr<CommandLine> cl = CommandLine::Parse("datagen", argc, argv, 2, DatagenFlags());
   if (!cl.ok()) {
     std::cerr << "pstrain datagen: " << cl.status().message() << "\n";
@@ -97,7 +97,7 @@ int DatagenMain(int argc, char** argv) {
     std::cout << FlagUsage("pstrain datagen ctr", kSummary, DatagenFlags());
     return kExitOk;
   }
-  absl::StatusOr<CtrSyntheticSummary> summary = Run(*cl);
+  absl::StatusOr<CtrSyntheticSummary> summary = Run(env, *cl);
   if (!summary.ok()) {
     std::cerr << "pstrain datagen: " << summary.status().message() << "\n";
     return ExitCodeFor(summary.status());

@@ -7,9 +7,12 @@
 
 namespace pstrain {
 
+class Env;
+
 // Entry point for `pstrain datagen ARGS...` (argv[1] is "datagen"). Returns the process exit code:
 // 0 done, 2 bad flags (message on stderr), 1 when the files cannot be written.
-int DatagenMain(int argc, char** argv);
+// `env` (not owned; REQUIRES: non-null) reads and writes the files.
+int DatagenMain(Env* env, int argc, char** argv);
 
 }  // namespace pstrain
 

@@ -32,8 +32,7 @@ const std::vector<FlagDef>& EvaluateFlags() {
 constexpr char kSummary[] = "evaluate a checkpoint on the test set in one process, with no cluster";
 
 // A model dir resolves to its newest complete checkpoint.
-absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path) {
-  Env* env = Env::Default();
+absl::StatusOr<std::string> ResolveCheckpoint(Env* env, const std::string& path) {
   if (env->FileExists(path + "/index.json")) return path;
   CheckpointManager manager(env, path, 1, {});
   std::vector<std::string> warnings;  // newer checkpoints skipped: the user must know which was read
@@ -46,12 +45,12 @@ absl::StatusOr<std::string> ResolveCheckpoint(const std::string& path) {
   return (*found)->dir;
 }
 
-absl::StatusOr<CheckpointEvalOptions> OptionsFromFlags(const CommandLine& cl) {
+absl::StatusOr<CheckpointEvalOptions> OptionsFromFlags(Env* env, const CommandLine& cl) {
   CheckpointEvalOptions options;
   ASSIGN_OR_RETURN(int64_t threads, cl.GetInt("threads", IntBetween(1, kMaxThreads)));
   options.threads = static_cast<int>(threads);
   ASSIGN_OR_RETURN(int64_t budget, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
-  ASSIGN_OR_RETURN(options.max_bytes, MemoryBudgetBytes(Env::Default(), budget));
+  ASSIGN_OR_RETURN(options.max_bytes, MemoryBudgetBytes(env, budget));
   options.data_dir = cl.Get("data_dir");
   if (!cl.Get("job").empty()) {
     ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(cl.Get("job")));
@@ -62,7 +61,7 @@ absl::StatusOr<CheckpointEvalOptions> OptionsFromFlags(const CommandLine& cl) {
 
 }  // namespace
 
-int EvaluateMain(int argc, char** argv) {
+int EvaluateMain(Env* env, int argc, char** argv) {
   absl::StatusOr<CommandLine> cl = CommandLine::Parse("evaluate", argc, argv, 2, EvaluateFlags());
   if (!cl.ok()) {
     std::cerr << "pstrain evaluate: " << cl.status().message() << "\n";
@@ -77,11 +76,11 @@ int EvaluateMain(int argc, char** argv) {
     return kExitBadConfiguration;
   }
   absl::StatusOr<std::string> dir;
-  absl::StatusOr<CheckpointEvalOptions> options = OptionsFromFlags(*cl);
-  if (options.ok()) dir = ResolveCheckpoint(cl->Get("checkpoint"));
+  absl::StatusOr<CheckpointEvalOptions> options = OptionsFromFlags(env, *cl);
+  if (options.ok()) dir = ResolveCheckpoint(env, cl->Get("checkpoint"));
   if (options.ok() && dir.ok() && !options->data.has_value()) {
     // The checkpoint's job spec names the data: say what will be read before reading it.
-    absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(Env::Default(), *dir);
+    absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(env, *dir);
     absl::StatusOr<JobSpec> job = index.ok() ? JobSpecOfCheckpoint(*index) : index.status();
     if (job.ok()) {
       std::cerr << "pstrain evaluate: test data from the checkpoint's job spec: "
@@ -89,7 +88,7 @@ int EvaluateMain(int argc, char** argv) {
     }
   }
   absl::StatusOr<EvalResult> r = !options.ok() ? options.status()
-                                 : dir.ok()    ? EvaluateCheckpoint(Env::Default(), *dir, *options)
+                                 : dir.ok()    ? EvaluateCheckpoint(env, *dir, *options)
                                                : dir.status();
   if (!r.ok()) {
     std::cerr << "pstrain evaluate: " << r.status().message() << "\n";

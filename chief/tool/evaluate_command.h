@@ -6,9 +6,12 @@
 
 namespace pstrain {
 
+class Env;
+
 // Entry point for `pstrain evaluate ARGS...`. Returns the process exit code (2 for bad flags or a
 // missing checkpoint, 1 for a corrupt one), the message on stderr.
-int EvaluateMain(int argc, char** argv);
+// `env` (not owned; REQUIRES: non-null) reads and writes the files.
+int EvaluateMain(Env* env, int argc, char** argv);
 
 }  // namespace pstrain
 

@@ -48,7 +48,7 @@ absl::StatusOr<std::string> CheckHealth(const std::string& address, const std::s
   return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
 }
 
-int HealthMain(int argc, char** argv) {
+int HealthMain(Env* env, int argc, char** argv) {
   const std::string summary =
       "Asks a pstrain task (chief, worker or ps) for its gRPC health (grpc.health.v1). Exit 0 when SERVING.\n"
       "  pstrain health localhost:2222";
@@ -72,7 +72,8 @@ int HealthMain(int argc, char** argv) {
   }
   const std::string address = cl->positional()[0];
   absl::StatusOr<TlsConfig> tls =
-      LoadTlsConfig(TlsFilesWithEnvironment(
+      LoadTlsConfig(env,
+                    TlsFilesWithEnvironment(
                         {cl->Get("tls_dir"), cl->Get("tls_ca"), cl->Get("tls_cert"), cl->Get("tls_key")}, std::getenv),
                     cl->Get("task"));
   if (!tls.ok()) {

@@ -14,6 +14,8 @@
 
 namespace pstrain {
 
+class Env;
+
 // The status name ("SERVING", "NOT_SERVING", ...) the server at `address` reports for `service`
 // ("" = the whole server). Unavailable / DeadlineExceeded naming the address when it does not answer.
 // With `tls` enabled the call is mutual TLS.
@@ -21,7 +23,8 @@ absl::StatusOr<std::string> CheckHealth(const std::string& address, const std::s
                                         const TlsConfig& tls = TlsConfig());
 
 // Entry point for `pstrain health ARGS...` (argv[1] is "health"); returns the exit code.
-int HealthMain(int argc, char** argv);
+// `env` (not owned; REQUIRES: non-null) reads the TLS files.
+int HealthMain(Env* env, int argc, char** argv);
 
 }  // namespace pstrain
 

@@ -57,8 +57,7 @@ absl::StatusOr<nlohmann::json> InspectVariable(CheckpointReader* reader, const S
                         {"max", hi}};
 }
 
-absl::StatusOr<nlohmann::json> Inspect(const std::string& dir, int64_t max_bytes) {
-  Env* env = Env::Default();
+absl::StatusOr<nlohmann::json> Inspect(Env* env, const std::string& dir, int64_t max_bytes) {
   ASSIGN_OR_RETURN(CheckpointIndex index, ReadCheckpointIndex(env, dir));
   CheckpointReader reader(env, dir, &index, max_bytes);
   nlohmann::json out;
@@ -84,7 +83,7 @@ uint64_t Fnv1a64(absl::Span<const uint8_t> bytes, uint64_t h) {
   return h;
 }
 
-int InspectMain(int argc, char** argv) {
+int InspectMain(Env* env, int argc, char** argv) {
   absl::StatusOr<CommandLine> cl = CommandLine::Parse("inspect", argc, argv, 2, InspectFlags());
   if (!cl.ok()) {
     std::cerr << "pstrain inspect: " << cl.status().message() << "\n";
@@ -99,8 +98,8 @@ int InspectMain(int argc, char** argv) {
     return kExitBadConfiguration;
   }
   absl::StatusOr<int64_t> budget = cl->GetInt("memory_budget_bytes", IntAtLeast(0));
-  if (budget.ok()) budget = MemoryBudgetBytes(Env::Default(), *budget);
-  absl::StatusOr<nlohmann::json> out = budget.ok() ? Inspect(cl->Get("checkpoint"), *budget) : budget.status();
+  if (budget.ok()) budget = MemoryBudgetBytes(env, *budget);
+  absl::StatusOr<nlohmann::json> out = budget.ok() ? Inspect(env, cl->Get("checkpoint"), *budget) : budget.status();
   if (!out.ok()) {
     std::cerr << "pstrain inspect: " << out.status().message() << "\n";
     return ExitCodeFor(out.status());

@@ -12,8 +12,11 @@
 
 namespace pstrain {
 
+class Env;
+
 // Entry point for `pstrain inspect ARGS...`. Returns the process exit code.
-int InspectMain(int argc, char** argv);
+// `env` (not owned; REQUIRES: non-null) reads and writes the files.
+int InspectMain(Env* env, int argc, char** argv);
 
 // FNV-1a 64 of `bytes`, continuing from `h` (kFnv1a64Start for a fresh digest), so a digest of
 // data read in pieces equals the digest of the whole.

@@ -1,5 +1,6 @@
 #include "chief/tool/plan_command.h"
 
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 
@@ -10,12 +11,12 @@
 #include "common/config/json_util.h"
 #include "common/plan/memory_budget.h"
 #include "common/plan/model_variables.h"
+#include "common/plan/optimizer_defaults.h"
 #include "common/plan/plan_format.h"
 #include "common/plan/variable_planner.h"
 #include "common/platform/checked_math.h"
 #include "common/platform/exit_codes.h"
 #include "common/platform/status_macros.h"
-#include "common/plan/optimizer_defaults.h"
 
 namespace pstrain {
 namespace {
@@ -81,7 +82,7 @@ absl::StatusOr<int> NumPs(const CommandLine& cl) {
     ASSIGN_OR_RETURN(int64_t n, cl.GetInt("num_ps", IntBetween(1, 100000)));
     return static_cast<int>(n);
   }
-  auto config = LoadTfConfig(cl.Get("tf_config"));
+  auto config = LoadTfConfig(cl.Get("tf_config"), std::getenv);  // a command is process-edge code
   if (!config.ok()) {
     if (config.status().code() == absl::StatusCode::kFailedPrecondition) {
       return absl::InvalidArgumentError("give --num_ps=N (or set TF_CONFIG with a cluster.ps list)");
@@ -126,7 +127,7 @@ absl::StatusOr<SlotInfo> SlotsFromFlags(const CommandLine& cl, const JobSpec* jo
   return SlotInfo{spec.type, slots};
 }
 
-absl::Status RunPlan(const CommandLine& cl) {
+absl::Status RunPlan(Env* env, const CommandLine& cl) {
   const bool has_job = cl.Given("job");
   if (has_job == cl.Given("shape")) {
     return absl::InvalidArgumentError("give either --job=FILE|preset or --shape=D0,D1,... (a single variable)");
@@ -155,7 +156,7 @@ absl::Status RunPlan(const CommandLine& cl) {
   }
   RETURN_IF_ERROR(AddBackups(replicas, &plan));
   ASSIGN_OR_RETURN(int64_t budget_flag, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
-  ASSIGN_OR_RETURN(int64_t budget, MemoryBudgetBytes(Env::Default(), budget_flag));
+  ASSIGN_OR_RETURN(int64_t budget, MemoryBudgetBytes(env, budget_flag));
   ASSIGN_OR_RETURN(std::vector<int64_t> memory, PsTaskBytes(plan, slots.slots_per_value));
   if (format == "json") {
     nlohmann::json doc = PlanToJson(plan, partitioner.strategy, slots);
@@ -178,7 +179,7 @@ absl::Status RunPlan(const CommandLine& cl) {
 
 }  // namespace
 
-int PlanMain(int argc, char** argv) {
+int PlanMain(Env* env, int argc, char** argv) {
   const std::string summary =
       "Shows how variables are split into shards and placed on ps tasks (TensorFlow's partitioner arithmetic,\n"
       "round-robin placement). Examples:\n"
@@ -195,7 +196,7 @@ int PlanMain(int argc, char** argv) {
     std::cout << FlagUsage("pstrain plan", summary, PlanFlags());
     return kExitOk;
   }
-  absl::Status s = RunPlan(*cl);
+  absl::Status s = RunPlan(env, *cl);
   if (!s.ok()) {
     std::cerr << "pstrain plan: " << s.message() << "\n";
     return ExitCodeFor(s);

@@ -10,10 +10,13 @@
 
 namespace pstrain {
 
+class Env;
+
 // Entry point for `pstrain plan ARGS...` (argv[0] is "pstrain", argv[1] "plan"). Prints the plan
 // to stdout and returns the process exit code (2 for bad flags, job or TF_CONFIG, with the message
 // on stderr).
-int PlanMain(int argc, char** argv);
+// `env` (not owned; REQUIRES: non-null) gives the host's memory budget.
+int PlanMain(Env* env, int argc, char** argv);
 
 }  // namespace pstrain
 

@@ -151,7 +151,7 @@ std::vector<LegendEntry> PlotLegend(const std::vector<RunCurves>& runs) {
   return legend;
 }
 
-int PlotMain(int argc, char** argv) {
+int PlotMain(Env* /*env: unused*/, int argc, char** argv) {
   const std::string summary =
       "Draws the training and test curves of one or more runs (loss, accuracy or AUC, examples/s against step\n"
       "and wall time, async staleness). A RUN_DIR is a demo run dir, a model dir or a metrics.jsonl file.\n"

@@ -16,13 +16,16 @@
 
 namespace pstrain {
 
+class Env;
+
 // The six panels and the legend for `runs` (exposed for tests).
 std::vector<ChartPanel> PlotPanels(const std::vector<RunCurves>& runs);
 std::vector<LegendEntry> PlotLegend(const std::vector<RunCurves>& runs);
 
 // Entry point for `pstrain plot ARGS...` (argv[1] is "plot"). Returns the exit code: 0 written,
 // 2 for bad flags or unreadable runs, 1 when the file cannot be written or rendered.
-int PlotMain(int argc, char** argv);
+// `env` is unused: every command takes one (pstrain_main.cc's table).
+int PlotMain(Env* env, int argc, char** argv);
 
 }  // namespace pstrain
 

@@ -12,13 +12,14 @@
 #include "chief/tool/plot_command.h"
 #include "chief/tool/train_command.h"
 #include "common/platform/cpu_level.h"
+#include "common/platform/env.h"
 #include "common/platform/exit_codes.h"
 
 namespace {
 
 struct Subcommand {
   const char* name;
-  int (*main)(int, char**);
+  int (*main)(pstrain::Env*, int, char**);
   const char* summary;
 };
 
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
     return pstrain::kExitBadConfiguration;
   }
   for (const Subcommand& c : kSubcommands) {
-    if (std::strcmp(argv[1], c.name) == 0) return c.main(argc, argv);
+    if (std::strcmp(argv[1], c.name) == 0) return c.main(pstrain::Env::Default(), argc, argv);
   }
   std::cerr << "pstrain: unknown command \"" << argv[1] << "\"\n";
   PrintUsage(std::cerr);

@@ -54,9 +54,9 @@ absl::StatusOr<int64_t> IntFlag(const CommandLine& cl, const std::string& name, 
 }
 
 // Refuses a job whose model, gradients, optimizer slots, data and activations exceed the budget.
-absl::Status CheckTrainMemory(const CommandLine& cl, const JobSpec& job) {
+absl::Status CheckTrainMemory(Env* env, const CommandLine& cl, const JobSpec& job) {
   ASSIGN_OR_RETURN(int64_t flag, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
-  ASSIGN_OR_RETURN(int64_t budget, MemoryBudgetBytes(Env::Default(), flag));
+  ASSIGN_OR_RETURN(int64_t budget, MemoryBudgetBytes(env, flag));
   ASSIGN_OR_RETURN(int slots, OptimizerSlotCount(job.optimizer));
   const int64_t examples = ExamplesInMemory(job.data);
   const int64_t batch = examples > 0 ? std::min(job.batch_size, examples) : job.batch_size;
@@ -98,7 +98,7 @@ std::string EpochLine(const EpochReport& r, int64_t epochs, bool classification,
   return line;
 }
 
-absl::Status RunTrain(const CommandLine& cl) {
+absl::Status RunTrain(Env* env, const CommandLine& cl) {
   ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(cl.Get("job")));
   LocalTrainOptions options;
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
@@ -112,7 +112,7 @@ absl::Status RunTrain(const CommandLine& cl) {
   if (cl.Given("terminate_on_nan")) {
     ASSIGN_OR_RETURN(job.terminate_on_nan, cl.GetBool("terminate_on_nan"));
   }
-  RETURN_IF_ERROR(CheckTrainMemory(cl, job));
+  RETURN_IF_ERROR(CheckTrainMemory(env, cl, job));
   options.threads = static_cast<int>(threads);
   options.replicas = static_cast<int>(replicas);
   options.data_dir = cl.Get("data_dir");
@@ -120,13 +120,13 @@ absl::Status RunTrain(const CommandLine& cl) {
   RETURN_IF_ERROR(OverrideCtrDataFiles(cl.Get("train_files"), cl.Get("test_files"), "--", &job));
   std::optional<CtrSyntheticSummary> default_data;
   if (job.model.is_ctr() && UsesDefaultCtrData(job.data)) {
-    ASSIGN_OR_RETURN(default_data, EnsureJobDefaultCtrData(Env::Default(), job.data, options.data_dir));
+    ASSIGN_OR_RETURN(default_data, EnsureJobDefaultCtrData(env, job.data, options.data_dir));
     std::fprintf(stderr,
                  "pstrain train: the default synthetic CTR set: %s, %s (give --train_files/--test_files for yours)\n",
                  default_data->train_path.c_str(), default_data->test_path.c_str());
   }
   ASSIGN_OR_RETURN(GradientComputerFactory compute, ComputeFactoryForDevice(cl.Get("device"), options.replicas));
-  ASSIGN_OR_RETURN(auto trainer, LocalTrainer::Create(job, options, InitializeVariable, NewKerasUpdater, compute));
+  ASSIGN_OR_RETURN(auto trainer, LocalTrainer::Create(env, job, options, InitializeVariable, NewKerasUpdater, compute));
   const int64_t total = trainer->total_steps(), per_epoch = trainer->steps_per_epoch();
   const int64_t epochs = (total + per_epoch - 1) / per_epoch;
   std::fprintf(stderr,
@@ -188,7 +188,7 @@ absl::Status RunTrain(const CommandLine& cl) {
 
 }  // namespace
 
-int TrainMain(int argc, char** argv) {
+int TrainMain(Env* env, int argc, char** argv) {
   const std::string summary =
       "Trains a job in this one process, no cluster: the same initial weights, data shards, loss scaling and\n"
       "optimizer as the cluster. Examples:\n"
@@ -204,7 +204,7 @@ int TrainMain(int argc, char** argv) {
     std::cout << FlagUsage("pstrain train", summary, TrainFlags());
     return kExitOk;
   }
-  absl::Status s = RunTrain(*cl);
+  absl::Status s = RunTrain(env, *cl);
   if (!s.ok()) {
     std::cerr << "pstrain train: " << s.message() << "\n";
     return s.code() == absl::StatusCode::kDataLoss ? kExitBadConfiguration : ExitCodeFor(s);

@@ -7,9 +7,12 @@
 
 namespace pstrain {
 
+class Env;
+
 // Entry point for `pstrain train ARGS...` (argv[1] is "train"). Returns the exit code: 0 done,
 // 2 bad flags/job/data, 1 runtime failure; messages go to stderr.
-int TrainMain(int argc, char** argv);
+// `env` (not owned; REQUIRES: non-null) reads and writes the files.
+int TrainMain(Env* env, int argc, char** argv);
 
 }  // namespace pstrain
 

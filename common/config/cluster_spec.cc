@@ -1,6 +1,5 @@
 #include "common/config/cluster_spec.h"
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -329,7 +328,6 @@ absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path, const std::functi
   return ParseTfConfig(env);
 }
 
-absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path) { return LoadTfConfig(path, std::getenv); }
 
 absl::Status ValidateTaskForRole(const TfConfig& config, absl::string_view expected_type) {
   if (!config.task.has_value()) {

@@ -70,8 +70,6 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text);
 // variable, looked up with `getenv` (main passes std::getenv). FailedPrecondition when neither is
 // set; NotFound when the file cannot be read.
 absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path, const std::function<const char*(const char*)>& getenv);
-// The same with the process's environment.
-absl::StatusOr<TfConfig> LoadTfConfig(const std::string& path);
 
 // Checks that `config` describes a task of `expected_type` inside a cluster able to train (at least
 // one ps and one worker). With a sparseCluster, a ps needs only its own address and a worker its

@@ -70,7 +70,7 @@ TaskFlagValues SharedTaskFlags() {
   return flags;
 }
 
-absl::StatusOr<TaskSetup> SetUpTask(const TaskFlagValues& flags, absl::Span<const char* const> types,
+absl::StatusOr<TaskSetup> SetUpTask(Env* env, const TaskFlagValues& flags, absl::Span<const char* const> types,
                                     const Getenv& getenv, const std::function<void(const std::string&)>& note) {
   TaskSetup out;
   absl::StatusOr<TfConfig> config = LoadValidTfConfig(flags.tf_config, types, getenv, note);
@@ -92,7 +92,7 @@ absl::StatusOr<TaskSetup> SetUpTask(const TaskFlagValues& flags, absl::Span<cons
   absl::StatusOr<TransportKind> kind = ParseTransportKind(flags.ps_transport);
   if (!kind.ok()) return Bad("bad configuration", kind.status());
   out.transport.kind = *kind;
-  absl::StatusOr<TlsConfig> tls = LoadTlsConfig(TlsFilesWithEnvironment(flags.tls, getenv), out.task);
+  absl::StatusOr<TlsConfig> tls = LoadTlsConfig(env, TlsFilesWithEnvironment(flags.tls, getenv), out.task);
   if (!tls.ok()) return Bad("bad configuration", tls.status());
   out.transport.tls = *std::move(tls);
   out.transport.caller = out.task;
@@ -106,9 +106,9 @@ absl::StatusOr<TaskSetup> SetUpTask(const TaskFlagValues& flags, absl::Span<cons
   return out;
 }
 
-absl::StatusOr<TaskSetup> BootstrapTask(absl::Span<const char* const> types, const Getenv& getenv,
+absl::StatusOr<TaskSetup> BootstrapTask(Env* env, absl::Span<const char* const> types, const Getenv& getenv,
                                         const std::function<void(const std::string&)>& note) {
-  return SetUpTask(SharedTaskFlags(), types, getenv, note);
+  return SetUpTask(env, SharedTaskFlags(), types, getenv, note);
 }
 
 }  // namespace pstrain

@@ -17,6 +17,7 @@
 #include "common/config/cluster_spec.h"
 #include "common/config/transport_config.h"
 #include "common/platform/cpu_level.h"
+#include "common/platform/env.h"
 #include "common/security/tls_config.h"
 
 namespace pstrain {
@@ -55,18 +56,19 @@ TaskFlagValues SharedTaskFlags();
 // TF_CONFIG (the file flags.tf_config, else getenv("TF_CONFIG")) and the variables `getenv` gives
 // (PSTRAIN_CPU_LEVEL, PSTRAIN_TLS_*). Each of TF_CONFIG's notes (how a Kubeflow shape was read)
 // goes to `note` as soon as it is read, so a later error does not hide it. A worker or ps must be
-// listed in the cluster: it serves at that address. Sets the process's CPU level.
+// listed in the cluster: it serves at that address. Sets the process's CPU level. `env` (not owned)
+// reads the TLS files.
 // REQUIRES: `types` is not empty.
 // Every error's message is whole after "<program>: ": "bad TF_CONFIG: ..." when TF_CONFIG is unset
 // (FailedPrecondition), unreadable (NotFound) or wrong (InvalidArgument: malformed, a task of another
 // type, no task, no ps or worker; NotFound: this worker or ps not listed), "bad configuration: ..."
 // for a bad --listen, --ps_transport or PSTRAIN_CPU_LEVEL (InvalidArgument) or TLS material
 // (InvalidArgument, NotFound for a missing file). Each names what is wrong and how to fix it.
-absl::StatusOr<TaskSetup> SetUpTask(const TaskFlagValues& flags, absl::Span<const char* const> types,
+absl::StatusOr<TaskSetup> SetUpTask(Env* env, const TaskFlagValues& flags, absl::Span<const char* const> types,
                                     const Getenv& getenv, const std::function<void(const std::string&)>& note);
 
 // SetUpTask with SharedTaskFlags(): what a main calls.
-absl::StatusOr<TaskSetup> BootstrapTask(absl::Span<const char* const> types, const Getenv& getenv,
+absl::StatusOr<TaskSetup> BootstrapTask(Env* env, absl::Span<const char* const> types, const Getenv& getenv,
                                         const std::function<void(const std::string&)>& note);
 
 }  // namespace pstrain

@@ -164,6 +164,7 @@ void HttpMetricsServer::Serve() {
           done = n == 0 || (errno != EAGAIN && errno != EINTR);
         } else {
           c.in.append(buf, n);
+          bytes_received_ += n;
           c.deadline = now + timeout;
           const size_t head = HeadLength(c.in);
           if (head > 0 && head <= options_.max_request_bytes) {

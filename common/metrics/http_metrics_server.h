@@ -9,6 +9,8 @@
 #ifndef PSTRAIN_COMMON_METRICS_HTTP_METRICS_SERVER_H_
 #define PSTRAIN_COMMON_METRICS_HTTP_METRICS_SERVER_H_
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -36,6 +38,8 @@ class HttpMetricsServer {
   ~HttpMetricsServer();  // Stop()
 
   int port() const { return port_; }
+  // Request bytes read from all connections so far: shows that a request's first part arrived.
+  int64_t bytes_received() const { return bytes_received_.load(); }
   // Closes the listener and every connection; joins the thread. Idempotent.
   void Stop();
 
@@ -48,6 +52,7 @@ class HttpMetricsServer {
   const RenderFn render_;
   const HttpMetricsServerOptions options_;
   int wake_fds_[2] = {-1, -1};  // a pipe: Stop() writes, Serve() wakes up and returns
+  std::atomic<int64_t> bytes_received_{0};
   std::thread thread_;
 };
 

@@ -1,5 +1,6 @@
-// The process environment behind a small interface (leveldb's Env): clock, sleeping and the
-// filesystem operations checkpoints need, so tests can fake time and inject faults.
+// The process environment behind a small interface (leveldb's Env): clock, sleeping, environment
+// variables and the filesystem operations checkpoints need, so tests can fake time and inject
+// faults.
 // Thread-safety: implementations must be safe for concurrent use; Env::Default() is.
 #ifndef PSTRAIN_COMMON_PLATFORM_ENV_H_
 #define PSTRAIN_COMMON_PLATFORM_ENV_H_
@@ -27,6 +28,8 @@ class Env {
   // NowMicros() as a time point: deadlines computed from it follow a faked clock too.
   absl::Time Now() { return absl::FromUnixMicros(NowMicros()); }
   virtual void SleepForMicros(int64_t micros) = 0;
+  // The value of the environment variable `name`; empty when unset.
+  virtual std::string GetEnvVar(const std::string& name) = 0;
 
   // Writes `data` to `path` durably: a temporary file in the same directory, fsync, rename, fsync
   // of the directory. A crash leaves either the old file or the new one, never a torn one.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -88,6 +89,11 @@ class PosixEnv : public Env {
   }
 
   void SleepForMicros(int64_t micros) override { std::this_thread::sleep_for(std::chrono::microseconds(micros)); }
+
+  std::string GetEnvVar(const std::string& name) override {
+    const char* value = std::getenv(name.c_str());
+    return value == nullptr ? "" : value;
+  }
 
   absl::Status WriteFileAtomic(const std::string& path, absl::string_view data) override {
     return WriteFileAtomicParts(path, {data});

@@ -20,8 +20,8 @@ struct StoreCtxDeleter {
 
 constexpr char kHowToMake[] = "make the cluster's files with: pstrain certs --out DIR --cluster TF_CONFIG_FILE";
 
-absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
-  absl::StatusOr<std::string> pem = Env::Default()->ReadFile(path);
+absl::StatusOr<std::string> ReadPem(Env* env, const std::string& path, const char* what) {
+  absl::StatusOr<std::string> pem = env->ReadFile(path);
   if (!pem.ok()) {
     return absl::Status(pem.status().code(), absl::StrCat("cannot read the TLS ", what, " ", path, ": ",
                                                           pem.status().message(), " (", kHowToMake, ")"));
@@ -61,7 +61,7 @@ TlsFiles TlsFilesWithEnvironment(TlsFiles flags, const std::function<const char*
 std::string TaskCertFileName(const std::string& task) { return absl::StrReplaceAll(task, {{":", "-"}}) + ".crt"; }
 std::string TaskKeyFileName(const std::string& task) { return absl::StrReplaceAll(task, {{":", "-"}}) + ".key"; }
 
-absl::StatusOr<TlsConfig> LoadTlsConfig(const TlsFiles& files, const std::string& task) {
+absl::StatusOr<TlsConfig> LoadTlsConfig(Env* env, const TlsFiles& files, const std::string& task) {
   TlsConfig config;
   if (files.empty()) return config;
   std::string ca = files.ca, cert = files.cert, key = files.key;
@@ -84,9 +84,9 @@ absl::StatusOr<TlsConfig> LoadTlsConfig(const TlsFiles& files, const std::string
                                     : "the key",
                      " is missing)"));
   }
-  ASSIGN_OR_RETURN(config.ca_pem, ReadPem(ca, "CA"));
-  ASSIGN_OR_RETURN(config.cert_pem, ReadPem(cert, "certificate"));
-  ASSIGN_OR_RETURN(config.key_pem, ReadPem(key, "key"));
+  ASSIGN_OR_RETURN(config.ca_pem, ReadPem(env, ca, "CA"));
+  ASSIGN_OR_RETURN(config.cert_pem, ReadPem(env, cert, "certificate"));
+  ASSIGN_OR_RETURN(config.key_pem, ReadPem(env, key, "key"));
   ASSIGN_OR_RETURN(X509Ptr ca_cert, ParseCertificate(config.ca_pem, ca));
   ASSIGN_OR_RETURN(X509Ptr own, ParseCertificate(config.cert_pem, cert));
   ASSIGN_OR_RETURN(PkeyPtr own_key, ParsePrivateKey(config.key_pem, key));

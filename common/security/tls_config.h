@@ -14,6 +14,8 @@
 
 namespace pstrain {
 
+class Env;
+
 // Where the files are. `dir` holds ca.crt and one <type>-<index>.crt / .key pair per task; the
 // explicit paths override the files of `dir`.
 struct TlsFiles {
@@ -40,8 +42,8 @@ std::string TaskKeyFileName(const std::string& task);
 // must match the certificate, the certificate must be signed by the CA and name `task` (a tool
 // such as `pstrain health` passes "" to accept any task's). Empty `files`: TLS off (enabled
 // false). InvalidArgument naming the file and the fix for a partial set, a mismatch, a foreign or
-// expired certificate; NotFound for a missing file.
-absl::StatusOr<TlsConfig> LoadTlsConfig(const TlsFiles& files, const std::string& task);
+// expired certificate; NotFound for a missing file. `env` (not owned) reads the files.
+absl::StatusOr<TlsConfig> LoadTlsConfig(Env* env, const TlsFiles& files, const std::string& task);
 
 // The line a task prints at start-up: what protects its connections, and a warning for plaintext.
 std::string DescribeTls(const TlsConfig& config);

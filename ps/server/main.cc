@@ -76,8 +76,9 @@ absl::StatusOr<PsConfig> LoadConfig(const pstrain::TaskSetup& setup) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("pstrain-ps   (TF_CONFIG in the environment, task type ps)");
   if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-ps")) return *exit_now;
-  absl::StatusOr<pstrain::TaskSetup> setup = pstrain::BootstrapTask(
-      {pstrain::kPs}, std::getenv, [](const std::string& note) { std::cerr << "pstrain-ps: " << note << "\n"; });
+  absl::StatusOr<pstrain::TaskSetup> setup =
+      pstrain::BootstrapTask(pstrain::Env::Default(), {pstrain::kPs}, std::getenv,
+                             [](const std::string& note) { std::cerr << "pstrain-ps: " << note << "\n"; });
   if (!setup.ok()) {
     std::cerr << "pstrain-ps: " << setup.status().message() << "\n";
     return pstrain::kExitBadConfiguration;
@@ -89,11 +90,12 @@ int main(int argc, char** argv) {
   }
   const std::string& task = setup->task;
   pstrain::KeepFreedBuffersForReuse();  // tensor-sized buffers cycle per step: see malloc_tuning.h
-  pstrain::BlockStopSignals();  // before gRPC starts its threads, so only WaitForStop receives them
+  pstrain::BlockStopSignals();          // before gRPC starts its threads, so only WaitForStop receives them
 
   pstrain::MetricsRegistry metrics;
   pstrain::AddProcessMetrics(&metrics, task, pstrain::kPs);
   pstrain::PsServer::Options options;
+  options.env = pstrain::Env::Default();
   options.task = task;
   options.memory_budget_bytes = config->memory_budget_bytes;
   options.update_latency = pstrain::PsUpdateLatency(&metrics);
@@ -112,8 +114,8 @@ int main(int argc, char** argv) {
     // Each try of a forward gives up after 30 s, about when the chief takes a silent backup for lost
     // (--ps_health_deadline_secs), so the pushes waiting on it are answered after the Detach that
     // follows, not at a 5-minute deadline.
-    auto forwards = std::make_shared<pstrain::GrpcPsClient>(addresses[static_cast<size_t>(ps)],
-                                                            absl::StrCat("ps:", ps), absl::Seconds(30), transport);
+    auto forwards = std::make_shared<pstrain::GrpcPsClient>(addresses[static_cast<size_t>(ps)], absl::StrCat("ps:", ps),
+                                                            absl::Seconds(30), transport);
     peer.push = [forwards](const pstrain::PushRequest& header, absl::Span<const absl::string_view> payload,
                            pstrain::PushResponse* response) { return forwards->PushParts(header, payload, response); };
     std::shared_ptr<pstrain::PsClient> client =
@@ -136,6 +138,7 @@ int main(int argc, char** argv) {
   }
   const std::string who = "pstrain-ps: " + task + ": ";
   pstrain::PsGrpcServer::Options serving;
+  serving.env = pstrain::Env::Default();
   serving.tls = setup->transport.tls;
   serving.on_shutdown = pstrain::RequestRemoteShutdown;
   serving.metrics = &metrics;

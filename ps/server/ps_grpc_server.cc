@@ -1,6 +1,7 @@
 #include "ps/server/ps_grpc_server.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/platform/env.h"
 #include "common/rpc/grpc_credentials.h"
 #include "common/rpc/grpc_server_metrics.h"
 #include "grpcpp/grpcpp.h"
@@ -21,7 +22,8 @@ absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, 
   s->port_ = s->listener_->port();
   TensorChannelServer::Options channel = options.channel;
   channel.tls = options.tls;
-  channel.env = options.env;
+  Env* env = options.env != nullptr ? options.env : Env::Default();
+  channel.env = env;
   channel.log = options.log;
   absl::StatusOr<std::unique_ptr<TensorChannelServer>> tensor_channel = TensorChannelServer::Create(ps, channel);
   if (!tensor_channel.ok()) return tensor_channel.status();
@@ -45,7 +47,7 @@ absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps, 
   }
   grpc::experimental::ExternalConnectionAcceptor* acceptor = s->grpc_acceptor_.get();
   SharedPortListener::Options listen = options.listener;
-  listen.env = options.env;
+  listen.env = env;
   listen.log = options.log;
   s->listener_->Start(
       s->tensor_channel_.get(),

@@ -38,7 +38,9 @@ class PsGrpcServer {
     RemoteShutdownHandler on_shutdown;     // answers the chief's Shutdown calls (empty: Unimplemented)
     MetricsRegistry* metrics = nullptr;    // gets the gRPC metrics by method (not owned; may be null)
     SecurityLog log;                       // refused calls and connections; empty: std::cerr
-    Env* env = nullptr;                    // the tensor channel's clock (not owned; nullptr: the real one)
+    // The tensor channel's clock (not owned). nullptr: Env::Default(), resolved here once for the
+    // listener and the channel, so the tests and benchmarks that serve on real time need not name it.
+    Env* env = nullptr;
     SharedPortListener::Options listener;  // connection cap, preface timeout, io threads
     TensorChannelServer::Options channel;  // frame timeout, budgets (tls, env and log come from above)
   };

@@ -5,7 +5,7 @@
 
 namespace pstrain {
 
-DeadlineTimer::DeadlineTimer(Env* env) : env_(env != nullptr ? env : Env::Default()), thread_([this] { Loop(); }) {}
+DeadlineTimer::DeadlineTimer(Env* env) : env_(env), thread_([this] { Loop(); }) {}
 
 DeadlineTimer::~DeadlineTimer() { Shutdown(); }
 

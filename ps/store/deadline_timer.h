@@ -22,8 +22,8 @@ class DeadlineTimer {
   // `fired(shutting_down)`: false when the deadline passed, true when Shutdown ran it early.
   using Callback = std::function<void(bool shutting_down)>;
 
-  // `env` (not owned; nullptr: Env::Default()) gives the clock.
-  explicit DeadlineTimer(Env* env = nullptr);
+  // `env` (not owned; REQUIRES: non-null, outlives this) gives the clock.
+  explicit DeadlineTimer(Env* env);
   // Runs Shutdown().
   ~DeadlineTimer();
 

@@ -98,7 +98,9 @@ class PsServer {
 
   struct Options {
     std::string task = "ps:0";                           // names this ps in messages
-    Env* env = nullptr;                                  // not owned; nullptr = Env::Default()
+    // Not owned. nullptr: Env::Default(), resolved here once for the timer and the replica links,
+    // so the many tests, benchmarks and fuzzers that run a ps on real time need not name it.
+    Env* env = nullptr;
     absl::Duration default_timeout = absl::Seconds(60);  // when a request gives sync_timeout_ms 0
     // Most bytes of values and optimizer slots this ps may hold (0: no limit); CreateShards and
     // Restore refuse shards beyond it before allocating them.

@@ -14,9 +14,7 @@ bool Retryable(const absl::Status& s) {
 }  // namespace
 
 ReplicaLink::ReplicaLink(Options options, ReplicaPeer peer)
-    : options_(std::move(options)),
-      env_(options_.env != nullptr ? options_.env : Env::Default()),
-      peer_(std::move(peer)) {
+    : options_(std::move(options)), env_(options_.env), peer_(std::move(peer)) {
   const int n = std::max(1, options_.in_flight);
   for (int i = 0; i < n; ++i) senders_.emplace_back([this] { SendLoop(); });
 }

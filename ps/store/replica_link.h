@@ -59,7 +59,7 @@ class ReplicaLink {
     std::string to = "ps:1";    // the backup's ps
     int in_flight = 4;          // forwards sent at once
     absl::Duration retry_for = absl::Seconds(60);
-    Env* env = nullptr;  // not owned; nullptr = Env::Default()
+    Env* env = nullptr;  // the clock of the retries; not owned. REQUIRED: non-null (the PsServer's)
     std::function<void(const std::string&)> log;  // may be null
   };
 

@@ -119,7 +119,7 @@ SharedPortListener::~SharedPortListener() {
 
 void SharedPortListener::Start(TensorChannelServer* channel, GrpcHandoff grpc, Options options) {
   options_ = std::move(options);
-  env_ = options_.env != nullptr ? options_.env : Env::Default();
+  env_ = options_.env;
   channel_ = channel;
   grpc_ = std::move(grpc);
   const int io_threads = IoThreadCount(options_.io_threads);

@@ -41,7 +41,7 @@ class SharedPortListener {
     int max_connections = 4096;  // tensor-channel connections and those not sorted yet
     absl::Duration preface_timeout = absl::Seconds(10);
     int io_threads = 0;  // 0: twice the cores, at least 4, at most 32
-    Env* env = nullptr;  // not owned; nullptr: Env::Default()
+    Env* env = nullptr;  // the clock of the deadlines; not owned. REQUIRED: non-null
     SecurityLog log;     // refused connections; empty: std::cerr
   };
   // Takes ownership of `fd` (non-blocking), whose first bytes `first_bytes` were already read.

@@ -33,8 +33,9 @@ namespace pstrain {
 class TensorChannelClient : public PsTransport {
  public:
   // `address` "host:port" of the ps; `peer` prefixes every error ("ps:1 at host:port"). `env`
-  // (not owned; nullptr: Env::Default()) gives the clock. A bad TLS configuration fails every call
-  // with its error.
+  // (not owned) gives the clock; nullptr: Env::Default(), as GrpcPsClient, made by every binary
+  // and many tests, has no Env of its own to pass. A bad TLS configuration fails every call with
+  // its error.
   TensorChannelClient(const std::string& address, std::string peer, const TransportConfig& config, Env* env = nullptr);
   ~TensorChannelClient() override;
 

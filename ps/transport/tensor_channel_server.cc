@@ -12,7 +12,7 @@ namespace pstrain {
 TensorChannelServer::TensorChannelServer(PsServer* ps, Options options)
     : ps_(ps),
       options_(std::move(options)),
-      env_(options_.env != nullptr ? options_.env : Env::Default()),
+      env_(options_.env),
       messages_(options_.max_pending_message_bytes),
       payloads_(options_.max_pending_payload_bytes) {}
 

@@ -38,7 +38,7 @@ class TensorChannelServer {
     int64_t max_pending_message_bytes = int64_t{64} << 20;
     // Call payloads reserved and not yet delivered, all connections together (beyond: a call waits).
     int64_t max_pending_payload_bytes = int64_t{1} << 30;
-    Env* env = nullptr;  // the clock of every deadline; nullptr: Env::Default(). Not owned.
+    Env* env = nullptr;  // the clock of every deadline; not owned. REQUIRED: non-null
     SecurityLog log;     // refused calls and connections, one line each; empty: std::cerr
   };
 

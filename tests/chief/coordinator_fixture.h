@@ -1,14 +1,17 @@
 // CoordinatorTest: a Coordinator over fake ps (real PsServers in process) and fake workers, on the
-// linear preset (40 steps of 5-step closures), with a log the test can read. Shared by the
-// coordinator's test files.
+// linear preset (40 steps of 5-step closures), with a log the test can read. The coordinator's
+// clock is a SleepClockEnv: its retry intervals, polls and timeouts pass faster than real time.
+// Shared by the coordinator's test files.
 #ifndef PSTRAIN_TESTS_CHIEF_COORDINATOR_FIXTURE_H_
 #define PSTRAIN_TESTS_CHIEF_COORDINATOR_FIXTURE_H_
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +19,7 @@
 #include "chief/coordinator/coordinator.h"
 #include "gtest/gtest.h"
 #include "tests/chief/fake_clients.h"
+#include "tests/test_util/sleep_clock_env.h"
 
 namespace pstrain {
 
@@ -54,7 +58,7 @@ class CoordinatorTest : public ::testing::Test {
     }
     std::vector<WorkerClient*> workers;
     for (auto& w : workers_) workers.push_back(w.get());
-    return std::make_unique<Coordinator>(Env::Default(), spec_, ps, workers, addresses, options_);
+    return std::make_unique<Coordinator>(&env_, spec_, ps, workers, addresses, options_);
   }
 
   int64_t TotalWorkerSteps() {
@@ -68,12 +72,35 @@ class CoordinatorTest : public ::testing::Test {
     return log_;
   }
 
+  // Waits (in real time, up to a minute) until worker `w` has run a closure of data part `part`;
+  // false if it never does.
+  bool WaitForRun(int w, int part) {
+    auto ran = [&] {
+      absl::MutexLock lock(&workers_[w]->mu);
+      for (const RunStepsRequest& r : workers_[w]->runs) {
+        if (r.data_part() == part) return true;
+      }
+      return false;
+    };
+    for (int i = 0; i < 60000 && !ran(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return ran();
+  }
+
+  // Waits (in real time, up to a minute) until the log holds `text`; false if it never does.
+  bool WaitForLog(const std::string& text) {
+    for (int i = 0; i < 60000 && log().find(text) == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return log().find(text) != std::string::npos;
+  }
+
   std::string TempDir(const std::string& name) {
     std::string dir = absl::StrCat(::testing::TempDir(), "/coordinator_test_", name, "_", ::getpid());
     std::filesystem::remove_all(dir);
     return dir;
   }
 
+  testing_util::SleepClockEnv env_;  // the coordinator's clock
   JobSpec spec_;
   CoordinatorOptions options_;
   std::vector<std::unique_ptr<FakePs>> ps_;

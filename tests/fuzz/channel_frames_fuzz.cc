@@ -76,6 +76,7 @@ struct Fixture {
     options.max_pending_message_bytes = int64_t{4} << 20;
     options.max_pending_payload_bytes = int64_t{4} << 20;
     options.log = [](const std::string&) {};
+    options.env = Env::Default();
     server = *TensorChannelServer::Create(&ps, options);
   }
   static void Check(bool c) { fuzz::Check(c); }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/platform/env.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "worker/data/dataset.h"
 
@@ -16,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool header = (data[0] & 8) != 0, classification = (data[0] & 16) != 0;
   const std::string path =
       fuzz::WriteScratch("data.csv", absl::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
-  absl::StatusOr<Dataset> d = LoadCsvDataset(path, label_column, header, classification);
+  absl::StatusOr<Dataset> d = LoadCsvDataset(Env::Default(), path, label_column, header, classification);
   if (!d.ok()) return 0;
   fuzz::Check(static_cast<int64_t>(d->features.size()) == d->size * d->example_floats());
   if (classification) {

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/platform/env.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "worker/data/dataset.h"
 
@@ -13,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::SplitInput(absl::string_view(reinterpret_cast<const char*>(data), size), "\n--labels--\n");
   const std::string images_path = fuzz::WriteScratch("images.idx", images);
   const std::string labels_path = fuzz::WriteScratch("labels.idx", labels);
-  absl::StatusOr<Dataset> d = LoadIdxDataset(images_path, labels_path);
+  absl::StatusOr<Dataset> d = LoadIdxDataset(Env::Default(), images_path, labels_path);
   if (!d.ok()) return 0;
   fuzz::Check(static_cast<int64_t>(d->labels.size()) == d->size);
   fuzz::Check(static_cast<int64_t>(d->features.size()) == d->size * d->example_floats());

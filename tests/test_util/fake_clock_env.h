@@ -19,6 +19,7 @@ class FakeClockEnv : public Env {
   int64_t NowMicros() override { return now_.load(); }
   void SleepForMicros(int64_t micros) override { now_ += micros; }
   void Advance(absl::Duration d) { now_ += absl::ToInt64Microseconds(d); }
+  std::string GetEnvVar(const std::string& name) override { return Env::Default()->GetEnvVar(name); }
 
   absl::Status WriteFileAtomic(const std::string& p, absl::string_view d) override {
     return Env::Default()->WriteFileAtomic(p, d);

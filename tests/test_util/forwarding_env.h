@@ -15,6 +15,7 @@ class ForwardingEnv : public Env {
  public:
   int64_t NowMicros() override { return Env::Default()->NowMicros(); }
   void SleepForMicros(int64_t micros) override { Env::Default()->SleepForMicros(micros); }
+  std::string GetEnvVar(const std::string& name) override { return Env::Default()->GetEnvVar(name); }
   absl::Status WriteFileAtomic(const std::string& p, absl::string_view d) override {
     return Env::Default()->WriteFileAtomic(p, d);
   }

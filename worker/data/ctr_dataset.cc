@@ -10,17 +10,17 @@
 
 namespace pstrain {
 
-std::string CtrCacheDir(const DataSpec& data, const std::string& data_dir) {
+std::string CtrCacheDir(Env* env, const DataSpec& data, const std::string& data_dir) {
   if (!data_dir.empty()) return data_dir;
   if (!data.dir.empty()) return data.dir;
-  return DefaultCacheDirFromEnvironment();
+  return DefaultCacheDirFromEnvironment(env);
 }
 
 bool UsesDefaultCtrData(const DataSpec& data) { return data.train_files.empty() && data.test_files.empty(); }
 
 absl::StatusOr<CtrSyntheticSummary> EnsureJobDefaultCtrData(Env* env, const DataSpec& data,
                                                             const std::string& data_dir) {
-  return EnsureDefaultCtrData(env, CtrCacheDir(data, data_dir));
+  return EnsureDefaultCtrData(env, CtrCacheDir(env, data, data_dir));
 }
 
 absl::StatusOr<std::vector<std::string>> CtrSplitFiles(Env* env, const DataSpec& data, Split split,

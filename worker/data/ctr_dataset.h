@@ -17,8 +17,8 @@
 namespace pstrain {
 
 // The cache directory of the default set: `data_dir` when given (a --data_dir flag), else the
-// job's data.dir, else the user's cache directory (ctr_default_data.h).
-std::string CtrCacheDir(const DataSpec& data, const std::string& data_dir);
+// job's data.dir, else the user's cache directory (ctr_default_data.h) in `env` (not owned).
+std::string CtrCacheDir(Env* env, const DataSpec& data, const std::string& data_dir);
 
 // True when the job trains on the default synthetic set (no train_files / test_files).
 bool UsesDefaultCtrData(const DataSpec& data);

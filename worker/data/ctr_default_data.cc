@@ -70,10 +70,8 @@ std::string DefaultCacheDir(absl::string_view xdg_cache_home, absl::string_view 
   return absl::StrCat("/tmp/pstrain-cache-", uid);
 }
 
-std::string DefaultCacheDirFromEnvironment() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  return DefaultCacheDir(xdg == nullptr ? "" : xdg, home == nullptr ? "" : home, static_cast<int>(::getuid()));
+std::string DefaultCacheDirFromEnvironment(Env* env) {
+  return DefaultCacheDir(env->GetEnvVar("XDG_CACHE_HOME"), env->GetEnvVar("HOME"), static_cast<int>(::getuid()));
 }
 
 absl::StatusOr<CtrSyntheticSummary> EnsureDefaultCtrData(Env* env, const std::string& cache_dir) {

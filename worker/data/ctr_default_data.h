@@ -31,8 +31,8 @@ inline constexpr char kDefaultCtrDataName[] = "ctr-default-v2";
 
 // The default cache directory for the given environment values (empty = unset).
 std::string DefaultCacheDir(absl::string_view xdg_cache_home, absl::string_view home, int uid);
-// The same from this process's environment.
-std::string DefaultCacheDirFromEnvironment();
+// The same from the environment variables of `env` (not owned): XDG_CACHE_HOME, HOME.
+std::string DefaultCacheDirFromEnvironment(Env* env);
 
 // Returns the default set's paths and Bayes figures, generating it into
 // CACHE_DIR/ctr-default-v2 first when it is not there. Errors: Internal naming the path when the

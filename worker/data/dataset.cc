@@ -83,9 +83,9 @@ absl::Status CheckFits(const Dataset& d, const JobSpec& job, const std::string& 
 
 int64_t Dataset::example_floats() const { return NumElements(example_shape); }
 
-absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path, const std::string& labels_path) {
-  ASSIGN_OR_RETURN(std::string images, ReadMaybeGzipFile(images_path));
-  ASSIGN_OR_RETURN(std::string labels, ReadMaybeGzipFile(labels_path));
+absl::StatusOr<Dataset> LoadIdxDataset(Env* env, const std::string& images_path, const std::string& labels_path) {
+  ASSIGN_OR_RETURN(std::string images, ReadMaybeGzipFile(env, images_path));
+  ASSIGN_OR_RETURN(std::string labels, ReadMaybeGzipFile(env, labels_path));
   std::vector<int64_t> image_dims, label_dims;
   RETURN_IF_ERROR(CheckIdx(images_path, images, kIdxImagesMagic, 3, &image_dims));
   RETURN_IF_ERROR(CheckIdx(labels_path, labels, kIdxLabelsMagic, 1, &label_dims));
@@ -104,9 +104,9 @@ absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path, const std
   return d;
 }
 
-absl::StatusOr<Dataset> LoadCsvDataset(const std::string& path, int64_t label_column, bool header,
+absl::StatusOr<Dataset> LoadCsvDataset(Env* env, const std::string& path, int64_t label_column, bool header,
                                        bool classification) {
-  ASSIGN_OR_RETURN(std::string text, ReadMaybeGzipFile(path));
+  ASSIGN_OR_RETURN(std::string text, ReadMaybeGzipFile(env, path));
   Dataset d;
   int64_t columns = -1, line_no = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -179,9 +179,9 @@ Dataset SyntheticLinearDataset(int64_t examples, int64_t features, uint64_t seed
   return d;
 }
 
-absl::StatusOr<Dataset> LoadDataset(const JobSpec& job, Split split, const std::string& data_dir) {
+absl::StatusOr<Dataset> LoadDataset(Env* env, const JobSpec& job, Split split, const std::string& data_dir) {
   const DataSpec& spec = job.data;
-  if (spec.dataset == "criteo") return LoadCtrDataset(Env::Default(), job, split, data_dir);
+  if (spec.dataset == "criteo") return LoadCtrDataset(env, job, split, data_dir);
   const bool classification = job.model.loss == "sparse_categorical_crossentropy";
   Dataset d;
   std::string what;
@@ -190,14 +190,14 @@ absl::StatusOr<Dataset> LoadDataset(const JobSpec& job, Split split, const std::
     const std::string prefix = split == Split::kTrain ? "train" : "t10k";
     const std::string images = PickFile(dir, prefix + "-images-idx3-ubyte");
     const std::string labels = PickFile(dir, prefix + "-labels-idx1-ubyte");
-    ASSIGN_OR_RETURN(d, LoadIdxDataset(images, labels));
+    ASSIGN_OR_RETURN(d, LoadIdxDataset(env, images, labels));
     what = images;
   } else if (spec.dataset == "csv") {
     const std::string& file = split == Split::kTrain ? spec.train_file : spec.test_file;
     if (file.empty()) {
       return absl::InvalidArgumentError("job spec: data.test_file is required to evaluate a csv job");
     }
-    ASSIGN_OR_RETURN(d, LoadCsvDataset(file, spec.label_column, spec.header, classification));
+    ASSIGN_OR_RETURN(d, LoadCsvDataset(env, file, spec.label_column, spec.header, classification));
     what = file;
   } else {
     if (job.model.input_shape.size() != 1) {

@@ -16,6 +16,8 @@
 
 namespace pstrain {
 
+class Env;
+
 struct Dataset {
   std::vector<int64_t> example_shape;  // per example, e.g. [28, 28, 1]
   int64_t size = 0;                    // examples
@@ -35,16 +37,17 @@ struct Dataset {
 enum class Split { kTrain, kTest };
 
 // Loads the split of the job's data. `data_dir` overrides data.dir when non-empty. The features
-// must fit model.input_shape, the labels the model's outputs. Errors: NotFound (missing file),
+// must fit model.input_shape, the labels the model's outputs. `env` (not owned; here and below)
+// gives the memory budget a file may fill and reads CTR data. Errors: NotFound (missing file),
 // InvalidArgument / DataLoss (bad contents), each naming the file.
-absl::StatusOr<Dataset> LoadDataset(const JobSpec& job, Split split, const std::string& data_dir = "");
+absl::StatusOr<Dataset> LoadDataset(Env* env, const JobSpec& job, Split split, const std::string& data_dir = "");
 
 // Fashion-MNIST (or MNIST) IDX pair: images [n, rows, cols, 1] scaled to [0,1] and uint8 labels.
-absl::StatusOr<Dataset> LoadIdxDataset(const std::string& images_path, const std::string& labels_path);
+absl::StatusOr<Dataset> LoadIdxDataset(Env* env, const std::string& images_path, const std::string& labels_path);
 
 // A CSV file of numbers: one example per line, `label_column` (-1 = last) the label (a class id
 // when `classification`, else the regression target), the other columns the features.
-absl::StatusOr<Dataset> LoadCsvDataset(const std::string& path, int64_t label_column, bool header,
+absl::StatusOr<Dataset> LoadCsvDataset(Env* env, const std::string& path, int64_t label_column, bool header,
                                        bool classification);
 
 // y = a.x + b + noise with x ~ U(-1,1)^features; a, b and the noise come from `seed` (the test

@@ -54,8 +54,8 @@ absl::Status ReadMaybeGzipFileInChunks(const std::string& path, size_t chunk_byt
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadMaybeGzipFile(const std::string& path, int64_t max_bytes) {
-  if (max_bytes <= 0) max_bytes = MemoryBudgetBytes(Env::Default(), 0).value_or(kFallbackMemoryBudgetBytes);
+absl::StatusOr<std::string> ReadMaybeGzipFile(Env* env, const std::string& path, int64_t max_bytes) {
+  if (max_bytes <= 0) max_bytes = MemoryBudgetBytes(env, 0).value_or(kFallbackMemoryBudgetBytes);
   std::string out;
   absl::Status status = ReadMaybeGzipFileInChunks(path, 1 << 16, [&](absl::string_view chunk) {
     if (chunk.size() > static_cast<uint64_t>(max_bytes) - out.size()) {

@@ -14,11 +14,14 @@
 
 namespace pstrain {
 
+class Env;
+
 // NotFound when the file cannot be opened; InvalidArgument when it is a directory, or when the
-// (uncompressed) contents pass `max_bytes` (0: this host's default memory budget), found while
+// (uncompressed) contents pass `max_bytes` (0: the default memory budget of the host `env`
+// describes; env not owned), found while
 // reading, so a gzip bomb or an endless file stops there; DataLoss when a gzip stream is corrupt
 // or truncated. All name `path`.
-absl::StatusOr<std::string> ReadMaybeGzipFile(const std::string& path, int64_t max_bytes = 0);
+absl::StatusOr<std::string> ReadMaybeGzipFile(Env* env, const std::string& path, int64_t max_bytes = 0);
 
 // Calls `consume` with the file's (decompressed) contents in successive chunks of at most
 // `chunk_bytes` (views valid during the call only). Errors as ReadMaybeGzipFile; DataLoss for a

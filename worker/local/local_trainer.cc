@@ -26,7 +26,8 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 
 LocalTrainer::~LocalTrainer() = default;
 
-absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(const JobSpec& job, const LocalTrainOptions& options,
+absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(Env* env, const JobSpec& job,
+                                                                   const LocalTrainOptions& options,
                                                                    const VariableInitializer& init,
                                                                    const UpdaterFactory& updater,
                                                                    const GradientComputerFactory& compute) {
@@ -54,10 +55,10 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(const JobSpec
   }
   ASSIGN_OR_RETURN(t->updater_, updater(job.optimizer, t->variables_));
   ASSIGN_OR_RETURN(t->replicas_, ReplicaSet::Create(job.model, options.replicas, options.threads, compute));
-  ASSIGN_OR_RETURN(Dataset train, LoadDataset(job, Split::kTrain, options.data_dir));
+  ASSIGN_OR_RETURN(Dataset train, LoadDataset(env, job, Split::kTrain, options.data_dir));
   t->NoteBadLines("training", train);
   if (options.evaluate) {
-    ASSIGN_OR_RETURN(Dataset test, LoadDataset(job, Split::kTest, options.data_dir));
+    ASSIGN_OR_RETURN(Dataset test, LoadDataset(env, job, Split::kTest, options.data_dir));
     t->NoteBadLines("test", test);
     t->test_ = std::make_shared<const Dataset>(std::move(test));
   }

@@ -22,6 +22,7 @@
 
 namespace pstrain {
 
+class Env;
 class ShardIterator;
 class ThreadPool;
 struct Dataset;
@@ -82,8 +83,10 @@ struct TestMetrics {
 
 class LocalTrainer {
  public:
-  // Loads data (NotFound / DataLoss naming the file), builds the model and the optimizer.
-  static absl::StatusOr<std::unique_ptr<LocalTrainer>> Create(const JobSpec& job, const LocalTrainOptions& options,
+  // Loads data (NotFound / DataLoss naming the file), builds the model and the optimizer. `env`
+  // (not owned; REQUIRES: non-null) reads the data.
+  static absl::StatusOr<std::unique_ptr<LocalTrainer>> Create(Env* env, const JobSpec& job,
+                                                              const LocalTrainOptions& options,
                                                               const VariableInitializer& init,
                                                               const UpdaterFactory& updater,
                                                               const GradientComputerFactory& compute);

@@ -19,6 +19,7 @@
 #include "common/metrics/metrics_endpoint.h"
 #include "common/metrics/process_metrics.h"
 #include "common/platform/cpu_level.h"
+#include "common/platform/env.h"
 #include "common/platform/exit_codes.h"
 #include "common/platform/malloc_tuning.h"
 #include "common/platform/stop_signals.h"
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
       "pstrain-worker [--device=cpu|cuda[:N]] [--threads=N]   (TF_CONFIG in the environment, task type worker)");
   if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-worker")) return *exit_now;
   absl::StatusOr<pstrain::TaskSetup> setup =
-      pstrain::BootstrapTask({pstrain::kWorker}, std::getenv,
+      pstrain::BootstrapTask(pstrain::Env::Default(), {pstrain::kWorker}, std::getenv,
                              [](const std::string& note) { std::cerr << "pstrain-worker: " << note << "\n"; });
   if (!setup.ok()) {
     std::cerr << "pstrain-worker: " << setup.status().message() << "\n";
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
     return pstrain::kExitBadConfiguration;
   }
   pstrain::KeepFreedBuffersForReuse();  // tensor-sized buffers cycle per step: see malloc_tuning.h
-  pstrain::BlockStopSignals();  // before any thread starts, so only WaitForStop receives them
+  pstrain::BlockStopSignals();          // before any thread starts, so only WaitForStop receives them
 
   const std::string& task = setup->task;
   pstrain::MetricsRegistry metrics;
@@ -112,7 +113,8 @@ int main(int argc, char** argv) {
     return pstrain::ExitCodeFor(metrics_server.status());
   }
   std::cerr << "pstrain-worker: " << task << ": " << pstrain::DescribeTls(setup->transport.tls) << std::endl;
-  pstrain::Worker worker(config->options, MeteredPsClients(&metrics, setup->transport), config->compute);
+  pstrain::Worker worker(pstrain::Env::Default(), config->options, MeteredPsClients(&metrics, setup->transport),
+                         config->compute);
   auto server = pstrain::WorkerGrpcServer::Start(
       &worker, setup->listen, pstrain::RequestRemoteShutdown, &metrics, setup->transport.tls,
       [task](const std::string& line) { std::cerr << "pstrain-worker: " << task << ": " << line << std::endl; });

@@ -1,12 +1,9 @@
 #include "worker/step/worker.h"
 
 #include <map>
-#include <tuple>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/config/json_util.h"
-#include "common/metrics/binary_metrics.h"
 #include "common/plan/model_variables.h"
 #include "common/platform/env.h"
 #include "common/platform/status_macros.h"
@@ -17,52 +14,9 @@
 #include "worker/exchange/variable_exchange.h"
 #include "worker/step/ctr_evaluation.h"
 #include "worker/step/divergence_check.h"
-#include "worker/step/push_in_flight.h"
+#include "worker/step/worker_state.h"
 
 namespace pstrain {
-
-// Sync re-runs: how long a step whose pulled versions are mixed waits for them to agree (see
-// RunSteps) before it is computed from what it has.
-constexpr int kMixedVersionTries = 500;
-constexpr int64_t kMixedVersionWaitMicros = 2000;
-
-// What one data part's closures need: its examples, and buffers of their own so closures of two
-// parts (this worker's own and a lost worker's, re-run here) can run at the same time.
-struct Worker::PartContext {
-  absl::Mutex mu;          // one closure of this part at a time
-  int part = 0;
-  int64_t batch = 0;       // this part's examples per step
-  float loss_scale = 1.f;  // 1 / (examples one ps update covers)
-  // Clients of their own: a connection may carry one call at a time, and this part's pull must
-  // not queue behind another part's push that the ps parks until this part arrives (sync mode).
-  std::vector<std::unique_ptr<PsClient>> ps;
-  std::unique_ptr<VariableExchange> exchange;
-  // OverlapsPushes: the exchange a step's push runs on while the next step pulls on `exchange`,
-  // with that push's gradients and rows (swapped with grads and lookup). Null otherwise.
-  std::unique_ptr<VariableExchange> push_exchange;
-  std::unique_ptr<ReplicaSet> replicas;
-  std::unique_ptr<ShardIterator> train;
-  std::vector<Tensor> params, grads;
-  Batch batch_buffer;
-  std::unique_ptr<IdDeduper> dedupe;  // CTR models: the step's unique ids per table
-  SparseLookup lookup;
-  std::vector<Tensor> push_grads;  // push_exchange's
-  SparseLookup push_lookup;
-};
-
-struct Worker::Job {
-  JobSpec spec;
-  std::vector<VariableSpec> variables;
-  VariablePlanProto plan;  // replaced by Reassign under mu
-  int worker_index = 0, num_workers = 1;
-  bool sync = false;
-  std::vector<std::string> ps_addresses;
-  std::shared_ptr<const Dataset> test;
-  std::shared_ptr<const Dataset> all_train;  // non-CTR jobs: every part's examples
-  absl::Mutex mu;  // guards parts; held while a part's context is built (CTR: its files loaded)
-  std::map<int, std::unique_ptr<PartContext>> parts ABSL_GUARDED_BY(mu);
-};
-
 namespace {
 
 // A part's exchanges over its ps clients `ps`, routed by `plan`: the one its steps pull (and
@@ -90,8 +44,8 @@ uint64_t TrainShuffleSeed(const JobSpec& job) {
   return job.data.shuffle_seed != 0 ? static_cast<uint64_t>(job.data.shuffle_seed) : MixSeed(job.seed, 0x5EED);
 }
 
-Worker::Worker(WorkerOptions options, PsClientFactory ps_factory, GradientComputerFactory compute)
-    : options_(std::move(options)), ps_factory_(std::move(ps_factory)), compute_(std::move(compute)) {}
+Worker::Worker(Env* env, WorkerOptions options, PsClientFactory ps_factory, GradientComputerFactory compute)
+    : env_(env), options_(std::move(options)), ps_factory_(std::move(ps_factory)), compute_(std::move(compute)) {}
 
 Worker::~Worker() = default;
 
@@ -122,7 +76,7 @@ absl::StatusOr<std::shared_ptr<Worker::Job>> Worker::BuildJob(const ConfigureReq
   ASSIGN_OR_RETURN(job->variables, ModelVariables(job->spec.model));
   job->ps_addresses.assign(request.ps_addresses().begin(), request.ps_addresses().end());
   if (!job->spec.model.is_ctr()) {  // CTR parts are loaded per part (PartFor)
-    ASSIGN_OR_RETURN(Dataset train, LoadDataset(job->spec, Split::kTrain, options_.data_dir));
+    ASSIGN_OR_RETURN(Dataset train, LoadDataset(env_, job->spec, Split::kTrain, options_.data_dir));
     if (train.size < job->num_workers) {
       return absl::InvalidArgumentError(
           absl::StrCat("the training set has ", train.size, " examples, too few for ", job->num_workers, " workers"));
@@ -131,7 +85,7 @@ absl::StatusOr<std::shared_ptr<Worker::Job>> Worker::BuildJob(const ConfigureReq
   }
   // A csv job without a test file trains but cannot evaluate (Evaluate says so).
   if (job->spec.data.dataset != "csv" || !job->spec.data.test_file.empty()) {
-    ASSIGN_OR_RETURN(Dataset test, LoadDataset(job->spec, Split::kTest, options_.data_dir));
+    ASSIGN_OR_RETURN(Dataset test, LoadDataset(env_, job->spec, Split::kTest, options_.data_dir));
     job->test = std::make_shared<const Dataset>(std::move(test));
   }
   // This worker's own part now, so a bad plan or missing data fails Configure, not a closure.
@@ -165,8 +119,8 @@ absl::StatusOr<Worker::PartContext*> Worker::PartFor(Job* job, int part) {
     ctx->dedupe = std::make_unique<IdDeduper>(job->variables);
     // CTR data can be far larger than memory allows per worker: each part's own files only,
     // loaded when a closure of that part first arrives here.
-    ASSIGN_OR_RETURN(Dataset train, LoadCtrDataset(Env::Default(), job->spec, Split::kTrain, options_.data_dir, part,
-                                                   job->num_workers));
+    ASSIGN_OR_RETURN(Dataset train,
+                     LoadCtrDataset(env_, job->spec, Split::kTrain, options_.data_dir, part, job->num_workers));
     ctx->train = std::make_unique<ShardIterator>(std::make_shared<const Dataset>(std::move(train)), 0, 1,
                                                  TrainShuffleSeed(job->spec));
   } else {
@@ -236,135 +190,6 @@ absl::StatusOr<std::shared_ptr<Worker::Job>> Worker::CurrentJob() {
   absl::MutexLock lock(&mu_);
   if (job_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(options_.task, " is not configured yet"));
   return job_;
-}
-
-absl::Status Worker::RunSteps(const RunStepsRequest& request, RunStepsResponse* response) {
-  ASSIGN_OR_RETURN(std::shared_ptr<Job> job_ref, CurrentJob());
-  Job& job = *job_ref;
-  if (request.data_position() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("data_position ", request.data_position(), " is negative"));
-  }
-  ASSIGN_OR_RETURN(PartContext * ctx, PartFor(&job, request.data_part()));
-  absl::MutexLock part_lock(&ctx->mu);
-  Env* env = Env::Default();
-  response->set_closure_id(request.closure_id());
-  double compute_s = 0, wait_s = 0;
-  int64_t staleness = 0, skipped = 0;
-  BatchMetrics metrics;
-  std::map<int64_t, int64_t> closure_examples;  // epoch of the part -> examples trained
-  const int64_t per_epoch = ctx->train->BatchesPerEpoch(ctx->batch);
-  ctx->train->Seek(request.data_position(), ctx->batch);
-  // OverlapsPushes: the previous step's push, still in flight. Every return waits for it and
-  // counts its acknowledgement, so the closure ends with no push of its own outstanding.
-  PushInFlight in_flight;
-  auto finish_push = [&]() -> absl::Status {
-    if (!in_flight.active()) return absl::OkStatus();
-    absl::StatusOr<int64_t> pushed = in_flight.Wait();
-    {
-      absl::MutexLock lock(&mu_);  // a failed push may still have been acknowledged by other ps
-      ctx->push_exchange->TakeAcknowledgedPushes(&acked_);
-    }
-    if (!pushed.ok()) return pushed.status();
-    staleness = std::max(staleness, *pushed);
-    return absl::OkStatus();
-  };
-  absl::Cleanup finish_on_return = [&] { finish_push().IgnoreError(); };
-  for (int k = 0; k < request.num_steps(); ++k) {
-    if (stopping_) return absl::CancelledError(absl::StrCat(options_.task, " is shutting down"));
-    const int64_t t0 = env->NowMicros();
-    const int64_t examples_before = metrics.examples;
-    ctx->train->Next(ctx->batch, &ctx->batch_buffer);
-    const SparseLookup* lookup = nullptr;
-    if (ctx->dedupe != nullptr) {  // the rows this batch touches are all a CTR step pulls of a table
-      RETURN_IF_ERROR(ctx->dedupe->Build(&ctx->batch_buffer, &ctx->lookup));
-      lookup = &ctx->lookup;
-    }
-    const int64_t t1 = env->NowMicros();
-    const int64_t sync_step = request.first_step() + k;
-    RETURN_IF_ERROR(ctx->exchange->PullAll(job.sync ? sync_step : 0, &ctx->params, lookup));
-    const int64_t t2 = env->NowMicros();
-    if (job.sync) {
-      // A re-run of a lost worker's closure: steps every ps applied already included this part's
-      // gradient (a sync step completes only with every part), so they are skipped; a ps that
-      // is past the step while another is not got this part's push there before the loss.
-      auto [lowest, highest] = ctx->exchange->PulledVersionRange();
-      // Some ps past the step and others not: another execution of this part (a silent worker
-      // that resumed, or the lost one) has pushed to some ps; its pushes to the others are
-      // usually in flight, so wait a little for them rather than compute from mixed versions.
-      for (int tries = 0; lowest == sync_step && highest > sync_step && tries < kMixedVersionTries; ++tries) {
-        env->SleepForMicros(kMixedVersionWaitMicros);
-        RETURN_IF_ERROR(ctx->exchange->PullAll(sync_step, &ctx->params, lookup));
-        std::tie(lowest, highest) = ctx->exchange->PulledVersionRange();
-      }
-      if (lowest > sync_step) {
-        ++skipped;
-        continue;
-      }
-      if (highest > sync_step) {
-        Log(absl::StrCat("global step ", sync_step, " of data part ", ctx->part,
-                         ": some ps applied it already and others wait for this part; the gradient for the others "
-                         "is computed from partly newer variables (not exact for this step)"));
-      }
-    }
-    const std::string step = job.sync ? absl::StrCat("global step ", sync_step, " on ", options_.task)
-                                      : absl::StrCat(options_.task, "'s step ", k + 1, " of closure ",
-                                                     request.closure_id());
-    if (job.spec.terminate_on_nan) {  // a table's entry holds only the rows pulled for this step
-      RETURN_IF_ERROR(CheckVariablesFinite(step, "as pulled from the ps", job.variables, ctx->params));
-    }
-    const double loss_before = metrics.loss_sum;
-    RETURN_IF_ERROR(ctx->replicas->Compute(ctx->params, ctx->batch_buffer, ctx->loss_scale, &ctx->grads, &metrics));
-    if (job.spec.terminate_on_nan) {
-      const double loss = (metrics.loss_sum - loss_before) / std::max<int64_t>(1, metrics.examples - examples_before);
-      RETURN_IF_ERROR(CheckStepFinite(step, loss, job.variables, ctx->grads));
-    }
-    const int64_t t3 = env->NowMicros();
-    if (ctx->push_exchange != nullptr) {
-      RETURN_IF_ERROR(finish_push());
-      // This step's gradient and rows go out on the push exchange, staleness counted against
-      // this step's pull; the next step computes into the buffers the last push used.
-      std::swap(ctx->grads, ctx->push_grads);
-      std::swap(ctx->lookup, ctx->push_lookup);
-      ctx->push_exchange->CopyPulledVersions(*ctx->exchange);
-      const SparseLookup* push_lookup = lookup == nullptr ? nullptr : &ctx->push_lookup;
-      in_flight.Start([ctx, push_lookup] {
-        return ctx->push_exchange->PushAll(ctx->part, /*tag_with_pulled_version=*/false, ctx->push_grads, push_lookup);
-      });
-    } else {
-      // Sync pushes are tagged with the data part, so the ps collects each part once per step
-      // whichever worker computed it.
-      absl::StatusOr<int64_t> pushed =
-          ctx->exchange->PushAll(ctx->part, job.sync, ctx->grads, lookup, job.sync ? sync_step : -1);
-      {
-        absl::MutexLock lock(&mu_);  // a failed push may still have been acknowledged by other ps
-        ctx->exchange->TakeAcknowledgedPushes(&acked_);
-      }
-      ASSIGN_OR_RETURN(int64_t stale, std::move(pushed));
-      if (!job.sync) staleness = std::max(staleness, stale);
-    }
-    const int64_t t4 = env->NowMicros();
-    closure_examples[(request.data_position() + k) / per_epoch] += metrics.examples - examples_before;
-    compute_s += ((t1 - t0) + (t3 - t2)) * 1e-6;
-    wait_s += ((t2 - t1) + (t4 - t3)) * 1e-6;
-  }
-  RETURN_IF_ERROR(finish_push());
-  response->set_steps_done(request.num_steps());
-  response->set_examples(metrics.examples);  // trained here: steps applied already are not
-  response->set_loss_sum(metrics.loss_sum);
-  response->set_correct(metrics.correct);
-  response->set_max_staleness(staleness);
-  response->set_compute_seconds(compute_s);
-  response->set_wait_seconds(wait_s);
-  // Binary models: the closure's AUC over its own examples (the chief averages them by examples).
-  if (!metrics.logits.empty()) response->set_train_auc(ExactAuc(metrics.labels, metrics.logits));
-  // One line per closure: what it trained, by epoch of its part (the data-order tests read it).
-  std::string by_epoch;
-  for (const auto& [epoch, examples] : closure_examples) absl::StrAppend(&by_epoch, by_epoch.empty() ? "" : ",", epoch, ":", examples);
-  Log(absl::StrCat("closure ", request.closure_id(), ": data part ", ctx->part, " batches ", request.data_position(),
-                   "..", request.data_position() + request.num_steps() - 1, " examples by epoch ",
-                   by_epoch.empty() ? "none" : by_epoch, " (", ctx->train->shard_size(), " per epoch)",
-                   skipped > 0 ? absl::StrCat("; ", skipped, " steps applied already") : ""));
-  return absl::OkStatus();
 }
 
 absl::Status Worker::Evaluate(const EvaluateRequest& request, EvaluateResponse* response) {

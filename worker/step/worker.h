@@ -26,9 +26,12 @@
 
 namespace pstrain {
 
+class Env;
+class PushInFlight;
 class ShardIterator;
 class VariableExchange;
 struct Dataset;
+struct SparseLookup;
 
 struct WorkerOptions {
   std::string task = "worker:0";  // for messages and handshakes
@@ -56,8 +59,10 @@ using PsClientFactory = std::function<absl::StatusOr<std::unique_ptr<PsClient>>(
 
 class Worker {
  public:
-  // `compute` builds one GradientComputer per replica (e.g. NewCpuGradientComputer).
-  Worker(WorkerOptions options, PsClientFactory ps_factory, GradientComputerFactory compute);
+  // `env` (not owned; REQUIRES: non-null, outlives this) gives the clock, the sleeps between a sync
+  // re-run's pulls and the data files. `compute` builds one GradientComputer per replica (e.g.
+  // NewCpuGradientComputer).
+  Worker(Env* env, WorkerOptions options, PsClientFactory ps_factory, GradientComputerFactory compute);
   ~Worker();
 
   absl::Status Handshake(const HandshakeRequest& request, HandshakeResponse* response);
@@ -98,6 +103,7 @@ class Worker {
  private:
   struct Job;          // everything Configure builds
   struct PartContext;  // one data part's examples and buffers
+  struct ClosureTally;  // what a closure's steps did, for its response
 
   absl::StatusOr<std::shared_ptr<Job>> BuildJob(const ConfigureRequest& request);
   // The context of data `part`, built on first use (CTR: the part's files loaded then).
@@ -107,6 +113,35 @@ class Worker {
   bool OverlapsPushes(const Job& job) const;
   void Log(const std::string& line) const;
 
+  // The step loops of RunSteps, one per mode. REQUIRES: ctx->mu held, ctx->train at the closure's
+  // first batch. Each returns at the first error, with the steps before it pushed.
+  absl::Status RunSyncSteps(const Job& job, PartContext* ctx, const RunStepsRequest& request, ClosureTally* tally);
+  absl::Status RunAsyncSteps(const Job& job, PartContext* ctx, const RunStepsRequest& request, ClosureTally* tally);
+  // Cancelled once Shutdown was called.
+  absl::Status CheckNotStopping() const;
+  // Moves ctx->batch_buffer to the part's next batch. CTR models: returns the batch's unique ids
+  // per table (ctx->lookup), all the rows its step pulls; other models: null.
+  absl::StatusOr<const SparseLookup*> NextBatch(PartContext* ctx);
+  // Sync: whether global step `step` needs no gradient from this part, every ps having applied it
+  // already (a re-run of a lost worker's closure). REQUIRES: the step's variables pulled; while
+  // the ps disagree, pulls them again for a while.
+  absl::StatusOr<bool> SyncStepAppliedAlready(PartContext* ctx, int64_t step, const SparseLookup* lookup);
+  // The gradients of ctx->params on the batch into ctx->grads, the metrics added to `metrics`;
+  // with terminate_on_nan, an error naming `step` for a non-finite variable, loss or gradient.
+  absl::Status ComputeStep(const Job& job, PartContext* ctx, const std::string& step, BatchMetrics* metrics);
+  // Pushes ctx->grads on ctx->exchange and counts what was acknowledged; returns the push's
+  // staleness. Sync (`sync_step` >= 0): tagged with the data part and the step.
+  absl::StatusOr<int64_t> PushNow(PartContext* ctx, const SparseLookup* lookup, bool sync, int64_t sync_step);
+  // Overlapped pushes: starts this step's push (ctx->grads, ctx->lookup) on ctx->push_exchange,
+  // after waiting for the previous one. REQUIRES: ctx->push_exchange non-null.
+  absl::Status StartPush(PartContext* ctx, const SparseLookup* lookup, PushInFlight* in_flight, ClosureTally* tally);
+  // Waits for the push in flight, if any, counts what it got acknowledged and its staleness.
+  absl::Status FinishPush(PartContext* ctx, PushInFlight* in_flight, ClosureTally* tally);
+  // Fills `response` from `tally` and logs the closure's line.
+  void ReportClosure(const RunStepsRequest& request, const PartContext& ctx, const ClosureTally& tally,
+                     RunStepsResponse* response) const;
+
+  Env* const env_;  // not owned
   const WorkerOptions options_;
   const PsClientFactory ps_factory_;
   const GradientComputerFactory compute_;

@@ -72,13 +72,14 @@ TEST_F(CoordinatorTest, LostWorkerClosuresGoElsewhereAndTheJobCompletes) {
 TEST_F(CoordinatorTest, WorkerThatComesBackIsReconfiguredAndUsedAgain) {
   spec_.schedule.steps = 400;
   workers_[1]->fail_next_runs = 1;
-  std::thread revive([this] {
-    while (!workers_[1]->down) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  bool lost_first = false;
+  std::thread revive([&] {
+    lost_first = WaitForLog("lost worker:1 at fake");  // back only once the chief gave up on it
     workers_[1]->down = false;
   });
   auto summary = Make()->Run();
   revive.join();
+  EXPECT_TRUE(lost_first);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->global_step, 400);
   absl::MutexLock lock(&workers_[1]->mu);
@@ -155,16 +156,15 @@ TEST_F(CoordinatorTest, SilentWorkerIsLostItsClosureRerunAndItIsTakenBack) {
   spec_.schedule.steps = 200;
   options_.pool.silence_timeout_ms = 50;
   workers_[1]->runs_before_silence = 1;
-  std::thread wake([this] {
+  bool rerun_first = false;
+  std::thread wake([&] {
     // Silent until the chief gave up on it and re-ran its part elsewhere.
-    for (int i = 0; i < 20000 && log().find("lost worker:1 at fake") == std::string::npos; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    rerun_first = WaitForLog("lost worker:1 at fake") && WaitForRun(0, /*part=*/1);
     workers_[1]->silent = false;
   });
   auto summary = Make()->Run();
   wake.join();
+  EXPECT_TRUE(rerun_first);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->global_step, 200);
   EXPECT_THAT(log(), HasSubstr("lost worker:1 at fake (silent for"));

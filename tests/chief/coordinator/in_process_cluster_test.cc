@@ -37,7 +37,7 @@ class InProcessCluster {
       auto factory = [this](const std::string&, int index) -> absl::StatusOr<std::unique_ptr<PsClient>> {
         return std::unique_ptr<PsClient>(std::make_unique<LocalPsClient>(servers_[index].get()));
       };
-      workers_.push_back(std::make_unique<Worker>(o, factory, NewCpuGradientComputer));
+      workers_.push_back(std::make_unique<Worker>(Env::Default(), o, factory, NewCpuGradientComputer));
       clients_.push_back(std::make_unique<LocalWorkerClient>(workers_.back().get(), o.task));
     }
   }

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/chief/coordinator_fixture.h"
 #include "tests/chief/fake_clients.h"
+#include "tests/test_util/sleep_clock_env.h"
 
 namespace pstrain {
 namespace {
@@ -58,13 +59,14 @@ class PsRecoveryTest : public ::testing::Test {
     }
     options_.poll_interval_ms = 5;
   }
-  PsRecovery Make() { return PsRecovery(Env::Default(), {ps_[0].get(), ps_[1].get()}, {}, options_); }
+  PsRecovery Make() { return PsRecovery(&env_, {ps_[0].get(), ps_[1].get()}, {}, options_); }
   PsRestoreSource Initializers(int ps) {
     PsRestoreSource from;
     from.create = MakeCreateShardsRequest(spec_, plan_, ps, 2, true);
     return from;
   }
 
+  testing_util::SleepClockEnv env_;  // the recovery's clock: its polls pass faster than real time
   JobSpec spec_;
   VariablePlanProto plan_;
   PsRecoveryOptions options_;
@@ -88,12 +90,14 @@ TEST_F(PsRecoveryTest, ProbeTellsSilentFromRestartedFromIntact) {
 TEST_F(PsRecoveryTest, SamePsBackWithItsShardsRestoresNothing) {
   PsRecovery recovery = Make();
   ps_[1]->down = true;
-  std::thread back([this] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const int64_t lost_at = env_.NowMicros();
+  std::thread back([&] {
+    // Back once 50 ms have passed on the recovery's clock (its polls move it).
+    while (env_.NowMicros() < lost_at + 50000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ps_[1]->down = false;
   });
   bool asked = false;
-  auto report = recovery.Recover(1, "silent", 70, Env::Default()->NowMicros(), ShardNamesOnPs(plan_, 1), [&] {
+  auto report = recovery.Recover(1, "silent", 70, lost_at, ShardNamesOnPs(plan_, 1), [&] {
     asked = true;
     return absl::StatusOr<PsRestoreSource>(Initializers(1));
   });
@@ -111,7 +115,7 @@ TEST_F(PsRecoveryTest, SamePsBackWithItsShardsRestoresNothing) {
 TEST_F(PsRecoveryTest, RestartedPsGetsOnlyItsShardsBack) {
   PsRecovery recovery = Make();
   ps_[1]->Restart();
-  auto report = recovery.Recover(1, "gone", 70, Env::Default()->NowMicros(), ShardNamesOnPs(plan_, 1),
+  auto report = recovery.Recover(1, "gone", 70, env_.NowMicros(), ShardNamesOnPs(plan_, 1),
                                  [&] { return absl::StatusOr<PsRestoreSource>(Initializers(1)); });
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_FALSE(report->intact);
@@ -131,7 +135,7 @@ TEST_F(PsRecoveryTest, PsThatNeverAnswersFailsNamingItAndTheFlag) {
   options_.timeout_ms = 60;
   PsRecovery recovery = Make();
   ps_[1]->down = true;
-  auto report = recovery.Recover(1, "gone", 70, Env::Default()->NowMicros(), ShardNamesOnPs(plan_, 1),
+  auto report = recovery.Recover(1, "gone", 70, env_.NowMicros(), ShardNamesOnPs(plan_, 1),
                                  [&] { return absl::StatusOr<PsRestoreSource>(Initializers(1)); });
   EXPECT_EQ(report.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(report.status().message(), HasSubstr("lost ps:1 at fake (gone)"));
@@ -206,14 +210,16 @@ TEST_F(CoordinatorPsLossTest, HungPsIsFoundByTheHealthWatchAndTakenBackIntact) {
   spec_.schedule.steps = 400;
   options_.ps_health_interval_ms = 10;
   for (auto& w : workers_) w->sleep_micros = 1000;
-  std::thread hang([this] {
+  bool found_first = false;
+  std::thread hang([&] {
     while (TotalWorkerSteps() < 40) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ps_[1]->down = true;  // silent, as under SIGSTOP: no answer to the health check
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    found_first = WaitForLog("lost ps:1");  // answers again once the health watch found it
     ps_[1]->down = false;
   });
   auto summary = Make()->Run();
   hang.join();
+  EXPECT_TRUE(found_first);
   ASSERT_TRUE(summary.ok()) << summary.status() << log();
   EXPECT_EQ(summary->global_step, 400);
   EXPECT_THAT(log(), HasSubstr("lost ps:1"));

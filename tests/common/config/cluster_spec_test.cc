@@ -139,12 +139,24 @@ TEST(ClusterSpecTest, RoleChecks) {
   EXPECT_THAT(std::string(ValidateTaskForRole(*no_task, "ps").message()), HasSubstr("TF_CONFIG has no \"task\""));
 }
 
+TEST(ClusterSpecTest, TfConfigFromTheEnvironmentGiven) {
+  auto getenv = [](const char* name) -> const char* {
+    return std::string(name) == "TF_CONFIG" ? R"({"cluster": {"ps": ["a:1"], "worker": ["b:2"]},
+                                                  "task": {"type": "ps", "index": 0}})"
+                                            : nullptr;
+  };
+  absl::StatusOr<TfConfig> c = LoadTfConfig("", getenv);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->task.has_value());
+  EXPECT_EQ(c->task->ToString(), "ps:0");
+}
+
 TEST(ClusterSpecTest, MissingTfConfig) {
-  unsetenv("TF_CONFIG");
-  auto c = LoadTfConfig("");
+  auto unset = [](const char*) -> const char* { return nullptr; };
+  auto c = LoadTfConfig("", unset);
   EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("TF_CONFIG is not set"));
-  EXPECT_EQ(LoadTfConfig("/nonexistent/tf_config.json").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(LoadTfConfig("/nonexistent/tf_config.json", unset).status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(ErrorOf(R"({"task": {"type": "ps"}})"), HasSubstr("TF_CONFIG has no \"cluster\""));
 }
 

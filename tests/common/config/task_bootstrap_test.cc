@@ -52,7 +52,7 @@ struct Outcome {
 Outcome Start(const TaskFlagValues& flags, std::vector<const char*> types, std::map<std::string, std::string> vars) {
   const FakeEnvironment env(std::move(vars));
   Outcome run;
-  run.setup = SetUpTask(flags, types, env.getenv(), [&run](const std::string& line) { run.notes.push_back(line); });
+  run.setup = SetUpTask(Env::Default(), flags, types, env.getenv(), [&run](const std::string& line) { run.notes.push_back(line); });
   return run;
 }
 

@@ -137,8 +137,13 @@ TEST(HttpMetricsServerTest, ServesScrapesOverLoopback) {
   // Split across several writes.
   const int fd = testing_util::ConnectLoopback(port);
   ASSERT_GE(fd, 0);
+  const int64_t read_before = (*server)->bytes_received();
   send(fd, "GET /met", 8, MSG_NOSIGNAL);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The second part once the server has read the first.
+  for (int i = 0; i < 5000 && (*server)->bytes_received() < read_before + 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ((*server)->bytes_received(), read_before + 8);
   send(fd, "rics HTTP/1.1\r\n\r\n", 17, MSG_NOSIGNAL);
   std::string out;
   char buf[4096];

@@ -193,9 +193,18 @@ TEST_F(PsServerTest, SyncTimeoutNamesTheMissingWorkers) {
     results[1] = Push(kOnes, 2, 0);
     ++finished;
   });
-  absl::SleepFor(absl::Milliseconds(200));
+  // Both pushes at the ps (counted just before they park).
+  auto pushes = [this] {
+    PsStatsResponse stats;
+    return client_.GetStats(PsStatsRequest(), &stats).ok() ? stats.total().pushes() : 0;
+  };
+  for (int i = 0; i < 3000 && pushes() < 2; ++i) absl::SleepFor(absl::Milliseconds(1));
+  absl::SleepFor(absl::Milliseconds(300));
   EXPECT_EQ(finished.load(), 0);  // the fake clock has not moved: nothing timed out
-  EXPECT_TRUE(AdvanceUntil([&] { return finished.load() == 2; }));
+  // Control: the same look after the same wait sees the timeouts once the clock passes them.
+  clock_.Advance(absl::Seconds(61));
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(finished.load(), 2);
   a.join();
   b.join();
   for (const absl::Status& s : results) {

@@ -1,5 +1,7 @@
 // Data input: IDX/CSV loading and its errors (each naming the file), sharding, shuffling and
 // exact-once evaluation ranges.
+#include "worker/data/dataset.h"
+
 #include <zlib.h>
 
 #include <cstdio>
@@ -7,8 +9,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/platform/env.h"
 #include "gtest/gtest.h"
-#include "worker/data/dataset.h"
 #include "worker/data/shard_iterator.h"
 
 namespace pstrain {
@@ -54,7 +56,7 @@ TEST(IdxTest, LoadsPlainAndGzipped) {
     const std::string images = TempPath(gz ? "i.gz" : "i"), labels = TempPath(gz ? "l.gz" : "l");
     WriteFile(images, Images(4), gz);
     WriteFile(labels, Labels(4), gz);
-    auto d = LoadIdxDataset(images, labels);
+    auto d = LoadIdxDataset(Env::Default(), images, labels);
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_EQ(d->size, 4);
     EXPECT_EQ(d->example_shape, (std::vector<int64_t>{2, 3, 1}));
@@ -72,14 +74,15 @@ void ExpectErrorNaming(const absl::StatusOr<Dataset>& d, const std::string& path
 TEST(IdxTest, MissingFileIsNamed) {
   const std::string labels = TempPath("l");
   WriteFile(labels, Labels(4), false);
-  ExpectErrorNaming(LoadIdxDataset(TempPath("nope"), labels), TempPath("nope"), absl::StatusCode::kNotFound);
+  ExpectErrorNaming(LoadIdxDataset(Env::Default(), TempPath("nope"), labels), TempPath("nope"),
+                    absl::StatusCode::kNotFound);
 }
 
 TEST(IdxTest, BadMagicIsNamed) {
   const std::string images = TempPath("i"), labels = TempPath("l");
   WriteFile(images, Labels(4), false);  // a labels file where images are expected
   WriteFile(labels, Labels(4), false);
-  ExpectErrorNaming(LoadIdxDataset(images, labels), images, absl::StatusCode::kInvalidArgument);
+  ExpectErrorNaming(LoadIdxDataset(Env::Default(), images, labels), images, absl::StatusCode::kInvalidArgument);
 }
 
 TEST(IdxTest, TruncatedPlainFileIsNamed) {
@@ -87,9 +90,9 @@ TEST(IdxTest, TruncatedPlainFileIsNamed) {
   const std::string full = Images(4);
   WriteFile(images, full.substr(0, full.size() - 5), false);
   WriteFile(labels, Labels(4), false);
-  ExpectErrorNaming(LoadIdxDataset(images, labels), images, absl::StatusCode::kDataLoss);
+  ExpectErrorNaming(LoadIdxDataset(Env::Default(), images, labels), images, absl::StatusCode::kDataLoss);
   WriteFile(images, full.substr(0, 7), false);  // inside the header
-  ExpectErrorNaming(LoadIdxDataset(images, labels), images, absl::StatusCode::kDataLoss);
+  ExpectErrorNaming(LoadIdxDataset(Env::Default(), images, labels), images, absl::StatusCode::kDataLoss);
 }
 
 TEST(IdxTest, TruncatedGzipFileIsNamed) {
@@ -100,7 +103,7 @@ TEST(IdxTest, TruncatedGzipFileIsNamed) {
   std::string gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   WriteFile(cut, gz.substr(0, gz.size() / 2), false);
   WriteFile(labels, Labels(200), false);
-  auto d = LoadIdxDataset(cut, labels);
+  auto d = LoadIdxDataset(Env::Default(), cut, labels);
   ExpectErrorNaming(d, cut, absl::StatusCode::kDataLoss);
 }
 
@@ -108,7 +111,7 @@ TEST(IdxTest, CountMismatchNamesBothFiles) {
   const std::string images = TempPath("i"), labels = TempPath("l");
   WriteFile(images, Images(4), false);
   WriteFile(labels, Labels(5), false);
-  auto d = LoadIdxDataset(images, labels);
+  auto d = LoadIdxDataset(Env::Default(), images, labels);
   ExpectErrorNaming(d, images, absl::StatusCode::kInvalidArgument);
   EXPECT_NE(d.status().message().find(labels), std::string::npos);
 }
@@ -118,7 +121,7 @@ TEST(IdxTest, FashionMnistFromDebianPackage) {
   ASSERT_TRUE(job.ok());
   std::ifstream probe(job->data.dir + "/t10k-labels-idx1-ubyte.gz");
   if (!probe) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  auto test = LoadDataset(*job, Split::kTest);
+  auto test = LoadDataset(Env::Default(), *job, Split::kTest);
   ASSERT_TRUE(test.ok()) << test.status();
   EXPECT_EQ(test->size, 10000);
   EXPECT_EQ(test->example_shape, (std::vector<int64_t>{28, 28, 1}));
@@ -128,28 +131,29 @@ TEST(IdxTest, FashionMnistFromDebianPackage) {
   EXPECT_EQ(hi, 1.f);
   std::set<int32_t> classes(test->labels.begin(), test->labels.end());
   EXPECT_EQ(classes.size(), 10u);
-  auto missing = LoadDataset(*job, Split::kTest, TempPath("no_such_dir"));
+  auto missing = LoadDataset(Env::Default(), *job, Split::kTest, TempPath("no_such_dir"));
   ExpectErrorNaming(missing, TempPath("no_such_dir") + "/t10k-images-idx3-ubyte.gz", absl::StatusCode::kNotFound);
 }
 
 TEST(CsvTest, LoadsAndNamesBadLines) {
   const std::string path = TempPath("t.csv");
   WriteFile(path, "a,b,y\n1,2,0\n3, 4,1\n\n5,6,2\n", false);
-  auto d = LoadCsvDataset(path, -1, true, true);
+  auto d = LoadCsvDataset(Env::Default(), path, -1, true, true);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->size, 3);
   EXPECT_EQ(d->example_shape, (std::vector<int64_t>{2}));
   EXPECT_EQ(d->features, (std::vector<float>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(d->labels, (std::vector<int32_t>{0, 1, 2}));
-  auto reg = LoadCsvDataset(path, 0, true, false);
+  auto reg = LoadCsvDataset(Env::Default(), path, 0, true, false);
   ASSERT_TRUE(reg.ok());
   EXPECT_EQ(reg->targets, (std::vector<float>{1, 3, 5}));
   WriteFile(path, "1,2,0\n3,x,1\n", false);
-  auto bad = LoadCsvDataset(path, -1, false, true);
+  auto bad = LoadCsvDataset(Env::Default(), path, -1, false, true);
   ExpectErrorNaming(bad, path + ":2", absl::StatusCode::kInvalidArgument);
   WriteFile(path, "1,2,0\n3,1\n", false);
-  ExpectErrorNaming(LoadCsvDataset(path, -1, false, true), path + ":2", absl::StatusCode::kInvalidArgument);
-  ExpectErrorNaming(LoadCsvDataset(TempPath("none.csv"), -1, false, true), TempPath("none.csv"),
+  ExpectErrorNaming(LoadCsvDataset(Env::Default(), path, -1, false, true), path + ":2",
+                    absl::StatusCode::kInvalidArgument);
+  ExpectErrorNaming(LoadCsvDataset(Env::Default(), TempPath("none.csv"), -1, false, true), TempPath("none.csv"),
                     absl::StatusCode::kNotFound);
 }
 

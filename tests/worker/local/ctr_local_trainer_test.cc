@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/config/json_util.h"
+#include "common/platform/env.h"
 #include "gtest/gtest.h"
 #include "worker/cpu/cpu_gradient_computer.h"
 #include "worker/data/ctr_dataset.h"
@@ -44,7 +45,8 @@ class CtrLocalTrainerTest : public ::testing::Test {
     options.replicas = replicas;
     options.threads = threads;
     options.evaluate = evaluate;
-    auto t = LocalTrainer::Create(Job(), options, InitializeVariable, NewKerasUpdater, NewCpuGradientComputer);
+    auto t = LocalTrainer::Create(Env::Default(), Job(), options, InitializeVariable, NewKerasUpdater,
+                                  NewCpuGradientComputer);
     EXPECT_TRUE(t.ok()) << t.status();
     return std::move(*t);
   }

@@ -3,6 +3,7 @@
 #include "worker/local/local_trainer.h"
 
 #include "common/config/json_util.h"
+#include "common/platform/env.h"
 #include "gtest/gtest.h"
 #include "worker/cpu/cpu_gradient_computer.h"
 
@@ -46,7 +47,8 @@ JobSpec LinearJob() {
 
 TEST(LocalTrainerTest, LearnsTheLinearJob) {
   LocalTrainOptions options;
-  auto trainer = LocalTrainer::Create(LinearJob(), options, SmallWeights, MakeSgd, NewCpuGradientComputer);
+  auto trainer =
+      LocalTrainer::Create(Env::Default(), LinearJob(), options, SmallWeights, MakeSgd, NewCpuGradientComputer);
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   EXPECT_EQ((*trainer)->steps_per_epoch(), 16);
   EXPECT_EQ((*trainer)->total_steps(), 48);
@@ -62,7 +64,8 @@ TEST(LocalTrainerTest, StepsOverrideEndsMidEpoch) {
   LocalTrainOptions options;
   options.steps = 20;
   options.evaluate = false;
-  auto trainer = *LocalTrainer::Create(LinearJob(), options, SmallWeights, MakeSgd, NewCpuGradientComputer);
+  auto trainer =
+      *LocalTrainer::Create(Env::Default(), LinearJob(), options, SmallWeights, MakeSgd, NewCpuGradientComputer);
   std::vector<EpochReport> reports;
   ASSERT_TRUE(trainer->Run([&](const EpochReport& r) { reports.push_back(r); }).ok());
   ASSERT_EQ(reports.size(), 2u);
@@ -76,8 +79,8 @@ TEST(LocalTrainerTest, ReplicasGiveTheSameWeights) {
   one.evaluate = three.evaluate = false;
   three.replicas = 3;
   three.threads = 3;
-  auto a = *LocalTrainer::Create(LinearJob(), one, SmallWeights, MakeSgd, NewCpuGradientComputer);
-  auto b = *LocalTrainer::Create(LinearJob(), three, SmallWeights, MakeSgd, NewCpuGradientComputer);
+  auto a = *LocalTrainer::Create(Env::Default(), LinearJob(), one, SmallWeights, MakeSgd, NewCpuGradientComputer);
+  auto b = *LocalTrainer::Create(Env::Default(), LinearJob(), three, SmallWeights, MakeSgd, NewCpuGradientComputer);
   ASSERT_TRUE(a->Run([](const EpochReport&) {}).ok());
   ASSERT_TRUE(b->Run([](const EpochReport&) {}).ok());
   const std::vector<Tensor> va = a->Variables(), vb = b->Variables();
@@ -92,7 +95,7 @@ TEST(LocalTrainerTest, MissingDataIsNamed) {
   auto job = *LoadJobSpec("cnn");
   LocalTrainOptions options;
   options.data_dir = "/nonexistent/fmnist";
-  auto trainer = LocalTrainer::Create(job, options, SmallWeights, MakeSgd, NewCpuGradientComputer);
+  auto trainer = LocalTrainer::Create(Env::Default(), job, options, SmallWeights, MakeSgd, NewCpuGradientComputer);
   ASSERT_FALSE(trainer.ok());
   EXPECT_EQ(trainer.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(trainer.status().message().find("/nonexistent/fmnist/train-images-idx3-ubyte.gz"), std::string::npos);

@@ -141,7 +141,15 @@ TEST(WorkerBinaryTest, SigtermWhileWaitingForOtherSyncWorkersStillExits) {
     RunStepsResponse done;
     EXPECT_FALSE(c.client->RunSteps(run, &done, 30000).ok());
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // SIGTERM once the worker waits on the ps: its first push is there, parked until the other
+  // worker's comes.
+  GrpcPsClient ps(c.ps_address, "ps:0", absl::Seconds(10), TransportConfig());
+  auto pushes = [&ps] {
+    PsStatsResponse stats;
+    return ps.GetStats(PsStatsRequest(), &stats).ok() ? stats.total().pushes() : 0;
+  };
+  for (int i = 0; i < 3000 && pushes() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GT(pushes(), 0);
   ::kill(c.worker, SIGTERM);
   EXPECT_EQ(WaitExit(c.worker, 15), 0);
   stuck.join();

@@ -10,6 +10,7 @@
 #include <atomic>
 
 #include "absl/synchronization/mutex.h"
+#include "common/platform/env.h"
 #include "common/wire/protocol_version.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -51,7 +52,7 @@ TEST(WorkerServiceTest, ServesTheWorkerOverGrpc) {
   WorkerOptions options;
   options.task = "worker:0";
   Worker worker(
-      options,
+      Env::Default(), options,
       [&ps](const std::string&, int) -> absl::StatusOr<std::unique_ptr<PsClient>> {
         return std::unique_ptr<PsClient>(new BorrowedPsClient(&ps));
       },
@@ -128,7 +129,7 @@ TEST(WorkerServiceTest, WithTlsOnlyTheChiefDrivesAWorker) {
   WorkerOptions options;
   options.task = "worker:0";
   Worker worker(
-      options,
+      Env::Default(), options,
       [&ps](const std::string&, int) -> absl::StatusOr<std::unique_ptr<PsClient>> {
         return std::unique_ptr<PsClient>(new BorrowedPsClient(&ps));
       },

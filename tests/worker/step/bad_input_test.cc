@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/config/json_util.h"
+#include "common/platform/env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/cpu/cpu_gradient_computer.h"
@@ -39,7 +40,7 @@ TEST(DatasetBadInputTest, IdxHeadersThatPromiseTooMuchAreRefused) {
     const std::string images = Temp("images");
     std::ofstream(images, std::ios::binary) << BigEndian(0x803) << BigEndian(d[0]) << BigEndian(d[1])
                                             << BigEndian(d[2]) << std::string(16, '\0');
-    absl::StatusOr<Dataset> data = LoadIdxDataset(images, labels);
+    absl::StatusOr<Dataset> data = LoadIdxDataset(Env::Default(), images, labels);
     ASSERT_FALSE(data.ok()) << d[0] << "x" << d[1] << "x" << d[2];
     EXPECT_EQ(data.status().code(), absl::StatusCode::kDataLoss);
     EXPECT_THAT(std::string(data.status().message()), HasSubstr(images));
@@ -53,12 +54,12 @@ TEST(DatasetBadInputTest, FilesLargerThanTheBudgetStopWhileReading) {
   const std::string zeros(1 << 20, '\0');
   for (int i = 0; i < 20; ++i) gzwrite(f, zeros.data(), static_cast<unsigned>(zeros.size()));
   gzclose(f);
-  absl::StatusOr<std::string> data = ReadMaybeGzipFile(bomb, 1 << 20);
+  absl::StatusOr<std::string> data = ReadMaybeGzipFile(Env::Default(), bomb, 1 << 20);
   ASSERT_FALSE(data.ok());
   EXPECT_THAT(std::string(data.status().message()), HasSubstr("holds more than"));
-  EXPECT_TRUE(ReadMaybeGzipFile(bomb, 32 << 20).ok());
-  EXPECT_FALSE(ReadMaybeGzipFile("/dev/zero", 1 << 20).ok());   // endless
-  EXPECT_FALSE(ReadMaybeGzipFile(::testing::TempDir(), 1 << 20).ok());  // a directory
+  EXPECT_TRUE(ReadMaybeGzipFile(Env::Default(), bomb, 32 << 20).ok());
+  EXPECT_FALSE(ReadMaybeGzipFile(Env::Default(), "/dev/zero", 1 << 20).ok());           // endless
+  EXPECT_FALSE(ReadMaybeGzipFile(Env::Default(), ::testing::TempDir(), 1 << 20).ok());  // a directory
 }
 
 TEST(DatasetBadInputTest, CsvCellsMustBeFiniteAndLabelsClassIds) {
@@ -74,7 +75,7 @@ TEST(DatasetBadInputTest, CsvCellsMustBeFiniteAndLabelsClassIds) {
   for (const auto& c : cases) {
     const std::string path = Temp("bad.csv");
     std::ofstream(path) << "0,0,0\n" << c.line << "\n";
-    absl::StatusOr<Dataset> d = LoadCsvDataset(path, -1, false, true);
+    absl::StatusOr<Dataset> d = LoadCsvDataset(Env::Default(), path, -1, false, true);
     ASSERT_FALSE(d.ok()) << c.line;
     EXPECT_THAT(std::string(d.status().message()), HasSubstr(path + ":2"));
     EXPECT_THAT(std::string(d.status().message()), HasSubstr(c.message)) << c.line;
@@ -136,7 +137,7 @@ TEST(DivergenceCheckTest, LocalTrainingStopsAtTheFirstNonFiniteStep) {
     };
     auto sgd = [](const OptimizerSpec& o, const std::vector<VariableSpec>&)
         -> absl::StatusOr<std::unique_ptr<ParameterUpdater>> { return std::make_unique<Sgd>(o.learning_rate.initial); };
-    auto trainer = LocalTrainer::Create(job, options, init, sgd, NewCpuGradientComputer);
+    auto trainer = LocalTrainer::Create(Env::Default(), job, options, init, sgd, NewCpuGradientComputer);
     ASSERT_TRUE(trainer.ok()) << trainer.status();
     absl::Status s = (*trainer)->Run([](const EpochReport&) {});
     if (!terminate) {

@@ -8,6 +8,7 @@
 #include "common/wire/protocol_version.h"
 #include "common/wire/ps_trouble.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/fake_clock_env.h"
 #include "tests/worker/fake_ps_client.h"
 #include "worker/cpu/cpu_gradient_computer.h"
 #include "worker/data/dataset.h"
@@ -43,7 +44,7 @@ class WorkerTest : public ::testing::Test {
     options.threads = replicas;
     options.replicas = replicas;
     worker_ = std::make_unique<Worker>(
-        options,
+        &env_, options,
         [this](const std::string&, int i) -> absl::StatusOr<std::unique_ptr<PsClient>> {
           return std::unique_ptr<PsClient>(new BorrowedPsClient(ps_[i].get()));
         },
@@ -91,6 +92,7 @@ class WorkerTest : public ::testing::Test {
     return grads;
   }
 
+  testing_util::FakeClockEnv env_;  // the worker's clock: its waits pass no real time
   JobSpec job_;
   std::vector<VariableSpec> vars_;
   VariablePlanProto plan_;
@@ -121,7 +123,7 @@ TEST_F(WorkerTest, PushesTheGradientOfItsNextBatch) {
   EXPECT_EQ(done.steps_done(), 1);
   EXPECT_EQ(done.examples(), 8);
   // The same batch and parameters through a CPU computer directly.
-  auto train = std::make_shared<const Dataset>(*LoadDataset(job_, Split::kTrain));
+  auto train = std::make_shared<const Dataset>(*LoadDataset(Env::Default(), job_, Split::kTrain));
   ShardIterator it(train, 0, 1, TrainShuffleSeed(job_));
   Batch batch;
   it.Next(8, &batch);
@@ -245,7 +247,7 @@ TEST_F(WorkerTest, RunsTheDataPartAndPositionTheChiefNames) {
   run.set_data_position(5);
   RunStepsResponse done;
   ASSERT_TRUE(worker_->RunSteps(run, &done).ok()) << "part 1 on worker 0";
-  auto train = std::make_shared<const Dataset>(*LoadDataset(job_, Split::kTrain));
+  auto train = std::make_shared<const Dataset>(*LoadDataset(Env::Default(), job_, Split::kTrain));
   ShardIterator it(train, 1, 2, TrainShuffleSeed(job_));
   it.Seek(5, 4);
   Batch batch;
@@ -276,6 +278,26 @@ TEST_F(WorkerTest, SyncRerunSkipsStepsThePsAppliedAlready) {
   for (auto& ps : ps_) EXPECT_EQ(ps->pushes().size(), 2u);
   EXPECT_EQ(done.steps_done(), 2);
   EXPECT_EQ(done.examples(), 0);
+}
+
+// A ps past the step while another is not: the re-run waits (on its clock) for the other's push,
+// then computes from what it has and pushes to the ps still waiting for this part.
+TEST_F(WorkerTest, SyncRerunWaitsOnItsClockForMixedVersionsToAgree) {
+  SetUp("sync", 0, 2);
+  ConfigureResponse configured;
+  ASSERT_TRUE(worker_->Configure(request_, &configured).ok());
+  ps_[0]->set_extra_updates_per_push(1);  // after step 0: ps 0 at version 2, ps 1 at version 1
+  RunStepsRequest run;
+  run.set_num_steps(1);
+  RunStepsResponse done;
+  ASSERT_TRUE(worker_->RunSteps(run, &done).ok());
+  const int64_t before = env_.NowMicros();
+  run.set_first_step(1);
+  ASSERT_TRUE(worker_->RunSteps(run, &done).ok());
+  EXPECT_GE(env_.NowMicros() - before, 1000000);  // 500 tries 2 ms apart: the versions never agree
+  EXPECT_GT(done.examples(), 0);                  // then computed from the mixed versions
+  EXPECT_EQ(ps_[0]->pushes().size(), 1u);         // past the step: this part's push is in it
+  EXPECT_EQ(ps_[1]->pushes().size(), 2u);
 }
 
 TEST_F(WorkerTest, LocalReplicasPushTheSameGradients) {

@@ -80,8 +80,10 @@ struct Cluster {
       WorkerOptions options;
       options.task = absl::StrCat("worker:", w);
       options.overlap_push = overlap_push;
+      // Real time: a sync re-run that finds the ps at mixed versions waits up to a second for the
+      // other execution's pushes, which other threads make (the race tests below need them seen).
       workers.push_back(std::make_unique<Worker>(
-          options,
+          Env::Default(), options,
           [this](const std::string&, int i) -> absl::StatusOr<std::unique_ptr<PsClient>> {
             return std::unique_ptr<PsClient>(new FaultyPsClient(ps[i].get(), &push_fault[i]));
           },
