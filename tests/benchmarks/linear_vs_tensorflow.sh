@@ -91,7 +91,8 @@ for s in range(steps):
     worst = max(worst, d)
     if s < 5 or s == steps - 1 or (s + 1) % 10 == 0:
         print("%5d %14.8f %14.8f %11.2e" % (s + 1, ours[s], tf["test_loss"][s], d))
-print("step 1 training loss: pstrain %.8f, TF %.8f" % (train1, tf["train_loss"][0]))
+if train1 is not None:  # pstrain records training loss at its progress ticks
+    print("step 1 training loss: pstrain %.8f, TF %.8f" % (train1, tf["train_loss"][0]))
 print("TF 2.15 tf.estimator train_and_evaluate after %d steps: eval loss %.8f (pstrain %.8f, |diff| %.2e)" %
       (est["global_step"], est["eval_loss"], ours[-1], abs(est["eval_loss"] - ours[-1])))
 print("largest |diff| over the curve: %.2e   (target <= 1e-4): %s" % (worst, "met" if worst <= 1e-4 else "MISSED"))
