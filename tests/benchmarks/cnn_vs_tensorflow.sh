@@ -10,17 +10,18 @@
 # Target: pstrain >= 2x the faster TensorFlow loop. With --steps the runs are that many steps (TF
 # times its steps after a warm-up closure/epoch; pstrain reports its whole run); without, --epochs.
 #
-#   tests/benchmarks/cnn_vs_tensorflow.sh [--steps 300] [--epochs 1] [--reps 1] [--bin build/bin]
+#   tests/benchmarks/cnn_vs_tensorflow.sh [--steps 300] [--epochs 1] [--reps 1] [--loops custom,fit] [--bin build/bin]
 # Needs: deploy/install-python-peers.sh tf (run on first use), root or unprivileged user namespaces.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/tests/benchmarks/bench_lib.sh"
-STEPS=300 EPOCHS=1 REPS=1 BIN="$ROOT/build/bin"
+STEPS=300 EPOCHS=1 REPS=1 BIN="$ROOT/build/bin" LOOPS=custom,fit
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
     --epochs) EPOCHS=$2; STEPS=""; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
+    --loops) LOOPS=$2; shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -61,19 +62,20 @@ echo "TensorFlow: $("$TFPY" -c 'import tensorflow as tf, tf_keras; print(tf.__ve
 echo "load average before: $(bench_load) (figures are only comparable on an idle machine)"
 for rep in $(seq 1 "$REPS"); do
   run_pstrain
-  run_tf custom
-  run_tf fit
+  for loop in ${LOOPS//,/ }; do run_tf "$loop"; done
 done
 echo "load average after: $(bench_load)"
 python3 - "$OUT" "${STEPS:-}" "$EPOCHS" <<'PY'
 import os, statistics, sys
 out, steps, epochs = sys.argv[1:4]
 def runs(name):
-    return [[float(x) for x in l.split()] for l in open(os.path.join(out, name + ".runs")) if l.strip()]
+    p = os.path.join(out, name + ".runs")
+    return [[float(x) for x in l.split()] for l in open(p) if l.strip()] if os.path.exists(p) else []
 med = lambda rs, i: statistics.median(r[i] for r in rs)
 rows = [("pstrain cluster (1 chief, 2 workers x 1 thread, 2 ps), async", runs("pstrain")),
         ("TF 2.15 PS strategy, custom loop + ClusterCoordinator.schedule", runs("tf-custom")),
         ("TF 2.15 PS strategy, tf_keras Model.fit", runs("tf-fit"))]
+rows = [r for r in rows if r[1]]
 print("cnn on Fashion-MNIST, %s, batch 64, %d alternating runs each" %
       ("%s steps per run" % steps if steps else "%s epoch(s) per run" % epochs, len(rows[0][1])))
 print("%-66s %12s %18s %10s %9s" % ("", "examples/s", "(min-max)", "wall s", "test acc"))

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the tests that check pstrain's files with real tools from PyPI (TensorBoard,
 # kubernetes-validate): the cache's virtual environment, installed on first use.
 # Usage: source pypi_venv.sh; PY=$(pypi_python tools) || exit 77

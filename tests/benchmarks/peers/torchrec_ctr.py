@@ -31,6 +31,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--profile", type=int, default=0, help="profile this many steps (after 5) and print the top ops")
     args = ap.parse_args()
     t_wall = time.perf_counter()
     import torch
@@ -101,17 +102,30 @@ def main():
             lengths=torch.ones(n * len(keys), dtype=torch.int32))
 
     x_all, y_all = torch.from_numpy(xtr), torch.from_numpy(ytr)
+
+    def step(idx):
+        logits = dmp(x_all[idx], kjt_of(ctr[idx]))
+        loss = bce(logits, y_all[idx])
+        dense_opt.zero_grad()
+        loss.backward()
+        dense_opt.step()
+        return loss
+
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        for i in range(5):
+            step(np.arange(i * args.batch, (i + 1) * args.batch))
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for i in range(5, 5 + args.profile):
+                step(np.arange(i * args.batch, (i + 1) * args.batch))
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
+        return
     steps, train_s = 0, 0.0
     for epoch in range(args.epochs):
         order = np.random.default_rng(epoch).permutation(len(ytr))
         t = time.perf_counter()
         for b in range(0, len(order), args.batch):
-            idx = order[b:b + args.batch]
-            logits = dmp(x_all[idx], kjt_of(ctr[idx]))
-            loss = bce(logits, y_all[idx])
-            dense_opt.zero_grad()
-            loss.backward()
-            dense_opt.step()
+            loss = step(order[b:b + args.batch])
             steps += 1
         train_s += time.perf_counter() - t
         print("epoch %d: %.1f s, %.0f examples/s, last loss %.4f" % (epoch + 1, train_s, len(order) / train_s,

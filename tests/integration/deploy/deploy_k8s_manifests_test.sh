@@ -10,7 +10,7 @@
 set -euo pipefail
 src=$1
 pstrain=$2
-work=$3
+# $3, the build dir, held the npm validator; kubernetes-validate lives in the user's cache instead.
 # shellcheck source=tests/integration/deploy/tf_config_lib.sh
 source "$src/tests/integration/deploy/tf_config_lib.sh"
 # shellcheck source=tests/integration/pypi_venv.sh
