@@ -2,6 +2,9 @@
 # Installs what the benchmarks against the PyTorch peer need (not needed to build or test pstrain):
 # Debian's PyTorch and NumPy, and the OpenMP OpenBLAS the peer's "tuned" setup loads with
 # LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp. Idempotent.
+#   deploy/install-bench-deps.sh [--python-peers]
+# --python-peers: also the pinned virtual environments (PyPI, in the user's cache) of the
+# TensorFlow, newest-PyTorch and TorchRec peers and of the checkers: deploy/install-python-peers.sh.
 set -euo pipefail
 
 BENCH_PACKAGES=(python3-torch python3-numpy libopenblas0-openmp)
@@ -11,6 +14,7 @@ for p in "${BENCH_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || already=0
 done
 bash deploy/install-deps.sh "${BENCH_PACKAGES[@]}"
+if [ "${1:-}" = --python-peers ]; then bash deploy/install-python-peers.sh all; fi
 [ "$already" = 1 ] && exit 0
 
 SUDO=""
@@ -23,3 +27,4 @@ fi
 if [ -e /usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3 ]; then
   $SUDO update-alternatives --set liblapack.so.3-x86_64-linux-gnu /usr/lib/x86_64-linux-gnu/lapack/liblapack.so.3 || true
 fi
+

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # ctest deploy_k8s_manifests: deploy/k8s/tfjob and deploy/k8s/plain render with kustomize, every
-# object passes schema validation (kubernetes-models; the TFJob against its own schema), references
-# between objects hold, and the TF_CONFIG each pod would get (the operator's for the TFJob, the
-# entry script's for the plain manifests) forms one cluster that pstrain's parser accepts. Broken
-# copies must be caught. Skips (exit 77) without kubectl/kustomize, node/npm, or when npm cannot
-# install the validator's packages (offline).
+# object passes kubernetes-validate (PyPI) in strict mode, so an unknown or misspelt field fails (the
+# TFJob against its own schema, its pod templates strictly as PodTemplates), references between
+# objects hold, and the TF_CONFIG each pod would get (the operator's for the TFJob, the entry
+# script's for the plain manifests) forms one cluster that pstrain's parser accepts. Broken copies
+# must be caught. Skips (exit 77) without kubectl/kustomize, or when the validator's environment
+# cannot be installed from PyPI (offline: bash deploy/install-python-peers.sh tools).
 #   deploy_k8s_manifests_test.sh SOURCE_DIR PSTRAIN_BINARY WORK_DIR
 set -euo pipefail
 src=$1
 pstrain=$2
-work=$3
+# $3, the build dir, held the npm validator; kubernetes-validate lives in the user's cache instead.
 # shellcheck source=tests/integration/deploy/tf_config_lib.sh
 source "$src/tests/integration/deploy/tf_config_lib.sh"
+# shellcheck source=tests/integration/pypi_venv.sh
+source "$src/tests/integration/pypi_venv.sh"
 
 skip() { echo "SKIP: $*"; exit 77; }
 if command -v kubectl >/dev/null; then
@@ -21,27 +24,17 @@ elif command -v kustomize >/dev/null; then
 else
   skip "neither kubectl nor kustomize is installed (apt-get install kubernetes-client to run this test)"
 fi
-command -v node >/dev/null && command -v npm >/dev/null || skip "node and npm are needed (apt-get install nodejs npm)"
-
-# The validator and its locked packages, installed once under the build dir.
-validator=$work/k8s-validate
-mkdir -p "$validator"
-if ! cmp -s "$src/deploy/k8s/validate/package-lock.json" "$validator/package-lock.json" ||
-   [ ! -d "$validator/node_modules" ]; then
-  cp "$src/deploy/k8s/validate/package.json" "$src/deploy/k8s/validate/package-lock.json" "$validator/"
-  if ! (cd "$validator" && timeout 300 npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1); then
-    rm -f "$validator/package-lock.json"  # retry next time
-    skip "npm ci could not install the validator's packages (offline?); see $validator/npm.log"
-  fi
-fi
-cp "$src/deploy/k8s/validate/validate.mjs" "$src/deploy/k8s/validate/tfjob.schema.json" "$validator/"
+# The validator's environment (kubernetes-validate, pinned), installed once into the user's cache.
+PY=$(pypi_python tools) || exit 77
+validate() { "$PY" "$src/deploy/k8s/validate/validate.py" "$@"; }
+echo "validator: kubernetes-validate $("$PY" -c 'import kubernetes_validate.version as v; print(v.__version__)' 2>/dev/null || echo '?') ($PY)"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for variant in tfjob plain tls; do
   render "$src/deploy/k8s/$variant" >"$tmp/$variant.yaml"
   mkdir "$tmp/$variant"
-  node "$validator/validate.mjs" --tf-configs "$tmp/$variant" "$tmp/$variant.yaml"
+  validate --tf-configs "$tmp/$variant" "$tmp/$variant.yaml"
   check_tf_config_dir "$tmp/$variant" "$pstrain"
 done
 # The TLS variant: every workload mounts the Secret and names it in PSTRAIN_TLS_DIR; the ps and
@@ -63,19 +56,25 @@ expect_failure() {
   shift 2
   "$@" <"$tmp/$variant.yaml" >"$tmp/broken.yaml"
   rm -rf "$tmp/broken" && mkdir "$tmp/broken"
-  if out=$(node "$validator/validate.mjs" --tf-configs "$tmp/broken" "$tmp/broken.yaml" &&
+  if out=$(validate --tf-configs "$tmp/broken" "$tmp/broken.yaml" &&
            check_tf_config_dir "$tmp/broken" "$pstrain"); then
     echo "FAIL: $variant through '$*' was accepted"; exit 1
   fi
   grep -q -- "$message" <<<"$out" || { echo "FAIL: $variant through '$*': expected '$message', got: $out"; exit 1; }
   echo "caught ($variant, $*): $(grep -m1 -- "$message" <<<"$out")"
 }
-expect_failure tfjob "restartPolicy must be equal to one of the allowed values" \
-  sed 's/restartPolicy: OnFailure/restartPolicy: Sometimes/'
+expect_failure tfjob "'Sometimes' is not one of" sed 's/restartPolicy: OnFailure/restartPolicy: Sometimes/'
 expect_failure tfjob 'named "tensorflow"' sed 's/name: tensorflow/name: trainer/'
-expect_failure plain "replicas must be integer" sed 's/replicas: 2/replicas: two/'
+expect_failure plain "'two' is not of type 'integer'" sed 's/replicas: 2/replicas: two/'
 expect_failure plain "the Service is not headless" sed 's/clusterIP: None/clusterIP: 10.96.0.10/'
 expect_failure plain "no PersistentVolumeClaim" sed 's/claimName: pstrain-model/claimName: pstrain-models/'
+# Strict mode: a misspelt field is an error, not a field Kubernetes would silently drop. In a
+# built-in object, in a TFJob's pod template, and where the schema would otherwise accept the
+# object (clusterIp: the Service would just get a cluster IP and not be headless).
+expect_failure plain "'imagePullPolcy' was unexpected" sed 's/imagePullPolicy: IfNotPresent/imagePullPolcy: IfNotPresent/'
+expect_failure plain "'clusterIp' was unexpected" sed 's/clusterIP: None/clusterIp: None/'
+expect_failure tfjob "'imagePullPolcy' was unexpected" sed 's/imagePullPolicy: IfNotPresent/imagePullPolcy: IfNotPresent/'
+expect_failure tls "'secretNme' was unexpected" sed 's/secretName: pstrain-tls/secretNme: pstrain-tls/'
 # Three worker pods while every TF_CONFIG still lists two workers: pod pstrain-worker-2's task
 # is outside the cluster.
 expect_failure plain "task worker:2 is not in the cluster" \
