@@ -101,6 +101,56 @@ def in_process_cluster(tf, num_workers, num_ps, worker_threads=1):
     return tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc")
 
 
+def add_ps_cluster_args(ap, loop, ps, batch):
+    """The flags every ParameterServerStrategy peer takes, with the peer's defaults."""
+    ap.add_argument("--loop", choices=["fit", "custom"], default=loop)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--ps", type=int, default=ps)
+    ap.add_argument("--worker_threads", type=int, default=1)
+    ap.add_argument("--steps_per_closure", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=batch)
+
+
+def import_tf_keras():
+    """TensorFlow and Keras 2 (tf_keras: Keras 3 has no parameter-server training), quietly."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+    import tf_keras as keras
+    return tf, keras
+
+
+def ps_strategy(tf, args, max_shards):
+    """ParameterServerStrategy over in_process_cluster, variables partitioned as pstrain's presets
+    are: MinSizePartitioner(256 KiB, at most max_shards shards)."""
+    resolver = in_process_cluster(tf, args.workers, args.ps, args.worker_threads)
+    partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(
+        min_shard_bytes=256 << 10, max_shards=max_shards)
+    return tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
+
+
+def k_step_closure(tf, strategy, k, replica_fn):
+    """A function for ClusterCoordinator.schedule that runs k steps of replica_fn(x, y) on one
+    worker's iterator and returns the last step's summed loss."""
+    @tf.function
+    def closure(it):
+        loss = tf.constant(0.0)
+        for _ in tf.range(k):
+            x, y = next(it)
+            loss = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(replica_fn, args=(x, y)), axis=None)
+        return loss
+    return closure
+
+
+def epoch_clock(keras):
+    """(times, callback): the callback appends [Timer, seconds] per Model.fit epoch."""
+    times = []
+    clock = keras.callbacks.LambdaCallback(
+        on_epoch_begin=lambda e, logs: times.append([Timer(), 0.0]),
+        on_epoch_end=lambda e, logs: times[-1].__setitem__(1, times[-1][0].seconds()))
+    return times, clock
+
+
 def result(**fields):
     """The peer's last line: RESULT {json}."""
     print("RESULT " + json.dumps(fields), flush=True)

@@ -14,27 +14,19 @@ MinSizePartitioner(256 KiB, at most --ps shards), --steps_per_closure steps per 
 (evaluated on the chief from the trained variables).
 """
 import argparse
-import os
 
-from tf_common import Timer, cnn, fmnist_dataset, in_process_cluster, load_fashion_mnist, log, result
+from tf_common import (Timer, add_ps_cluster_args, cnn, epoch_clock, fmnist_dataset, import_tf_keras, k_step_closure,
+                       load_fashion_mnist, log, ps_strategy, result)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--loop", choices=["fit", "custom"], default="fit")
-    ap.add_argument("--epochs", type=int, default=1)
+    add_ps_cluster_args(ap, loop="fit", ps=2, batch=64)
     ap.add_argument("--steps", type=int, default=0, help="total steps (overrides --epochs)")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--ps", type=int, default=2)
-    ap.add_argument("--worker_threads", type=int, default=1)
-    ap.add_argument("--steps_per_closure", type=int, default=10)
-    ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seed", type=int, default=42)
     args = ap.parse_args()
     wall = Timer()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-    import tf_keras as keras
+    tf, keras = import_tf_keras()
 
     tf.keras.utils.set_random_seed(args.seed)
     xtr, ytr, xte, yte = load_fashion_mnist()
@@ -43,10 +35,7 @@ def main():
     k = args.steps_per_closure
     total = -(-total // k) * k
 
-    resolver = in_process_cluster(tf, args.workers, args.ps, args.worker_threads)
-    partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(
-        min_shard_bytes=256 << 10, max_shards=args.ps)
-    strategy = tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
+    strategy = ps_strategy(tf, args, max_shards=args.ps)
     log("cluster up: %d workers, %d ps (%.1f s)" % (args.workers, args.ps, wall.seconds()))
 
     def dataset_fn(input_context):
@@ -67,9 +56,7 @@ def main():
         # workers' datasets), timed apart as the custom loop's first closure is.
         epochs = max(1, -(-total // steps_per_epoch)) if not args.steps else 2
         per_epoch = total // epochs
-        times = []
-        clock = keras.callbacks.LambdaCallback(on_epoch_begin=lambda e, logs: times.append([Timer(), 0.0]),
-                                               on_epoch_end=lambda e, logs: times[-1].__setitem__(1, times[-1][0].seconds()))
+        times, clock = epoch_clock(keras)
         t = Timer()
         model.fit(keras.utils.experimental.DatasetCreator(dataset_fn), epochs=epochs, steps_per_epoch=per_epoch,
                   verbose=0, callbacks=[clock])
@@ -90,22 +77,16 @@ def main():
 
         iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset_fn))
 
-        @tf.function
-        def closure(it):
-            def replica_fn(x, y):
-                with tf.GradientTape() as tape:
-                    logits = model(x, training=True)
-                    loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=args.batch)
-                grads = tape.gradient(loss, model.trainable_variables)
-                optimizer.apply_gradients(zip(grads, model.trainable_variables))
-                train_acc.update_state(y, logits)
-                return loss
-            loss = tf.constant(0.0)
-            for _ in tf.range(k):
-                x, y = next(it)
-                loss = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(replica_fn, args=(x, y)), axis=None)
+        def replica_fn(x, y):
+            with tf.GradientTape() as tape:
+                logits = model(x, training=True)
+                loss = tf.nn.compute_average_loss(loss_fn(y, logits), global_batch_size=args.batch)
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            train_acc.update_state(y, logits)
             return loss
 
+        closure = k_step_closure(tf, strategy, k, replica_fn)
         coordinator.schedule(closure, args=(iterator,))  # trace, build the workers' datasets
         coordinator.join()
         log("first closure done (%.1f s)" % wall.seconds())

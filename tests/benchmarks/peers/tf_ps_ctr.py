@@ -23,7 +23,7 @@ import tempfile
 import numpy as np
 
 import ctr_data
-from tf_common import Timer, in_process_cluster, log, result
+from tf_common import Timer, add_ps_cluster_args, epoch_clock, import_tf_keras, k_step_closure, log, ps_strategy, result
 
 TABLE, DIM = 100000, 16
 
@@ -50,18 +50,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--train", required=True)
     ap.add_argument("--test", required=True)
-    ap.add_argument("--loop", choices=["custom", "fit"], default="custom")
-    ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--ps", type=int, default=1)
-    ap.add_argument("--worker_threads", type=int, default=1)
-    ap.add_argument("--batch", type=int, default=1024)
-    ap.add_argument("--steps_per_closure", type=int, default=10)
+    add_ps_cluster_args(ap, loop="custom", ps=1, batch=1024)
     args = ap.parse_args()
     wall = Timer()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-    import tf_keras as keras
+    tf, keras = import_tf_keras()
     tf.keras.utils.set_random_seed(42)
 
     t = Timer()
@@ -73,9 +65,7 @@ def main():
     k = args.steps_per_closure
     steps = args.epochs * (len(ytr) // args.batch) // k * k  # whole closures of full batches
 
-    resolver = in_process_cluster(tf, args.workers, args.ps, args.worker_threads)
-    partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes=256 << 10, max_shards=2)
-    strategy = tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
+    strategy = ps_strategy(tf, args, max_shards=2)
     train_file = os.path.join(tmp, "train.bin")
 
     def dataset_fn(input_context):
@@ -96,9 +86,7 @@ def main():
     if args.loop == "fit":
         with strategy.scope():
             model.compile(optimizer, loss=keras.losses.BinaryCrossentropy(from_logits=True), steps_per_execution=k)
-        times = []
-        clock = keras.callbacks.LambdaCallback(on_epoch_begin=lambda e, logs: times.append([Timer(), 0.0]),
-                                               on_epoch_end=lambda e, logs: times[-1].__setitem__(1, times[-1][0].seconds()))
+        times, clock = epoch_clock(keras)
         model.fit(keras.utils.experimental.DatasetCreator(dataset_fn), epochs=2, steps_per_epoch=k, verbose=0)  # warm-up
         model.fit(keras.utils.experimental.DatasetCreator(dataset_fn), epochs=1, steps_per_epoch=steps, verbose=0,
                   callbacks=[clock])
@@ -108,19 +96,13 @@ def main():
         iterator = iter(coordinator.create_per_worker_dataset(
             tf.function(lambda: strategy.distribute_datasets_from_function(dataset_fn))))
 
-        @tf.function
-        def closure(it):
-            def replica_fn(x, y):
-                with tf.GradientTape() as tape:
-                    loss = tf.nn.compute_average_loss(bce(y, model(x, training=True)), global_batch_size=args.batch)
-                optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
-                                              model.trainable_variables))
-                return loss
-            loss = tf.constant(0.0)
-            for _ in tf.range(k):
-                x, y = next(it)
-                loss = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(replica_fn, args=(x, y)), axis=None)
+        def replica_fn(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(bce(y, model(x, training=True)), global_batch_size=args.batch)
+            optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
             return loss
+
+        closure = k_step_closure(tf, strategy, k, replica_fn)
 
         coordinator.schedule(closure, args=(iterator,))  # warm-up: tracing, the workers' datasets
         coordinator.join()
