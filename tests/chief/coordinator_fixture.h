@@ -58,7 +58,8 @@ class CoordinatorTest : public ::testing::Test {
     }
     std::vector<WorkerClient*> workers;
     for (auto& w : workers_) workers.push_back(w.get());
-    return std::make_unique<Coordinator>(&env_, spec_, ps, workers, addresses, options_);
+    return std::make_unique<Coordinator>(coordinator_env_ != nullptr ? coordinator_env_ : &env_, spec_, ps, workers,
+                                         addresses, options_);
   }
 
   int64_t TotalWorkerSteps() {
@@ -101,6 +102,7 @@ class CoordinatorTest : public ::testing::Test {
   }
 
   testing_util::SleepClockEnv env_;  // the coordinator's clock
+  Env* coordinator_env_ = nullptr;   // when set (not owned), the coordinator's Env instead of env_
   JobSpec spec_;
   CoordinatorOptions options_;
   std::vector<std::unique_ptr<FakePs>> ps_;
