@@ -197,8 +197,8 @@ class Coordinator : public WorkerPoolSink {
   // Takes a training record when one is due (every record_every_steps_ global steps, or with a
   // progress line) and logs a progress line every progress_interval_ms; `force`: both now.
   void MaybeReport(bool force);
-  // Global steps between evaluations: the schedule's eval_every_steps, or else one epoch (0: only
-  // the final evaluation).
+  // Global steps between evaluations: the schedule's eval_every_steps, or one epoch when the
+  // schedule does not say (0: only the final evaluation).
   int64_t EvalEverySteps() const;
   // One record of the run: a line of metrics.jsonl and an event of the TensorBoard files.
   void Record(const nlohmann::json& record);

@@ -49,7 +49,7 @@ absl::Status Coordinator::TrainLoop() {
 }
 
 int64_t Coordinator::EvalEverySteps() const {
-  if (spec_.schedule.eval_every_steps > 0) return spec_.schedule.eval_every_steps;
+  if (spec_.schedule.eval_every_steps >= 0) return spec_.schedule.eval_every_steps;  // 0: only at the end
   // As a Keras fit() with validation data: the test set after every epoch (the last one is the
   // final evaluation).
   return budget_.steps_per_epoch < budget_.total_steps ? budget_.steps_per_epoch : 0;

@@ -42,7 +42,7 @@ ABSL_FLAG(int64_t, steps, 0, "train this many global steps (overrides the job's 
 ABSL_FLAG(int64_t, steps_per_closure, 0, "worker steps per scheduled closure (overrides the job's; positive)");
 ABSL_FLAG(std::string, mode, "", "async or sync (overrides the job's)");
 ABSL_FLAG(int64_t, ps_replicas, -1, "backups per shard, 0 or 1 (overrides the job's ps_replicas)");
-ABSL_FLAG(int64_t, eval_every_steps, 0, "evaluate every N global steps (overrides the job's; 0 = at the end)");
+ABSL_FLAG(int64_t, eval_every_steps, 0, "evaluate every N global steps (overrides the job's; 0 = only at the end; default: after every epoch)");
 ABSL_FLAG(int64_t, checkpoint_every_steps, 0, "checkpoint every N global steps (overrides the job's)");
 ABSL_FLAG(int64_t, checkpoint_every_secs, 0, "checkpoint every N seconds (overrides the job's)");
 ABSL_FLAG(int64_t, wait_timeout_secs, 120, "how long to wait for every ps and worker to answer at start");
