@@ -39,8 +39,9 @@ line=$(grep -m1 "WARNING: the checkpoint" "$WORK/chief-0.log")
 grep -Eq "WARNING: the checkpoint $MODEL/ckpt-[0-9]+ could not be written \(failure 1 of at most 3 in a row; the newest, .*ckpt-[0-9]+, is kept\); training goes on .*: .*(No space left on device|space)" <<<"$line" \
   || fail "the warning does not name the path, the newest checkpoint and the reason: $line"
 kill -0 "$CHIEF" 2>/dev/null || fail "the chief exited at the failed checkpoint"
-ls -d "$MODEL"/*.tmp-* >/dev/null 2>&1 && fail "a half-written checkpoint was left: $(ls "$MODEL")"
-newest=$(ls -d "$MODEL"/ckpt-* | sort -t- -k2 -n | tail -n1)
+half=$(find "$MODEL" -name '*.tmp[-.]*')
+[ -z "$half" ] || fail "half-written files were left: $half"
+newest=$MODEL/$(ls "$MODEL" | grep -E '^ckpt-[0-9]+$' | sort -t- -k2 -n | tail -n1)
 "$BIN/pstrain" inspect --checkpoint="$newest" >"$WORK/inspect.log" 2>&1 \
   || fail "the checkpoint kept, $newest, does not verify: $(cat "$WORK/inspect.log")"
 grep -q "$newest" <<<"$line" || fail "the warning names another checkpoint than $newest: $line"
@@ -51,7 +52,8 @@ wait_pid "$CHIEF" 180
 [ "$WAIT_RC" = 0 ] || fail "the chief exited $WAIT_RC after the disk had room again"
 grep -q '"state": "done"' "$WORK/chief-0.log" || fail "the chief's summary does not say done"
 grep -q "saved checkpoint $MODEL/ckpt-4000" "$WORK/chief-0.log" || fail "no final checkpoint at step 4000"
-ls -d "$MODEL"/*.tmp-* >/dev/null 2>&1 && fail "a half-written checkpoint was left: $(ls "$MODEL")"
+half=$(find "$MODEL" -name '*.tmp[-.]*')
+[ -z "$half" ] || fail "half-written files were left: $half"
 "$BIN/pstrain" inspect --checkpoint="$MODEL/ckpt-4000" >"$WORK/inspect.log" 2>&1 \
   || fail "the final checkpoint does not verify: $(cat "$WORK/inspect.log")"
 echo "PASS: a checkpoint on a full disk was warned about ($line); the job went on and completed"
