@@ -31,6 +31,7 @@ class CoordinatorTest : public ::testing::Test {
     spec_ = *spec;
     spec_.schedule.steps = 40;
     spec_.schedule.steps_per_closure = 5;
+    spec_.schedule.eval_every_steps = 0;  // only at the end, unless a test says (the default: every epoch)
     Build(2, 2);
     options_.wait.timeout_ms = 2000;
     options_.wait.retry_interval_ms = 10;
