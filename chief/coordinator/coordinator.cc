@@ -105,7 +105,7 @@ absl::StatusOr<JobSummary> Coordinator::Run() {
     s = eval.status();
   }
   if (s.ok() && !options_.model_dir.empty() && last_checkpoint_step_ != tracker_->global_step()) {
-    s = SaveCheckpoint();
+    s = SaveCheckpointTolerant(/*final=*/true);
   }
   if (ps_watch_ != nullptr) ps_watch_->Stop();
   queue_.Shutdown();
@@ -193,6 +193,8 @@ absl::Status Coordinator::Prepare() {
         [this](int ps, const absl::Status& cause) { OnPsTrouble(ps, cause); });
   }
   last_report_micros_ = last_checkpoint_micros_ = train_start_micros_ = env_->NowMicros();
+  record_every_steps_ = std::max<int64_t>(1, (budget_.total_steps - start_step_) / std::max(1, options_.record_points));
+  next_record_step_ = start_step_ + record_every_steps_;
   sync_next_step_ = start_step_;
   absl::MutexLock lock(&mu_);
   ready_ = true;

@@ -56,7 +56,11 @@ struct CoordinatorOptions {
   std::string model_dir;                 // "" = no checkpoints, no metrics file
   ClusterWaitOptions wait;
   WorkerPoolOptions pool;
-  int64_t progress_interval_ms = 5000;
+  int64_t progress_interval_ms = 5000;   // between progress lines (and at least between records)
+  // Training records (metrics.jsonl, TensorBoard, the metrics' gauges) are also taken every
+  // 1/record_points of the run's steps, so even a short run draws a curve; the progress lines
+  // stay every progress_interval_ms.
+  int record_points = 40;
   int eval_shards_per_worker = 2;
   int64_t all_workers_lost_timeout_ms = 600000;  // fail when no worker answers for this long
   bool restore = true;                   // resume from the newest checkpoint in model_dir
@@ -82,6 +86,10 @@ struct CoordinatorOptions {
   // ps_probes[i] reaches ps task i with a short deadline (not owned; empty: the ps clients, whose
   // deadline may be minutes).
   std::vector<PsClient*> ps_probes;
+  // A checkpoint that cannot be written (a full disk, a ps that cannot write its shards) is
+  // warned about, counted and tried again at the next interval; the job fails after this many
+  // in a row (>= 1), or when the final checkpoint cannot be written.
+  int max_checkpoint_failures = 3;
 };
 
 struct JobSummary {
@@ -153,7 +161,16 @@ class Coordinator : public WorkerPoolSink {
   absl::Status WaitPhase();
   absl::Status CheckWorkersAlive();
   absl::StatusOr<EvalResult> Evaluate();
+  // Saves a checkpoint of the current step; any failure is returned.
   absl::Status SaveCheckpoint();
+  // The same, but a write that fails (after one more try when a ps was lost meanwhile) is put in
+  // `write_error` and OK returned; what is returned is what ends the job anyway (a lost ps that
+  // cannot be brought back).
+  absl::Status SaveCheckpointOnce(absl::Status* write_error);
+  // SaveCheckpoint during training: a failed write is warned about and counted, and fails the job
+  // only as the `max_checkpoint_failures`-th in a row. `final` (the checkpoint at the end): any
+  // failure fails the job, naming the newest checkpoint that was written.
+  absl::Status SaveCheckpointTolerant(bool final);
   // Lost ps tasks (coordinator_ps_loss.cc). Probes every ps and hands each that does not answer
   // or lost its shards to HandleLostPs; OK when every ps serves again.
   absl::Status CheckPsAlive();
@@ -177,7 +194,12 @@ class Coordinator : public WorkerPoolSink {
   absl::StatusOr<PsRestoreSource> RestoreSource(int ps);
   // Sync mode: every ps back to `from`, the step counter and the queue with them.
   absl::Status RollBackAll(const PsRestoreSource& from, int restored_ps);
+  // Takes a training record when one is due (every record_every_steps_ global steps, or with a
+  // progress line) and logs a progress line every progress_interval_ms; `force`: both now.
   void MaybeReport(bool force);
+  // Global steps between evaluations: the schedule's eval_every_steps, or one epoch when the
+  // schedule does not say (0: only the final evaluation).
+  int64_t EvalEverySteps() const;
   // One record of the run: a line of metrics.jsonl and an event of the TensorBoard files.
   void Record(const nlohmann::json& record);
   void Log(const std::string& line) const;
@@ -198,11 +220,14 @@ class Coordinator : public WorkerPoolSink {
   int64_t start_step_ = 0;
   int64_t next_closure_id_ = 1;
   int64_t start_micros_ = 0;
-  int64_t last_report_micros_ = 0;
+  int64_t last_report_micros_ = 0;     // the last progress line
+  int64_t record_every_steps_ = 1;      // set in Prepare (see CoordinatorOptions::record_points)
+  int64_t next_record_step_ = 0;
   int64_t train_start_micros_ = 0;
   double train_seconds_ = 0.0;
   int64_t last_checkpoint_micros_ = 0;
   int64_t last_checkpoint_step_ = -1;
+  int checkpoint_failures_in_row_ = 0;
   int64_t all_lost_since_micros_ = 0;
   int64_t sync_next_step_ = 0;         // sync mode: global step of the next round   // 0 while some worker is alive
   std::atomic<bool> stop_requested_{false};

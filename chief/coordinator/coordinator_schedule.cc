@@ -25,7 +25,8 @@ absl::Status Coordinator::TrainLoop() {
   while (!stop_requested_) {
     const int64_t step = tracker_->global_step();
     if (step >= budget_.total_steps) break;
-    const int64_t eval_at = NextBoundary(step, sched.eval_every_steps, budget_.total_steps);
+    const int64_t eval_every = EvalEverySteps();
+    const int64_t eval_at = NextBoundary(step, eval_every, budget_.total_steps);
     const int64_t ckpt_at = NextBoundary(step, sched.checkpoint_every_steps, budget_.total_steps);
     RETURN_IF_ERROR(RunTrainingPhase(std::min(eval_at, ckpt_at)));
     if (rolled_back_) {  // sync: every ps went back to a checkpoint; plan from that step
@@ -34,17 +35,24 @@ absl::Status Coordinator::TrainLoop() {
     }
     const int64_t now_step = tracker_->global_step();
     if (now_step >= budget_.total_steps) break;  // the final evaluation and checkpoint follow
-    if (sched.eval_every_steps > 0 && now_step % sched.eval_every_steps == 0 && HasTestData()) {
+    if (eval_every > 0 && now_step % eval_every == 0 && HasTestData()) {
       SetState("evaluating");
       RETURN_IF_ERROR(Evaluate().status());
       SetState("training");
     }
     const bool step_due = sched.checkpoint_every_steps > 0 && now_step % sched.checkpoint_every_steps == 0;
     if (checkpoints_ != nullptr && (step_due || TimedCheckpointDue()) && now_step != last_checkpoint_step_) {
-      RETURN_IF_ERROR(SaveCheckpoint());
+      RETURN_IF_ERROR(SaveCheckpointTolerant(/*final=*/false));
     }
   }
   return absl::OkStatus();
+}
+
+int64_t Coordinator::EvalEverySteps() const {
+  if (spec_.schedule.eval_every_steps >= 0) return spec_.schedule.eval_every_steps;  // 0: only at the end
+  // As a Keras fit() with validation data: the test set after every epoch (the last one is the
+  // final evaluation).
+  return budget_.steps_per_epoch < budget_.total_steps ? budget_.steps_per_epoch : 0;
 }
 
 bool Coordinator::TimedCheckpointDue() const {
@@ -158,6 +166,13 @@ absl::StatusOr<EvalResult> Coordinator::Evaluate() {
 }
 
 absl::Status Coordinator::SaveCheckpoint() {
+  absl::Status write_error;
+  RETURN_IF_ERROR(SaveCheckpointOnce(&write_error));
+  return write_error;
+}
+
+absl::Status Coordinator::SaveCheckpointOnce(absl::Status* write_error) {
+  *write_error = absl::OkStatus();
   // A ps restarted without its shards would save none: bring every ps back before saving.
   RETURN_IF_ERROR(CheckPsAlive());
   if (rolled_back_) return absl::OkStatus();  // sync: the state is that of the newest checkpoint
@@ -171,7 +186,10 @@ absl::Status Coordinator::SaveCheckpoint() {
     RETURN_IF_ERROR(CheckPsAlive());
     step = tracker_->global_step();
     dir = checkpoints_->Save(step, spec_json_, {{kDataPositionsFile, DataPositions::ToJson(step, data_->Snapshot())}});
-    if (!dir.ok()) return dir.status();
+    if (!dir.ok()) {
+      *write_error = dir.status();
+      return absl::OkStatus();
+    }
   }
   last_checkpoint_step_ = step;
   last_checkpoint_micros_ = env_->NowMicros();
@@ -182,12 +200,52 @@ absl::Status Coordinator::SaveCheckpoint() {
   return absl::OkStatus();
 }
 
+absl::Status Coordinator::SaveCheckpointTolerant(bool final) {
+  absl::Status write_error;
+  RETURN_IF_ERROR(SaveCheckpointOnce(&write_error));
+  if (write_error.ok()) {
+    checkpoint_failures_in_row_ = 0;
+    return absl::OkStatus();
+  }
+  ++checkpoint_failures_in_row_;
+  gauges_->OnCheckpointFailed();
+  // The next try waits for the next interval, not the next feed of the training loop.
+  last_checkpoint_micros_ = env_->NowMicros();
+  std::string newest;
+  {
+    absl::MutexLock lock(&mu_);
+    newest = last_checkpoint_.empty() ? "none was written in this model dir"
+                                      : absl::StrCat("the newest, ", last_checkpoint_, ", is kept");
+  }
+  const std::string path = absl::StrCat(options_.model_dir, "/ckpt-", tracker_->global_step());
+  const int limit = std::max(1, options_.max_checkpoint_failures);
+  // Aborted, whatever the write's own code: the job ends as a runtime failure (exit 1).
+  if (final) {
+    return absl::AbortedError(absl::StrCat("the final checkpoint ", path, " could not be written (", newest,
+                                           "): ", write_error.message()));
+  }
+  if (checkpoint_failures_in_row_ >= limit) {
+    return absl::AbortedError(absl::StrCat(checkpoint_failures_in_row_, " checkpoints in a row could not be written (",
+                                           "--max_checkpoint_failures=", limit, "; ", newest, "); the last, ",
+                                           path, ": ", write_error.message()));
+  }
+  Log(absl::StrCat("WARNING: the checkpoint ", path, " could not be written (failure ", checkpoint_failures_in_row_,
+                   " of at most ", limit, " in a row; ", newest, "); training goes on and tries again at the next ",
+                   "interval: ", write_error.message()));
+  return absl::OkStatus();
+}
+
 void Coordinator::MaybeReport(bool force) {
   const int64_t now = env_->NowMicros();
-  if (!force && now - last_report_micros_ < options_.progress_interval_ms * 1000) return;
-  last_report_micros_ = now;
+  const bool line_due = force || now - last_report_micros_ >= options_.progress_interval_ms * 1000;
+  const int64_t step = tracker_->global_step();
+  if (!line_due && step < next_record_step_) return;
+  next_record_step_ = (step / record_every_steps_ + 1) * record_every_steps_;
   ProgressWindow w = tracker_->TakeWindow();
-  Log(ProgressTracker::FormatLine(w));
+  if (line_due) {
+    last_report_micros_ = now;
+    Log(ProgressTracker::FormatLine(w));
+  }
   gauges_->OnWindow(w);
   gauges_->SetWorkersAlive(pool_->NumAlive());
   nlohmann::json j = ProgressTracker::ToJson(w);

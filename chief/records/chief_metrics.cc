@@ -50,6 +50,8 @@ ChiefMetrics::ChiefMetrics(MetricsRegistry* r)
       eval_(r),
       workers_alive_(r->GetGauge("pstrain_workers_alive", "Workers the chief can use now")),
       checkpoints_(r->GetCounter("pstrain_checkpoints_total", "Checkpoints saved")),
+      checkpoint_failures_(r->GetCounter("pstrain_checkpoint_failures_total",
+                                         "Checkpoints that could not be written (training went on)")),
       checkpoint_step_(r->GetGauge("pstrain_checkpoint_step", "Global step of the newest checkpoint saved")),
       checkpoint_bytes_(r->GetGauge("pstrain_checkpoint_size_bytes", "Size of the newest checkpoint saved")),
       checkpoint_seconds_(r->GetHistogram("pstrain_checkpoint_duration_seconds",
@@ -141,5 +143,7 @@ void ChiefMetrics::OnCheckpoint(int64_t step, double seconds, double bytes) {
   checkpoint_bytes_->Set(bytes);
   checkpoint_seconds_->Observe(seconds);
 }
+
+void ChiefMetrics::OnCheckpointFailed() { checkpoint_failures_->Increment(); }
 
 }  // namespace pstrain

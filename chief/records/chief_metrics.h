@@ -50,6 +50,8 @@ class ChiefMetrics {
   void OnPsLost(const std::string& ps);
   void OnPsRecovered(const std::string& ps, double pause_seconds, int64_t lost_updates);
   void OnCheckpoint(int64_t step, double seconds, double bytes);
+  // A checkpoint that could not be written (the job went on).
+  void OnCheckpointFailed();
 
  private:
   MetricsRegistry* const r_;
@@ -64,6 +66,7 @@ class ChiefMetrics {
   EvalMetrics eval_;
   Gauge* const workers_alive_;
   Counter* const checkpoints_;
+  Counter* const checkpoint_failures_;
   Gauge* const checkpoint_step_;
   Gauge* const checkpoint_bytes_;
   Histogram* const checkpoint_seconds_;

@@ -146,6 +146,7 @@ int RunChief(Env* env, const ChiefConfig& config) {
   options.start_over = config.start_over;
   options.memory_budget_bytes = config.memory_budget_bytes;
   options.init_only = config.init_only;
+  options.max_checkpoint_failures = config.max_checkpoint_failures;
   options.log = [](const std::string& line) { LogLine("chief", line); };
   options.metrics = config.metrics;
   options.ps_recovery.timeout_ms = config.ps_recovery_timeout_secs * 1000;
@@ -174,7 +175,7 @@ int RunChief(Env* env, const ChiefConfig& config) {
   if (!summary.ok()) {
     const std::string reason(summary.status().message());
     LogLine("chief", absl::StrCat("the job failed: ", reason));
-    for (const std::string& line : TellTasksJobFailed(ps, workers, task, reason, /*timeout_ms=*/3000)) {
+    for (const std::string& line : TellTasksJobEnded(ps, workers, task, reason, JobEnd::kFailed, /*timeout_ms=*/3000)) {
       LogLine("chief", line);
     }
     return ExitCodeFor(summary.status());
@@ -202,6 +203,16 @@ int RunChief(Env* env, const ChiefConfig& config) {
   }
   if (!summary->checkpoint.empty()) LogLine("chief", "checkpoint: " + summary->checkpoint);
   if (!summary->metrics_file.empty()) LogLine("chief", "metrics: " + summary->metrics_file);
+  if (summary->state == "done") {
+    // The job is over: the tasks exit 0 (unless started with --keep_serving), so a compose file,
+    // a pod set or a script waiting on them completes. A stopped job's tasks are the
+    // orchestrator's to stop; an initialized one's serve the training that follows.
+    for (const std::string& line :
+         TellTasksJobEnded(ps, workers, task, absl::StrCat("the job is done at step ", summary->global_step),
+                           JobEnd::kDone, /*timeout_ms=*/3000)) {
+      LogLine("chief", line);
+    }
+  }
   return summary->state == "stopped" ? kExitStoppedBySignal : kExitOk;
 }
 

@@ -30,6 +30,7 @@ struct ChiefConfig {
   bool restore = true;
   bool start_over = false;            // move an earlier run aside (see CoordinatorOptions)
   bool init_only = false;             // create or restore, checkpoint, stop (see CoordinatorOptions)
+  int max_checkpoint_failures = 3;    // failed checkpoints in a row that end the job (see CoordinatorOptions)
   int64_t memory_budget_bytes = 0;    // every task's (see CoordinatorOptions); 0: not checked
   std::string listen;                 // the status service's address ("": 0.0.0.0:<TF_CONFIG port>)
   MetricsRegistry* metrics = nullptr; // the process's Prometheus metrics (not owned; may be null)

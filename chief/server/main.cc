@@ -42,7 +42,7 @@ ABSL_FLAG(int64_t, steps, 0, "train this many global steps (overrides the job's 
 ABSL_FLAG(int64_t, steps_per_closure, 0, "worker steps per scheduled closure (overrides the job's; positive)");
 ABSL_FLAG(std::string, mode, "", "async or sync (overrides the job's)");
 ABSL_FLAG(int64_t, ps_replicas, -1, "backups per shard, 0 or 1 (overrides the job's ps_replicas)");
-ABSL_FLAG(int64_t, eval_every_steps, 0, "evaluate every N global steps (overrides the job's; 0 = at the end)");
+ABSL_FLAG(int64_t, eval_every_steps, 0, "evaluate every N global steps (overrides the job's; 0 = only at the end; default: after every epoch)");
 ABSL_FLAG(int64_t, checkpoint_every_steps, 0, "checkpoint every N global steps (overrides the job's)");
 ABSL_FLAG(int64_t, checkpoint_every_secs, 0, "checkpoint every N seconds (overrides the job's)");
 ABSL_FLAG(int64_t, wait_timeout_secs, 120, "how long to wait for every ps and worker to answer at start");
@@ -57,6 +57,9 @@ ABSL_FLAG(int64_t, ps_recovery_timeout_secs, 300,
           "how long a lost ps may take to answer again at its address before the job fails");
 ABSL_FLAG(int64_t, ps_health_deadline_secs, 15,
           "a ps that does not answer the chief's health check within this long is taken for lost (a hung ps)");
+ABSL_FLAG(int64_t, max_checkpoint_failures, 3,
+          "fail the job after this many checkpoints in a row could not be written (a failed one is warned about "
+          "and tried again at the next interval; a failed final checkpoint always fails the job)");
 ABSL_FLAG(bool, restore, true,
           "resume from the newest checkpoint in --model_dir (false is refused when an earlier run is there: use "
           "--start_over)");
@@ -119,7 +122,7 @@ absl::Status CheckChiefFlags() {
   for (const auto* flag :
        {&FLAGS_wait_timeout_secs, &FLAGS_progress_secs, &FLAGS_closure_timeout_secs, &FLAGS_poll_secs,
         &FLAGS_all_workers_lost_timeout_secs, &FLAGS_eval_poll_secs, &FLAGS_worker_silence_timeout_secs,
-        &FLAGS_ps_recovery_timeout_secs, &FLAGS_ps_health_deadline_secs}) {
+        &FLAGS_ps_recovery_timeout_secs, &FLAGS_ps_health_deadline_secs, &FLAGS_max_checkpoint_failures}) {
     RETURN_IF_ERROR(
         CheckInRange(absl::GetFlag(*flag), secs, absl::StrCat("--", absl::GetFlagReflectionHandle(*flag).Name())));
   }
@@ -212,6 +215,7 @@ int Main() {
   c.ps_health_deadline_secs = absl::GetFlag(FLAGS_ps_health_deadline_secs);
   c.restore = absl::GetFlag(FLAGS_restore) && !c.start_over;
   c.init_only = absl::GetFlag(FLAGS_init_only);
+  c.max_checkpoint_failures = static_cast<int>(absl::GetFlag(FLAGS_max_checkpoint_failures));
   c.metrics = &metrics;
   c.transport = setup->transport;
   return RunChief(Env::Default(), c);

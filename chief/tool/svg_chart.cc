@@ -87,13 +87,18 @@ void AppendPanel(const ChartPanel& p, int x0, int y0, const ChartLayout& layout,
   }
   for (const ChartSeries& s : p.series) {
     std::string pts;
+    int drawn = 0;
     for (const auto& [x, y] : s.points) {
-      if (std::isfinite(x) && std::isfinite(y)) absl::StrAppendFormat(&pts, "%.1f,%.1f ", sx(x), sy(y));
+      if (std::isfinite(x) && std::isfinite(y)) {
+        absl::StrAppendFormat(&pts, "%.1f,%.1f ", sx(x), sy(y));
+        ++drawn;
+      }
     }
     if (pts.empty()) continue;
     absl::StrAppendFormat(out, "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", pts,
                           s.color, s.dashed ? " stroke-dasharray=\"7,4\"" : "");
-    if (!s.markers) continue;
+    // A line of one point draws nothing: a lone point gets its marker whatever the series' style.
+    if (!s.markers && drawn > 1) continue;
     for (const auto& [x, y] : s.points) {
       if (std::isfinite(x) && std::isfinite(y)) {
         absl::StrAppendFormat(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", sx(x), sy(y), s.color);

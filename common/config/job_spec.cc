@@ -262,7 +262,7 @@ absl::Status ParseSchedule(JsonFields& top, ScheduleSpec* s) {
   ASSIGN_OR_RETURN(s->epochs, f.Int("epochs", 0, count));
   ASSIGN_OR_RETURN(s->steps, f.Int("steps", 0, count));
   ASSIGN_OR_RETURN(s->steps_per_closure, f.Int("steps_per_closure", d.steps_per_closure, DimensionRange()));
-  ASSIGN_OR_RETURN(s->eval_every_steps, f.Int("eval_every_steps", 0, count));
+  ASSIGN_OR_RETURN(s->eval_every_steps, f.Int("eval_every_steps", -1, count));  // absent: every epoch
   ASSIGN_OR_RETURN(s->checkpoint_every_steps, f.Int("checkpoint_every_steps", 0, count));
   ASSIGN_OR_RETURN(s->checkpoint_every_secs, f.Int("checkpoint_every_secs", 0, count));
   ASSIGN_OR_RETURN(s->keep_checkpoints, f.Int("keep_checkpoints", d.keep_checkpoints, DimensionRange()));
@@ -365,7 +365,7 @@ json JobSpecToJson(const JobSpec& spec) {
     data["test_files"] = d.test_files;
     data["skip_bad_lines"] = d.skip_bad_lines;
   }
-  return json{
+  json j{
       {"name", spec.name},
       {"model", model},
       {"optimizer",
@@ -397,7 +397,6 @@ json JobSpecToJson(const JobSpec& spec) {
        {{"epochs", s.epochs},
         {"steps", s.steps},
         {"steps_per_closure", s.steps_per_closure},
-        {"eval_every_steps", s.eval_every_steps},
         {"checkpoint_every_steps", s.checkpoint_every_steps},
         {"checkpoint_every_secs", s.checkpoint_every_secs},
         {"keep_checkpoints", s.keep_checkpoints}}},
@@ -415,6 +414,9 @@ json JobSpecToJson(const JobSpec& spec) {
       {"terminate_on_nan", spec.terminate_on_nan},
       {"ps_replicas", spec.ps_replicas},
   };
+  // Not given: after every epoch, which the spec says by leaving the key out.
+  if (s.eval_every_steps >= 0) j["schedule"]["eval_every_steps"] = s.eval_every_steps;
+  return j;
 }
 
 absl::Status CheckPsReplicas(const JobSpec& spec, int num_ps) {

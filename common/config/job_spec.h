@@ -119,7 +119,7 @@ struct ScheduleSpec {
   int64_t epochs = 0;          // either epochs or steps (> 0)
   int64_t steps = 0;           // global steps of batch_size examples
   int64_t steps_per_closure = 10;  // k steps a worker runs per scheduled closure
-  int64_t eval_every_steps = 0;    // 0: only at the end
+  int64_t eval_every_steps = -1;   // -1 (not given): after every epoch; 0: only at the end
   int64_t checkpoint_every_steps = 0;
   int64_t checkpoint_every_secs = 0;
   int64_t keep_checkpoints = 5;

@@ -7,6 +7,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/platform/exit_codes.h"
 
 namespace pstrain {
 namespace {
@@ -22,6 +23,12 @@ sigset_t StopSet() {
 
 absl::Mutex remote_mu(absl::kConstInit);
 std::string* remote_reason ABSL_GUARDED_BY(remote_mu) = nullptr;  // leaked: read until exit
+bool remote_job_done ABSL_GUARDED_BY(remote_mu) = false;
+
+std::string Describe(const ShutdownRequest& request) {
+  return absl::StrCat(request.caller().empty() ? "the chief" : request.caller(), " ended the job",
+                      request.job_done() ? " (done)" : " (failed)", ": ", request.reason());
+}
 
 }  // namespace
 
@@ -37,6 +44,7 @@ StopReason WaitForStop() {
   absl::MutexLock lock(&remote_mu);
   if (reason.signal_number == SIGUSR1 && remote_reason != nullptr) {
     reason.remote = true;
+    reason.job_done = remote_job_done;
     reason.description = *remote_reason;
   } else {
     reason.description = strsignal(reason.signal_number);
@@ -48,12 +56,22 @@ absl::Status RequestRemoteShutdown(const ShutdownRequest& request) {
   {
     absl::MutexLock lock(&remote_mu);
     if (remote_reason == nullptr) {
-      remote_reason = new std::string(absl::StrCat(request.caller().empty() ? "the chief" : request.caller(),
-                                                   " ended the job: ", request.reason()));
+      remote_reason = new std::string(Describe(request));
+      remote_job_done = request.job_done();
     }
   }
   kill(getpid(), SIGUSR1);
   return absl::OkStatus();
+}
+
+int StopExitCode(const StopReason& reason) { return reason.remote && !reason.job_done ? kExitRuntimeFailure : kExitOk; }
+
+RemoteShutdownHandler RemoteShutdownHandlerFor(bool keep_serving, std::function<void(const std::string&)> log) {
+  if (!keep_serving) return RequestRemoteShutdown;
+  return [log = std::move(log)](const ShutdownRequest& request) {
+    if (log) log(absl::StrCat(Describe(request), "; --keep_serving: still serving"));
+    return absl::OkStatus();
+  };
 }
 
 }  // namespace pstrain

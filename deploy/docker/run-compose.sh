@@ -117,6 +117,16 @@ for service in $(compose config --services); do
 done
 log "logs of every task: $WORK/logs/<service>.log (or: docker-compose -p $PROJECT -f $COMPOSE_FILE logs)"
 log "cluster ran $((t2 - t1)) s; chief exit status $status"
+# A done job's ps and workers exit 0 on their own (the chief tells them): say how each ended.
+if [ "$status" = 0 ]; then
+  for service in $(compose config --services); do
+    [ "$service" = chief ] && continue
+    id=$(compose ps -q "$service")
+    [ -n "$id" ] || continue
+    code=$(timeout 15 docker wait "$id" 2>/dev/null) || code="still running after 15 s"
+    log "$service: exit status $code"
+  done
+fi
 
 # The chief's final JSON summary (stdout) has "final_test_accuracy": <fraction>.
 accuracy=$(grep -o '"final_test_accuracy": *[0-9.]*' "$WORK/logs/chief.log" | tail -n1 | grep -o '[0-9.]*$' || true)

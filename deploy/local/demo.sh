@@ -179,6 +179,21 @@ elif [ "$rc" != 0 ]; then
   echo "demo: the chief exited with status $rc; see $RUN_DIR/logs/" >&2
   exit "$rc"
 fi
+# The chief told every ps and worker that the job is done: they exit 0 on their own (the EXIT
+# trap stops any still running after 15 s).
+left=""
+for pid in "${PIDS[@]}"; do
+  for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then left+=" $pid (still running)"; continue; fi
+  task_rc=0
+  wait "$pid" || task_rc=$?
+  [ "$task_rc" = 0 ] || left+=" $pid (exit $task_rc)"
+done
+if [ -n "$left" ]; then
+  echo "demo: not every ps and worker ended cleanly:$left; see $RUN_DIR/logs/" >&2
+else
+  echo "demo: every ps and worker exited 0 once the job was done" >&2
+fi
 python3 - "$RUN_DIR/summary.json" "$RUN_DIR" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -32,6 +32,9 @@
 ABSL_FLAG(int64_t, memory_budget_bytes, 0,
           "most bytes of variable values and optimizer slots this ps holds; shards beyond it are refused "
           "(default 0: half of this host's memory)");
+ABSL_FLAG(bool, keep_serving, false,
+          "keep serving when the chief ends the job (by default the ps exits: 0 when the job is done, 1 when it "
+          "failed); for a ps that several jobs reuse. SIGTERM still stops it");
 ABSL_FLAG(int, max_connections, 4096,
           "tensor-channel connections (and connections not yet sorted from gRPC's) the ps holds at once; more are "
           "refused with a log line");
@@ -140,7 +143,8 @@ int main(int argc, char** argv) {
   pstrain::PsGrpcServer::Options serving;
   serving.env = pstrain::Env::Default();
   serving.tls = setup->transport.tls;
-  serving.on_shutdown = pstrain::RequestRemoteShutdown;
+  serving.on_shutdown = pstrain::RemoteShutdownHandlerFor(absl::GetFlag(FLAGS_keep_serving),
+                                                         [who](const std::string& line) { std::cerr << who << line << std::endl; });
   serving.metrics = &metrics;
   serving.log = [who](const std::string& line) { std::cerr << who << line << std::endl; };
   // The cap stays below the open-files limit, with room for checkpoint files and gRPC's sockets.
@@ -172,5 +176,5 @@ int main(int argc, char** argv) {
   std::cerr << "pstrain-ps: " << task << " stopped" << std::endl;
   // Every call has finished and the ps keeps nothing to flush (checkpoints are written by Save).
   // Skip the destructors: gRPC 1.51's library teardown can sit ~10 s in an idle poller's wait.
-  std::_Exit(stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitOk);
+  std::_Exit(pstrain::StopExitCode(stop));
 }

@@ -31,6 +31,7 @@ class CoordinatorTest : public ::testing::Test {
     spec_ = *spec;
     spec_.schedule.steps = 40;
     spec_.schedule.steps_per_closure = 5;
+    spec_.schedule.eval_every_steps = 0;  // only at the end, unless a test says (the default: every epoch)
     Build(2, 2);
     options_.wait.timeout_ms = 2000;
     options_.wait.retry_interval_ms = 10;
@@ -58,7 +59,8 @@ class CoordinatorTest : public ::testing::Test {
     }
     std::vector<WorkerClient*> workers;
     for (auto& w : workers_) workers.push_back(w.get());
-    return std::make_unique<Coordinator>(&env_, spec_, ps, workers, addresses, options_);
+    return std::make_unique<Coordinator>(coordinator_env_ != nullptr ? coordinator_env_ : &env_, spec_, ps, workers,
+                                         addresses, options_);
   }
 
   int64_t TotalWorkerSteps() {
@@ -101,6 +103,7 @@ class CoordinatorTest : public ::testing::Test {
   }
 
   testing_util::SleepClockEnv env_;  // the coordinator's clock
+  Env* coordinator_env_ = nullptr;   // when set (not owned), the coordinator's Env instead of env_
   JobSpec spec_;
   CoordinatorOptions options_;
   std::vector<std::unique_ptr<FakePs>> ps_;

@@ -19,7 +19,7 @@ for task in ps-0:$PS worker-0:$W0 worker-1:$W1; do
   name=${task%%:*} pid=${task##*:}
   wait_pid "$pid" 15
   [ "$WAIT_RC" = 1 ] || fail "$name exited $WAIT_RC after the job failed (want 1)"
-  grep -q "stopping: chief:0 ended the job: .*no-such-dir" "$WORK/$name.log" || fail "$name did not log the reason"
+  grep -q "stopping: chief:0 ended the job (failed): .*no-such-dir" "$WORK/$name.log" || fail "$name did not log the reason"
   grep -q "told ${name/-/:} at " "$WORK/chief-0.log" || fail "the chief did not say it told $name"
 done
 echo "PASS: the failed job was named by the chief and every other task was told and exited 1"

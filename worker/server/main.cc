@@ -34,6 +34,9 @@ ABSL_FLAG(std::string, device, "cpu", "where gradients are computed: cpu, cuda o
 ABSL_FLAG(int, threads, 0, "compute threads (default: all cores)");
 ABSL_FLAG(int, replicas, 1, "local replicas: each batch is split over them and their gradients summed");
 ABSL_FLAG(std::string, data_dir, "", "directory of the dataset files (overrides the job's data.dir)");
+ABSL_FLAG(bool, keep_serving, false,
+          "keep serving when the chief ends the job (by default the worker exits: 0 when the job is done, 1 when "
+          "it failed). SIGTERM still stops it");
 ABSL_FLAG(int, overlap_push, -1,
           "async jobs: keep a step's push in flight while the next step pulls and computes (1), never (0), or "
           "only when the job keeps backups, ps_replicas > 0 (-1)");
@@ -116,7 +119,11 @@ int main(int argc, char** argv) {
   pstrain::Worker worker(pstrain::Env::Default(), config->options, MeteredPsClients(&metrics, setup->transport),
                          config->compute);
   auto server = pstrain::WorkerGrpcServer::Start(
-      &worker, setup->listen, pstrain::RequestRemoteShutdown, &metrics, setup->transport.tls,
+      &worker, setup->listen,
+      pstrain::RemoteShutdownHandlerFor(
+          absl::GetFlag(FLAGS_keep_serving),
+          [task](const std::string& line) { std::cerr << "pstrain-worker: " << task << ": " << line << std::endl; }),
+      &metrics, setup->transport.tls,
       [task](const std::string& line) { std::cerr << "pstrain-worker: " << task << ": " << line << std::endl; });
   if (!server.ok()) {
     std::cerr << "pstrain-worker: " << task << ": " << server.status().message() << "\n";
@@ -129,7 +136,7 @@ int main(int argc, char** argv) {
             << "; cpu kernels " << pstrain::DescribeCpuLevel() << ")" << std::endl;
   const pstrain::StopReason stop = pstrain::WaitForStop();
   std::cerr << "pstrain-worker: " << task << " stopping: " << stop.description << std::endl;
-  const int exit_code = stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitOk;
+  const int exit_code = pstrain::StopExitCode(stop);
   worker.Shutdown();
   // A step blocked on a ps (a sync pull waiting for other workers) cannot be interrupted; do not
   // let it hold the exit longer than a few seconds.

@@ -1,11 +1,11 @@
 #!/bin/sh
 # Forms TF_CONFIG for this pod, then runs the command given as arguments with it (POSIX sh).
 #   sh /etc/pstrain/tf-config.sh pstrain-worker --data_dir=...
-# Pods are named <name>-<type>-<ordinal> (the StatefulSets' ordinals; the chief Job's pod sets its
+# Pods are named <name>-<type>-<index> (the Indexed Jobs' indexes; the chief Job's pod sets its
 # hostname to <name>-chief-0) and each type has a headless Service <name>-<type>, so task <type>:<i>
 # is reached at <name>-<type>-<i>.<name>-<type>:<port> from any pod of the namespace.
 # Environment: PSTRAIN_TASK_TYPE (chief, worker or ps), PSTRAIN_NUM_WORKERS and PSTRAIN_NUM_PS (the
-# StatefulSets' replicas), PSTRAIN_NAME (default pstrain), PSTRAIN_PORT (default 2222).
+# Jobs' completions), PSTRAIN_NAME (default pstrain), PSTRAIN_PORT (default 2222).
 set -eu
 name=${PSTRAIN_NAME:-pstrain}
 port=${PSTRAIN_PORT:-2222}

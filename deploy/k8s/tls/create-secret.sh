@@ -3,7 +3,7 @@
 # the Secret pstrain-tls holding it (without the CA's key, which stays in --out) for kubectl apply.
 #   deploy/k8s/tls/create-secret.sh --out DIR [--workers 2] [--ps 2] [--name pstrain] [--port 2222]
 #                                   [--pstrain PATH] | kubectl apply -f -
-# Keep the counts equal to the StatefulSets' replicas (as tf-config.sh is told them).
+# Keep the counts equal to the Jobs' completions (as tf-config.sh is told them).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 OUT="" WORKERS=2 PS=2 NAME=pstrain PORT=2222 PSTRAIN=build/bin/pstrain

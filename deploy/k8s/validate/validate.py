@@ -105,6 +105,10 @@ def pod_templates(docs):
         if kind == "StatefulSet":
             pods = ["%s-%d" % (o["metadata"]["name"], i) for i in range(o["spec"].get("replicas", 1))]
             out.append((o, id_of(o), o["spec"]["template"], pods))
+        elif kind == "Job" and o["spec"].get("completionMode") == "Indexed":
+            # An Indexed Job's pods have the host names <job>-<index>.
+            pods = ["%s-%d" % (o["metadata"]["name"], i) for i in range(o["spec"].get("completions", 1))]
+            out.append((o, id_of(o), o["spec"]["template"], pods))
         elif kind in ("Job", "Deployment"):
             host = o["spec"]["template"]["spec"].get("hostname")
             out.append((o, id_of(o), o["spec"]["template"], [host] if host else []))

@@ -48,16 +48,25 @@ TEST(JobShutdownTest, TellsEveryTaskAndReportsWhoCouldNotBeTold) {
   RecordingWorker alive("worker:0", false), gone("worker:1", true);
   DefaultPs ps;
   std::vector<std::string> lines =
-      TellTasksJobFailed({&ps}, {&alive, &gone}, "chief:0", "shape mismatch on dense/kernel", 1500);
+      TellTasksJobEnded({&ps}, {&alive, &gone}, "chief:0", "shape mismatch on dense/kernel", JobEnd::kFailed, 1500);
   EXPECT_EQ(alive.got.reason(), "shape mismatch on dense/kernel");
   EXPECT_EQ(alive.got.caller(), "chief:0");
   EXPECT_EQ(alive.timeout, 1500);
+  EXPECT_FALSE(alive.got.job_done());
   EXPECT_EQ(gone.got.reason(), "shape mismatch on dense/kernel");
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], "told worker:0 that the job failed");
   EXPECT_THAT(lines[1], HasSubstr("could not tell worker:1 that the job failed (connection refused)"));
   EXPECT_THAT(lines[2], HasSubstr("could not tell ps:0"));
   EXPECT_THAT(lines[2], HasSubstr("cannot be shut down remotely"));
+}
+
+TEST(JobShutdownTest, ADoneJobSaysSo) {
+  RecordingWorker alive("worker:0", false);
+  std::vector<std::string> lines = TellTasksJobEnded({}, {&alive}, "chief:0", "done at step 40", JobEnd::kDone, 1500);
+  EXPECT_TRUE(alive.got.job_done());
+  EXPECT_EQ(alive.got.reason(), "done at step 40");
+  EXPECT_THAT(lines, ElementsAre("told worker:0 that the job is done"));
 }
 
 }  // namespace

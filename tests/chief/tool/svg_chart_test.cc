@@ -41,5 +41,14 @@ TEST(SvgChartTest, DocumentHasItsSizePanelsSeriesAndEscapedLegend) {
   EXPECT_THAT(svg, HasSubstr(">a&lt;b<"));
 }
 
+TEST(SvgChartTest, APanelWithOnePointShowsIt) {
+  ChartPanel p{"Loss", "step", "loss", {}};
+  p.series.push_back(ChartSeries{"#d62728", false, false, {{40, 0.5}, {50, std::nan("")}}});
+  const std::string svg = RenderChartSvg({p}, {}, ChartLayout());
+  EXPECT_THAT(svg, ::testing::Not(HasSubstr(">no data<")));
+  EXPECT_THAT(svg, HasSubstr("<circle"));
+  EXPECT_THAT(svg, HasSubstr("fill=\"#d62728\""));
+}
+
 }  // namespace
 }  // namespace pstrain

@@ -87,6 +87,22 @@ TEST(JobSpecTest, RoundTripsThroughCanonicalJson) {
   EXPECT_EQ(JobSpecToJson(*again), JobSpecToJson(*spec));
 }
 
+TEST(JobSpecTest, EvaluationIsEveryEpochUnlessTheScheduleSays) {
+  auto spec = LoadJobSpec("cnn");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->schedule.eval_every_steps, -1);  // not given: after every epoch
+  EXPECT_FALSE(JobSpecToJson(*spec)["schedule"].contains("eval_every_steps"));
+  for (int64_t every : {0, 500}) {  // 0: only at the end
+    spec->schedule.eval_every_steps = every;
+    auto again = JobSpecFromJson(JobSpecToJson(*spec));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->schedule.eval_every_steps, every);
+  }
+  auto doc = Cnn();
+  doc["schedule"]["eval_every_steps"] = -1;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("schedule.eval_every_steps"));
+}
+
 TEST(JobSpecTest, ErrorsNameTheField) {
   auto doc = Cnn();
   doc["model"]["layers"][5]["units"] = 0;

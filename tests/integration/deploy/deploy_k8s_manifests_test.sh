@@ -65,7 +65,7 @@ expect_failure() {
 }
 expect_failure tfjob "'Sometimes' is not one of" sed 's/restartPolicy: OnFailure/restartPolicy: Sometimes/'
 expect_failure tfjob 'named "tensorflow"' sed 's/name: tensorflow/name: trainer/'
-expect_failure plain "'two' is not of type 'integer'" sed 's/replicas: 2/replicas: two/'
+expect_failure plain "'two' is not of type 'integer'" sed 's/completions: 2/completions: two/'
 expect_failure plain "the Service is not headless" sed 's/clusterIP: None/clusterIP: 10.96.0.10/'
 expect_failure plain "no PersistentVolumeClaim" sed 's/claimName: pstrain-model/claimName: pstrain-models/'
 # Strict mode: a misspelt field is an error, not a field Kubernetes would silently drop. In a
@@ -78,5 +78,15 @@ expect_failure tls "'secretNme' was unexpected" sed 's/secretName: pstrain-tls/s
 # Three worker pods while every TF_CONFIG still lists two workers: pod pstrain-worker-2's task
 # is outside the cluster.
 expect_failure plain "task worker:2 is not in the cluster" \
-  awk 'BEGIN { RS = "---\n"; ORS = "---\n" } /serviceName: pstrain-worker/ { sub(/replicas: 2/, "replicas: 3") } { print }'
+  awk 'BEGIN { RS = "---\n"; ORS = "---\n" } /subdomain: pstrain-worker/ { sub(/completions: 2/, "completions: 3") } { print }'
+# The ps and workers run to completion: a restart policy that restarts a task which exited 0 (the
+# chief said the job is done) would keep the pods from ever completing.
+for kind in ps worker; do
+  policy=$(awk -v k="pstrain-$kind" 'BEGIN { RS = "---\n" } $0 ~ "subdomain: " k { if (match($0, /restartPolicy: [A-Za-z]+/)) print substr($0, RSTART + 15, RLENGTH - 15) }' "$tmp/plain.yaml")
+  [ "$policy" = OnFailure ] || { echo "FAIL: pstrain-$kind's pods have restartPolicy '$policy', want OnFailure"; exit 1; }
+done
+for rtype in Chief PS Worker; do
+  grep -A40 "^    $rtype:" "$tmp/tfjob.yaml" | grep -m1 "restartPolicy:" | grep -q OnFailure \
+    || { echo "FAIL: the TFJob's $rtype restartPolicy is not OnFailure"; exit 1; }
+done
 echo "PASS: Kubernetes manifests valid; their TF_CONFIGs form one cluster; broken copies caught"

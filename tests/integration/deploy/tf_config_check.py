@@ -75,7 +75,8 @@ def write_compose_tf_configs(rendered, out_dir):
 
 def check_compose_ops(rendered):
     """Every service: a `pstrain health localhost:<port>` healthcheck, --metrics_port equal to its
-    prometheus.io/port label with prometheus.io/scrape "true"; ps and workers restart on failure;
+    prometheus.io/port label with prometheus.io/scrape "true"; ps and workers restart on failure
+    only (a done job's tasks exit 0 and stay down), the chief never;
     the chief waits for every other service to be healthy. Prints one line per problem."""
     import yaml
 
@@ -92,8 +93,11 @@ def check_compose_ops(rendered):
             problems.append(f"{name}: missing prometheus.io/scrape or /path labels: {labels}")
         if f"--metrics_port={port}" not in (s.get("command") or []):
             problems.append(f"{name}: its command has no --metrics_port={port} (the label's port)")
-        if name != "chief" and s.get("restart") != "on-failure":
-            problems.append(f"{name}: restart is {s.get('restart')}, expected on-failure")
+        # A done job's ps and workers exit 0 and stay down (on-failure), so `up` returns; the
+        # chief's exit status is the job's, never restarted.
+        want = "no" if name == "chief" else "on-failure"
+        if str(s.get("restart", "no")) != want:
+            problems.append(f"{name}: restart is {s.get('restart')}, expected {want}")
     depends = (services.get("chief") or {}).get("depends_on") or {}
     for name in services:
         if name != "chief" and (depends.get(name) or {}).get("condition") != "service_healthy":
