@@ -174,9 +174,10 @@ steps=$(json_get "$MODEL/summary.json" "d['global_step']")
 json_get "$MODEL/summary.json" "'worker:1' in ' '.join(d['lost_workers'])" | grep -q True \
   || slurm_fail "summary does not name worker:1 as lost"
 accuracy=$(json_get "$MODEL/summary.json" "d['final_test_accuracy']")
-# The demo's one epoch of the CNN reaches about 0.88-0.90; 0.85 leaves room for the lost worker's
-# share arriving late.
-python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$accuracy" \
-  || slurm_fail "test accuracy $accuracy after one epoch, below the demo's 0.85"
+# The demo (deploy/local/demo.sh: the same CNN, 2 ps, 2 async workers, one epoch) ended at 85.1% test
+# accuracy here, this test's runs at 87.1%: the order async updates land in varies it. 83% is below
+# that spread and far above what a broken training reaches.
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.83 else 1)" "$accuracy" \
+  || slurm_fail "test accuracy $accuracy after one epoch, below the demo's 0.83"
 echo "PASS: deploy/slurm/pstrain.sbatch (job $JOB_ID, 5 tasks by srun) trained the CNN for one epoch ($steps steps)" \
   "to test accuracy $accuracy after losing worker:1"
