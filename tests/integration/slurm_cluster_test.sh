@@ -26,13 +26,15 @@ head -c 1024 /dev/urandom >"$S/munge/munge.key"
 chmod 400 "$S/munge/munge.key"
 DAEMONS=()
 JOB_ID=""
+# Whether the job is still pending, running or ending.
+job_active() { squeue -h -j "$JOB_ID" -t PD,CF,R,CG,S -o %i 2>/dev/null | grep -q .; }
 
 # Stops the job (its tasks are slurmd's children), then the daemons, each by PID.
 slurm_cleanup() {
   local pid i f
   if [ -n "$JOB_ID" ]; then scancel "$JOB_ID" 2>/dev/null || true; fi
   if [ -n "$JOB_ID" ]; then  # bounded: the daemons go next either way
-    for ((i = 0; i < 100; i++)); do squeue -h -j "$JOB_ID" 2>/dev/null | grep -q . || break; sleep 0.1; done
+    for ((i = 0; i < 100; i++)); do job_active || break; sleep 0.1; done
   fi
   for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do kill -TERM "${DAEMONS[$i]}" 2>/dev/null || true; done
   for pid in "${DAEMONS[@]}"; do
@@ -128,7 +130,7 @@ RUN_DIR="$WORK/run"
 MODEL="$RUN_DIR/model"
 export PS=2 WORKERS=2 PSTRAIN_BIN="$BIN" RUN_DIR JOB=cnn EPOCHS=1 PORT_BASE=$BASE LISTEN_HOST=127.0.0.1
 export DISTRIBUTION=block TASK_SH="$REPO/deploy/slurm/task.sh" WORKER_ARGS=--threads=1
-export CHIEF_ARGS="--progress_secs=1 --wait_timeout_secs=60"
+export CHIEF_ARGS="--progress_secs=1 --wait_timeout_secs=60" STOP_GRACE_SECS=3
 JOB_ID=$(env -u TF_CONFIG sbatch --parsable --nodes=1 --ntasks=5 --overcommit --output="$WORK/batch.log" \
   --export=ALL "$REPO/deploy/slurm/pstrain.sbatch") || fail "sbatch refused the job: $JOB_ID"
 JOB_ID=${JOB_ID%%;*}
@@ -164,8 +166,9 @@ done < <(scontrol listpids "$JOB_ID" 2>/dev/null)
 kill -9 "$worker_pid"
 for ((i = 0; i < 600; i++)); do grep -q "lost worker:1" "$LOGS/rank-0.log" && break; sleep 0.1; done
 grep -q "lost worker:1" "$LOGS/rank-0.log" || slurm_fail "the chief did not take worker:1 for lost in 60 s"
-for ((i = 0; i < 2400; i++)); do squeue -h -j "$JOB_ID" 2>/dev/null | grep -q . || break; sleep 0.1; done
-[ -s "$RUN_DIR/chief.rc" ] || slurm_fail "the job did not end with the chief's status in 240 s"
+for ((i = 0; i < 2400; i++)); do job_active || break; sleep 0.1; done
+job_active && slurm_fail "the job did not end in 240 s"
+[ -s "$RUN_DIR/chief.rc" ] || slurm_fail "the job ended without the chief's status"
 [ "$(cat "$RUN_DIR/chief.rc")" = 0 ] || slurm_fail "the chief exited with $(cat "$RUN_DIR/chief.rc")"
 grep -q "the chief exited with 0" "$WORK/batch.log" || slurm_fail "the batch script did not end with the chief's status"
 
