@@ -1,5 +1,7 @@
 #include "common/config/slurm_cluster.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <set>
 #include <utility>
 
@@ -58,7 +60,8 @@ absl::Status ExpandName(absl::string_view hostlist, absl::string_view name, std:
   const size_t open = name.find('[');
   if (open == absl::string_view::npos) {
     if (name.find(']') != absl::string_view::npos) return BadHostlist(hostlist, "a ']' without its '['");
-    if (out->size() >= kMaxSlurmTasks) return BadHostlist(hostlist, absl::StrCat("more than ", kMaxSlurmTasks, " names"));
+    if (out->size() >= kMaxSlurmTasks)
+      return BadHostlist(hostlist, absl::StrCat("more than ", kMaxSlurmTasks, " names"));
     out->emplace_back(name);
     return absl::OkStatus();
   }
@@ -74,14 +77,16 @@ absl::Status ExpandName(absl::string_view hostlist, absl::string_view name, std:
   for (const std::string& number : numbers) {
     const std::string head = absl::StrCat(prefix, number);
     if (rest.empty()) {
-      if (out->size() >= kMaxSlurmTasks) return BadHostlist(hostlist, absl::StrCat("more than ", kMaxSlurmTasks, " names"));
+      if (out->size() >= kMaxSlurmTasks)
+        return BadHostlist(hostlist, absl::StrCat("more than ", kMaxSlurmTasks, " names"));
       out->push_back(head);
       continue;
     }
     std::vector<std::string> tails;
     RETURN_IF_ERROR(ExpandName(hostlist, rest, &tails));
     for (const std::string& tail : tails) {
-      if (out->size() >= kMaxSlurmTasks) return BadHostlist(hostlist, absl::StrCat("more than ", kMaxSlurmTasks, " names"));
+      if (out->size() >= kMaxSlurmTasks)
+        return BadHostlist(hostlist, absl::StrCat("more than ", kMaxSlurmTasks, " names"));
       out->push_back(head + tail);
     }
   }
@@ -93,8 +98,9 @@ absl::StatusOr<std::string> SlurmVariable(const std::function<const char*(const 
   const char* value = getenv(name);
   if (value == nullptr || *value == '\0') {
     return absl::FailedPreconditionError(
-        absl::StrCat(name, " is not set: --slurm_tasks needs a Slurm job step; start every task with srun inside an "
-                           "allocation (sbatch or salloc; see deploy/slurm/), or give a TF_CONFIG instead"));
+        absl::StrCat(name,
+                     " is not set: --slurm_tasks needs a Slurm job step; start every task with srun inside an "
+                     "allocation (sbatch or salloc; see deploy/slurm/), or give a TF_CONFIG instead"));
   }
   return std::string(value);
 }
@@ -140,9 +146,10 @@ absl::StatusOr<bool> IsCyclic(const std::function<const char*(const char*)>& get
   const std::string dist = text.substr(0, text.find_first_of(":,"));
   if (dist.empty() || dist == "block") return false;
   if (dist == "cyclic") return true;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "SLURM_DISTRIBUTION is \"", text, "\": --slurm_tasks places ranks by block or cyclic distribution only; start "
-      "the step with srun --distribution=block or --distribution=cyclic"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("SLURM_DISTRIBUTION is \"", text,
+                   "\": --slurm_tasks places ranks by block or cyclic distribution only; start "
+                   "the step with srun --distribution=block or --distribution=cyclic"));
 }
 
 // The node list and tasks per node of the step, checked against each other and the task count.
@@ -167,8 +174,8 @@ absl::Status ReadLayout(const std::function<const char*(const char*)>& getenv, i
 }
 
 // Checks that Slurm put this task where the layout says (when srun says where it did).
-absl::Status CheckOwnPlacement(const std::function<const char*(const char*)>& getenv, int rank,
-                               const std::string& node, int local, bool cyclic) {
+absl::Status CheckOwnPlacement(const std::function<const char*(const char*)>& getenv, int rank, const std::string& node,
+                               int local, bool cyclic) {
   const char* nodename = getenv("SLURMD_NODENAME");
   const char* localid = getenv("SLURM_LOCALID");
   int slurm_local = local;
@@ -179,7 +186,8 @@ absl::Status CheckOwnPlacement(const std::function<const char*(const char*)>& ge
     return absl::InvalidArgumentError(absl::StrCat(
         "the ", cyclic ? "cyclic" : "block", " layout of SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE puts rank ",
         rank, " on ", node, " as local task ", local, " but Slurm started it on ", nodename ? nodename : node,
-        " as local task ", slurm_local, " (SLURMD_NODENAME, SLURM_LOCALID); start the step with srun "
+        " as local task ", slurm_local,
+        " (SLURMD_NODENAME, SLURM_LOCALID); start the step with srun "
         "--distribution=block or --distribution=cyclic, without an arbitrary layout"));
   }
   return absl::OkStatus();
@@ -292,9 +300,9 @@ absl::StatusOr<SlurmCluster> ResolveSlurmCluster(absl::string_view tasks, int po
   int named = 0;
   for (const SlurmRole& role : roles) named += role.count;
   if (named != num_tasks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--slurm_tasks=", tasks, " names ", named, " tasks but the step has ", num_tasks,
-        " (SLURM_STEP_NUM_TASKS); start it with srun --ntasks=", named, " or change the counts"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--slurm_tasks=", tasks, " names ", named, " tasks but the step has ", num_tasks,
+                     " (SLURM_STEP_NUM_TASKS); start it with srun --ntasks=", named, " or change the counts"));
   }
   if (rank < 0 || rank >= num_tasks) {
     return absl::InvalidArgumentError(
@@ -308,8 +316,10 @@ absl::StatusOr<SlurmCluster> ResolveSlurmCluster(absl::string_view tasks, int po
   for (int n : per_node) most_per_node = std::max(most_per_node, n);
   if (port_base < 1 || port_base > 65535 - (most_per_node - 1)) {
     return absl::InvalidArgumentError(absl::StrCat("--slurm_port_base=", port_base, ": a node runs up to ",
-                                                   most_per_node, " tasks, at ports from the base on; give a base "
-                                                   "from 1 to ", 65536 - most_per_node));
+                                                   most_per_node,
+                                                   " tasks, at ports from the base on; give a base "
+                                                   "from 1 to ",
+                                                   65536 - most_per_node));
   }
   const std::vector<Placement> placement = PlaceRanks(per_node, cyclic, num_tasks);
   const Placement own = placement[static_cast<size_t>(rank)];
@@ -323,8 +333,7 @@ absl::StatusOr<SlurmCluster> ResolveSlurmCluster(absl::string_view tasks, int po
   for (const SlurmRole& role : roles) {
     for (int index = 0; index < role.count; ++index, ++next_rank) {
       const Placement& at = placement[static_cast<size_t>(next_rank)];
-      const std::string address =
-          absl::StrCat(nodes[static_cast<size_t>(at.node)], ":", port_base + at.local);
+      const std::string address = absl::StrCat(nodes[static_cast<size_t>(at.node)], ":", port_base + at.local);
       if (next_rank == rank) {
         out.tf_config.task = TaskId{role.type, index};
         own_address = address;
@@ -344,12 +353,12 @@ absl::StatusOr<SlurmCluster> ResolveSlurmCluster(absl::string_view tasks, int po
   for (const char* type : {kChief, kPs, kWorker}) {
     absl::StrAppend(&roles_text, "; ", type, ": ", Joined(cluster[type]));
   }
-  out.description = absl::StrCat(
-      "cluster from Slurm: rank ", rank, " of ", num_tasks, " on ", nodes[static_cast<size_t>(own.node)], " is ",
-      out.tf_config.task->ToString(),
-      out.tf_config.task->type == kEvaluator ? " (outside the training cluster)" : " at " + own_address, " (job ",
-      job ? job : "?", " step ", step ? step : "?", ", ", cyclic ? "cyclic" : "block",
-      " distribution, --slurm_tasks=", tasks, roles_text, ")");
+  out.description =
+      absl::StrCat("cluster from Slurm: rank ", rank, " of ", num_tasks, " on ", nodes[static_cast<size_t>(own.node)],
+                   " is ", out.tf_config.task->ToString(),
+                   out.tf_config.task->type == kEvaluator ? " (outside the training cluster)" : " at " + own_address,
+                   " (job ", job ? job : "?", " step ", step ? step : "?", ", ", cyclic ? "cyclic" : "block",
+                   " distribution, --slurm_tasks=", tasks, roles_text, ")");
   return out;
 }
 

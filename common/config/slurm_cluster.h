@@ -27,7 +27,7 @@
 
 namespace pstrain {
 
-// The most nodes a node list, or tasks a step, may name: far beyond any Slurm cluster, and a bound
+// The most nodes a node list, or tasks a step, may name: far beyond a parameter-server job, and a bound
 // on what a typo like node[0-999999999] may allocate.
 inline constexpr int kMaxSlurmTasks = 65536;
 
@@ -64,11 +64,11 @@ struct SlurmCluster {
 };
 
 // The cluster and this task from --slurm_tasks (`tasks`), --slurm_port_base (`port_base`) and the
-// Slurm variables `getenv` gives. REQUIRES: `tasks` is not empty. Errors, each naming the variable or flag and how to fix it:
-// FailedPrecondition when a variable srun sets is missing (not inside a step);
-// InvalidArgument when a variable is malformed, --slurm_tasks is malformed or counts other than the
-// step's tasks, the ports run past 65535, the distribution is neither block nor cyclic, or the
-// layout puts this task on another node or local index than Slurm did.
+// Slurm variables `getenv` gives. REQUIRES: `tasks` is not empty. Errors, each naming the variable
+// or flag and how to fix it: FailedPrecondition when a variable srun sets is missing (not inside a
+// step); InvalidArgument when a variable is malformed, --slurm_tasks is malformed or counts other
+// than the step's tasks, the ports run past 65535, the distribution is neither block nor cyclic, or
+// the layout puts this task on another node or local index than Slurm did.
 absl::StatusOr<SlurmCluster> ResolveSlurmCluster(absl::string_view tasks, int port_base,
                                                  const std::function<const char*(const char*)>& getenv);
 

@@ -1,10 +1,10 @@
 // The start-up every task binary shares (pstrain-chief, pstrain-worker, pstrain-ps): the flags they
 // all take are defined once, in task_bootstrap.cc (--tf_config, --slurm_tasks, --slurm_port_base,
 // --listen, --tls_dir, --tls_ca, --tls_cert, --tls_key, --ps_transport, --metrics_port), and
-// BootstrapTask turns them, TF_CONFIG (or the Slurm step) and the environment into a TaskSetup: who this task is, where it listens, how it reaches the ps, its
-// CPU level and its metrics port. A main parses its command line (task_flags.h), calls
-// BootstrapTask, then reads its own flags. Only a binary that links pstrain_task_bootstrap has these
-// flags (the `pstrain` tool does not).
+// BootstrapTask turns them, TF_CONFIG (or the Slurm step) and the environment into a TaskSetup: who
+// this task is, where it listens, how it reaches the ps, its CPU level and its metrics port. A main
+// parses its command line (task_flags.h), calls BootstrapTask, then reads its own flags. Only a
+// binary that links pstrain_task_bootstrap has these flags (the `pstrain` tool does not).
 // Thread-safety: call from main before any thread starts (it sets the process's CPU level).
 #ifndef PSTRAIN_COMMON_CONFIG_TASK_BOOTSTRAP_H_
 #define PSTRAIN_COMMON_CONFIG_TASK_BOOTSTRAP_H_
@@ -30,7 +30,7 @@ using Getenv = std::function<const char*(const char*)>;
 struct TaskFlagValues {
   std::string tf_config;                        // a TF_CONFIG file; "": the TF_CONFIG variable
   std::string slurm_tasks;                      // "": the cluster is not from a Slurm step (slurm_cluster.h)
-  int slurm_port_base = kDefaultSlurmPortBase;
+  int slurm_port_base = kDefaultSlurmPortBase;  // a task's port: this + its index on its node
   std::string listen;                           // "": 0.0.0.0:<port of this task in TF_CONFIG>
   TlsFiles tls;                                 // --tls_dir, --tls_ca, --tls_cert, --tls_key
   std::string ps_transport = "tensor_channel";  // how pulls and pushes reach the ps

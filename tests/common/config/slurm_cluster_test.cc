@@ -124,15 +124,14 @@ TEST(SlurmTasksFlagTest, RefusesWhatCannotTrain) {
 
 // A step of 7 tasks on node[01-03]: 3 on node01, 2 on each of the others.
 Vars SevenTaskStep(int rank) {
-  return {{"SLURM_PROCID", std::to_string(rank)},
-          {"SLURM_STEP_NUM_TASKS", "7"},
-          {"SLURM_STEP_NODELIST", "node[01-03]"},
-          {"SLURM_STEP_TASKS_PER_NODE", "3,2(x2)"},
-          {"SLURM_JOB_ID", "42"},
-          {"SLURM_STEP_ID", "0"}};
+  return {
+      {"SLURM_PROCID", std::to_string(rank)},   {"SLURM_STEP_NUM_TASKS", "7"}, {"SLURM_STEP_NODELIST", "node[01-03]"},
+      {"SLURM_STEP_TASKS_PER_NODE", "3,2(x2)"}, {"SLURM_JOB_ID", "42"},        {"SLURM_STEP_ID", "0"}};
 }
 
-std::vector<std::string> Addresses(const SlurmCluster& c, const char* job) { return c.tf_config.cluster.Addresses(job); }
+std::vector<std::string> Addresses(const SlurmCluster& c, const char* job) {
+  return c.tf_config.cluster.Addresses(job);
+}
 
 TEST(SlurmClusterTest, BlockLayoutGivesRanksTheirRolesInOrderAndPortsByLocalIndex) {
   Vars vars = SevenTaskStep(4);
@@ -197,36 +196,85 @@ struct BadStep {
   std::string name;
   std::string tasks;
   int port_base;
-  Vars change;                  // set ("" erases)
+  Vars change;  // set ("" erases)
   absl::StatusCode code;
   std::string message;
 };
 
 TEST(SlurmClusterTest, ABadStepOrFlagIsNamedWithTheWayOut) {
   const std::vector<BadStep> cases = {
-      {"counts", "chief:1,ps:2,worker:2", 8888, {}, absl::StatusCode::kInvalidArgument,
+      {"counts",
+       "chief:1,ps:2,worker:2",
+       8888,
+       {},
+       absl::StatusCode::kInvalidArgument,
        "--slurm_tasks=chief:1,ps:2,worker:2 names 5 tasks but the step has 7 (SLURM_STEP_NUM_TASKS); start it with "
        "srun --ntasks=5"},
-      {"no step", "chief:1,ps:2,worker:4", 8888, {{"SLURM_PROCID", ""}}, absl::StatusCode::kFailedPrecondition,
+      {"no step",
+       "chief:1,ps:2,worker:4",
+       8888,
+       {{"SLURM_PROCID", ""}},
+       absl::StatusCode::kFailedPrecondition,
        "SLURM_PROCID is not set: --slurm_tasks needs a Slurm job step; start every task with srun"},
-      {"no nodelist", "chief:1,ps:2,worker:4", 8888, {{"SLURM_STEP_NODELIST", ""}}, absl::StatusCode::kFailedPrecondition,
+      {"no nodelist",
+       "chief:1,ps:2,worker:4",
+       8888,
+       {{"SLURM_STEP_NODELIST", ""}},
+       absl::StatusCode::kFailedPrecondition,
        "SLURM_STEP_NODELIST is not set"},
-      {"rank", "chief:1,ps:2,worker:4", 8888, {{"SLURM_PROCID", "7"}}, absl::StatusCode::kInvalidArgument, "SLURM_PROCID is 7 but the step has 7"},
-      {"rank text", "chief:1,ps:2,worker:4", 8888, {{"SLURM_PROCID", "two"}}, absl::StatusCode::kInvalidArgument,
+      {"rank",
+       "chief:1,ps:2,worker:4",
+       8888,
+       {{"SLURM_PROCID", "7"}},
+       absl::StatusCode::kInvalidArgument,
+       "SLURM_PROCID is 7 but the step has 7"},
+      {"rank text",
+       "chief:1,ps:2,worker:4",
+       8888,
+       {{"SLURM_PROCID", "two"}},
+       absl::StatusCode::kInvalidArgument,
        "SLURM_PROCID is \"two\", not a number"},
-      {"nodes", "chief:1,ps:2,worker:4", 8888, {{"SLURM_STEP_TASKS_PER_NODE", "3,4"}}, absl::StatusCode::kInvalidArgument,
+      {"nodes",
+       "chief:1,ps:2,worker:4",
+       8888,
+       {{"SLURM_STEP_TASKS_PER_NODE", "3,4"}},
+       absl::StatusCode::kInvalidArgument,
        "SLURM_STEP_TASKS_PER_NODE \"3,4\" counts 2 nodes but SLURM_STEP_NODELIST \"node[01-03]\" names 3"},
-      {"sum", "chief:1,ps:2,worker:4", 8888, {{"SLURM_STEP_TASKS_PER_NODE", "3(x3)"}}, absl::StatusCode::kInvalidArgument,
+      {"sum",
+       "chief:1,ps:2,worker:4",
+       8888,
+       {{"SLURM_STEP_TASKS_PER_NODE", "3(x3)"}},
+       absl::StatusCode::kInvalidArgument,
        "adds up to 9 tasks but SLURM_STEP_NUM_TASKS is 7"},
-      {"nodelist", "chief:1,ps:2,worker:4", 8888, {{"SLURM_STEP_NODELIST", "node[01-03"}}, absl::StatusCode::kInvalidArgument,
+      {"nodelist",
+       "chief:1,ps:2,worker:4",
+       8888,
+       {{"SLURM_STEP_NODELIST", "node[01-03"}},
+       absl::StatusCode::kInvalidArgument,
        "'[' without its ']'"},
-      {"plane", "chief:1,ps:2,worker:4", 8888, {{"SLURM_DISTRIBUTION", "plane=2"}}, absl::StatusCode::kInvalidArgument,
+      {"plane",
+       "chief:1,ps:2,worker:4",
+       8888,
+       {{"SLURM_DISTRIBUTION", "plane=2"}},
+       absl::StatusCode::kInvalidArgument,
        "SLURM_DISTRIBUTION is \"plane=2\": --slurm_tasks places ranks by block or cyclic distribution only"},
-      {"elsewhere", "chief:1,ps:2,worker:4", 8888, {{"SLURM_LOCALID", "2"}}, absl::StatusCode::kInvalidArgument,
+      {"elsewhere",
+       "chief:1,ps:2,worker:4",
+       8888,
+       {{"SLURM_LOCALID", "2"}},
+       absl::StatusCode::kInvalidArgument,
        "puts rank 0 on node01 as local task 0 but Slurm started it on node01 as local task 2"},
-      {"other node", "chief:1,ps:2,worker:4", 8888, {{"SLURMD_NODENAME", "node03"}}, absl::StatusCode::kInvalidArgument,
+      {"other node",
+       "chief:1,ps:2,worker:4",
+       8888,
+       {{"SLURMD_NODENAME", "node03"}},
+       absl::StatusCode::kInvalidArgument,
        "but Slurm started it on node03"},
-      {"ports", "chief:1,ps:2,worker:4", 65534, {}, absl::StatusCode::kInvalidArgument,
+      {"ports",
+       "chief:1,ps:2,worker:4",
+       65534,
+       {},
+       absl::StatusCode::kInvalidArgument,
        "--slurm_port_base=65534: a node runs up to 3 tasks, at ports from the base on; give a base from 1 to 65533"},
       {"port zero", "chief:1,ps:2,worker:4", 0, {}, absl::StatusCode::kInvalidArgument, "--slurm_port_base=0"},
       {"flag", "chief:1,ps:2,worker:4,chief:1", 8888, {}, absl::StatusCode::kInvalidArgument, "chief is given twice"},
