@@ -15,6 +15,7 @@ PACKAGES=(
   prometheus                        # the metrics test scrapes a cluster with the real server
   librsvg2-bin                      # rsvg-convert: `pstrain plot --out FILE.png`, the plot test
   python3-protobuf                  # the event-file test reads TensorBoard files with its own reader
+  slurmctld slurmd slurm-client munge  # the Slurm test runs its own daemons (7 small packages)
 )
 PACKAGES+=("$@")
 

@@ -1,13 +1,20 @@
 #include "common/config/task_bootstrap.h"
 
+#include <algorithm>
+
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/metrics/metrics_endpoint.h"
 #include "common/platform/status_macros.h"
 
 ABSL_FLAG(std::string, tf_config, "", "read TF_CONFIG from this file instead of the environment");
+ABSL_FLAG(std::string, slurm_tasks, "",
+          "under srun without a TF_CONFIG: the cluster from the Slurm step, its ranks given roles in this order, e.g. "
+          "chief:1,ps:2,worker:4[,evaluator:1] (the evaluator stays outside the cluster); an explicit TF_CONFIG wins");
+ABSL_FLAG(int, slurm_port_base, pstrain::kDefaultSlurmPortBase,
+          "with --slurm_tasks: a task listens at this port plus its index on its node (SLURM_LOCALID)");
 ABSL_FLAG(std::string, listen, "",
-          "address to listen on (default 0.0.0.0:<port of this task in TF_CONFIG>): the ps's and the worker's "
+          "address to listen on (default 0.0.0.0:<port of this task in the cluster>): the ps's and the worker's "
           "services, the chief's status service; --metrics_port listens on its host too");
 ABSL_FLAG(std::string, tls_dir, "",
           "mutual TLS: directory of the cluster's ca.crt and this task's certificate and key (<type>-<index>.crt / "
@@ -51,6 +58,46 @@ absl::StatusOr<TfConfig> LoadValidTfConfig(const std::string& path, absl::Span<c
   return config;
 }
 
+// The cluster from the Slurm step; its task must be one this binary runs.
+absl::StatusOr<TfConfig> LoadSlurmCluster(const TaskFlagValues& flags, absl::Span<const char* const> types,
+                                          const Getenv& getenv, const std::function<void(const std::string&)>& note) {
+  ASSIGN_OR_RETURN(SlurmCluster slurm, ResolveSlurmCluster(flags.slurm_tasks, flags.slurm_port_base, getenv));
+  const std::string& type = slurm.tf_config.task->type;
+  if (std::find(types.begin(), types.end(), type) == types.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", slurm.rank, " is ", slurm.tf_config.task->ToString(), " by --slurm_tasks=", flags.slurm_tasks,
+        " but this is ", BinaryForTaskType(types.front()), "; start rank ", slurm.rank, " with ",
+        BinaryForTaskType(type), " (srun --multi-prog: deploy/slurm/)"));
+  }
+  note(slurm.description);
+  return std::move(slurm.tf_config);
+}
+
+// The cluster and this task: an explicit TF_CONFIG wins, else the Slurm step when --slurm_tasks is
+// given. Errors carry their prefix.
+absl::StatusOr<TfConfig> LoadCluster(const TaskFlagValues& flags, absl::Span<const char* const> types,
+                                     const Getenv& getenv, const std::function<void(const std::string&)>& note) {
+  const char* variable = getenv("TF_CONFIG");
+  const bool tf_config_given = !flags.tf_config.empty() || (variable != nullptr && *variable != '\0');
+  if (!tf_config_given && !flags.slurm_tasks.empty()) {
+    absl::StatusOr<TfConfig> config = LoadSlurmCluster(flags, types, getenv, note);
+    if (!config.ok()) return Bad("bad Slurm configuration", config.status());
+    return config;
+  }
+  absl::StatusOr<TfConfig> config = LoadValidTfConfig(flags.tf_config, types, getenv, note);
+  if (!config.ok()) {
+    absl::Status s = config.status();
+    if (!tf_config_given && getenv("SLURM_PROCID") != nullptr) {  // inside a Slurm step: say how to use it
+      s = absl::Status(s.code(), absl::StrCat(s.message(), "; or, under srun, --slurm_tasks=chief:1,ps:N,worker:M"));
+    }
+    return Bad("bad TF_CONFIG", s);
+  }
+  note(absl::StrCat("cluster from TF_CONFIG (",
+                    flags.tf_config.empty() ? "the TF_CONFIG variable" : "the file " + flags.tf_config, ")",
+                    flags.slurm_tasks.empty() ? "" : "; --slurm_tasks is ignored: an explicit TF_CONFIG wins"));
+  return config;
+}
+
 // --listen, else every interface at the port of `address`; "" when neither is known.
 std::string ListenAddress(const std::string& flag, const std::string& address) {
   if (!flag.empty() || address.empty()) return flag;
@@ -62,6 +109,8 @@ std::string ListenAddress(const std::string& flag, const std::string& address) {
 TaskFlagValues SharedTaskFlags() {
   TaskFlagValues flags;
   flags.tf_config = absl::GetFlag(FLAGS_tf_config);
+  flags.slurm_tasks = absl::GetFlag(FLAGS_slurm_tasks);
+  flags.slurm_port_base = absl::GetFlag(FLAGS_slurm_port_base);
   flags.listen = absl::GetFlag(FLAGS_listen);
   flags.tls = {absl::GetFlag(FLAGS_tls_dir), absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
                absl::GetFlag(FLAGS_tls_key)};
@@ -73,9 +122,7 @@ TaskFlagValues SharedTaskFlags() {
 absl::StatusOr<TaskSetup> SetUpTask(Env* env, const TaskFlagValues& flags, absl::Span<const char* const> types,
                                     const Getenv& getenv, const std::function<void(const std::string&)>& note) {
   TaskSetup out;
-  absl::StatusOr<TfConfig> config = LoadValidTfConfig(flags.tf_config, types, getenv, note);
-  if (!config.ok()) return Bad("bad TF_CONFIG", config.status());
-  out.tf_config = *std::move(config);
+  ASSIGN_OR_RETURN(out.tf_config, LoadCluster(flags, types, getenv, note));
   out.type = out.tf_config.task->type;
   out.task = out.tf_config.task->ToString();
   absl::StatusOr<std::string> address = out.tf_config.cluster.Address(out.type, out.tf_config.task->index);

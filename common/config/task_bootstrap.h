@@ -1,10 +1,10 @@
 // The start-up every task binary shares (pstrain-chief, pstrain-worker, pstrain-ps): the flags they
-// all take are defined once, in task_bootstrap.cc (--tf_config, --listen, --tls_dir, --tls_ca,
-// --tls_cert, --tls_key, --ps_transport, --metrics_port), and BootstrapTask turns them, TF_CONFIG and
-// the environment into a TaskSetup: who this task is, where it listens, how it reaches the ps, its
-// CPU level and its metrics port. A main parses its command line (task_flags.h), calls
-// BootstrapTask, then reads its own flags. Only a binary that links pstrain_task_bootstrap has these
-// flags (the `pstrain` tool does not).
+// all take are defined once, in task_bootstrap.cc (--tf_config, --slurm_tasks, --slurm_port_base,
+// --listen, --tls_dir, --tls_ca, --tls_cert, --tls_key, --ps_transport, --metrics_port), and
+// BootstrapTask turns them, TF_CONFIG (or the Slurm step) and the environment into a TaskSetup: who
+// this task is, where it listens, how it reaches the ps, its CPU level and its metrics port. A main
+// parses its command line (task_flags.h), calls BootstrapTask, then reads its own flags. Only a
+// binary that links pstrain_task_bootstrap has these flags (the `pstrain` tool does not).
 // Thread-safety: call from main before any thread starts (it sets the process's CPU level).
 #ifndef PSTRAIN_COMMON_CONFIG_TASK_BOOTSTRAP_H_
 #define PSTRAIN_COMMON_CONFIG_TASK_BOOTSTRAP_H_
@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/config/cluster_spec.h"
+#include "common/config/slurm_cluster.h"
 #include "common/config/transport_config.h"
 #include "common/platform/cpu_level.h"
 #include "common/platform/env.h"
@@ -28,6 +29,8 @@ using Getenv = std::function<const char*(const char*)>;
 // The shared flags' values, as given on the command line.
 struct TaskFlagValues {
   std::string tf_config;                        // a TF_CONFIG file; "": the TF_CONFIG variable
+  std::string slurm_tasks;                      // "": the cluster is not from a Slurm step (slurm_cluster.h)
+  int slurm_port_base = kDefaultSlurmPortBase;  // a task's port: this + its index on its node
   std::string listen;                           // "": 0.0.0.0:<port of this task in TF_CONFIG>
   TlsFiles tls;                                 // --tls_dir, --tls_ca, --tls_cert, --tls_key
   std::string ps_transport = "tensor_channel";  // how pulls and pushes reach the ps
@@ -59,7 +62,11 @@ TaskFlagValues SharedTaskFlags();
 // listed in the cluster: it serves at that address. Sets the process's CPU level. `env` (not owned)
 // reads the TLS files.
 // REQUIRES: `types` is not empty.
-// Every error's message is whole after "<program>: ": "bad TF_CONFIG: ..." when TF_CONFIG is unset
+// The cluster comes from TF_CONFIG when one is given (the file or a non-empty variable), else from
+// the Slurm step when flags.slurm_tasks is set (slurm_cluster.h); a note names which, once it is read.
+// Every error's message is whole after "<program>: ": "bad Slurm configuration: ..." for the Slurm
+// step or --slurm_tasks (slurm_cluster.h's codes; InvalidArgument for a task of another binary's type);
+// "bad TF_CONFIG: ..." when TF_CONFIG is unset
 // (FailedPrecondition), unreadable (NotFound) or wrong (InvalidArgument: malformed, a task of another
 // type, no task, no ps or worker; NotFound: this worker or ps not listed), "bad configuration: ..."
 // for a bad --listen, --ps_transport or PSTRAIN_CPU_LEVEL (InvalidArgument) or TLS material

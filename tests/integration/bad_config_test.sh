@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad TF_CONFIG or job spec: every binary exits 2 with a message naming the problem.
+# Bad TF_CONFIG, Slurm step or job spec: every binary exits 2 with a message naming the problem.
 source "$(dirname "$0")/lib.sh" "$1"
 
 expect_exit2() {  # expect_exit2 NAME PATTERN COMMAND...
@@ -35,4 +35,17 @@ TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job=linear --wait_timeou
 for task in "ps:0 at 127.0.0.1:${PS_PORTS[0]}" "worker:0 at 127.0.0.1:${WORKER_PORTS[0]}"; do
   grep -q "$task" "$WORK/silent.log" || fail "the chief did not name $task as silent: $(cat "$WORK/silent.log")"
 done
-echo "PASS: every binary exits 2 with a clear message; a silent cluster is named"
+# A cluster from a Slurm step (--slurm_tasks, no TF_CONFIG) that does not add up: exit 2, named.
+STEP=(SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=4 SLURM_STEP_NODELIST="node[1-2]" SLURM_STEP_TASKS_PER_NODE="2(x2)")
+expect_exit2 slurm-no-step "SLURM_PROCID is not set: --slurm_tasks needs a Slurm job step" \
+  env -u TF_CONFIG "$BIN/pstrain-worker" --slurm_tasks=chief:1,ps:1,worker:2
+expect_exit2 slurm-counts "names 5 tasks but the step has 4 \(SLURM_STEP_NUM_TASKS\)" \
+  env -u TF_CONFIG "${STEP[@]}" "$BIN/pstrain-chief" --slurm_tasks=chief:1,ps:2,worker:2 --model_dir="$WORK/m"
+expect_exit2 slurm-binary "rank 0 is chief:0 .* start rank 0 with pstrain-chief" \
+  env -u TF_CONFIG "${STEP[@]}" "$BIN/pstrain-ps" --slurm_tasks=chief:1,ps:1,worker:2
+expect_exit2 slurm-nodelist "SLURM_STEP_NODELIST \"node\[1-2\": a '\[' without its '\]'" \
+  env -u TF_CONFIG "${STEP[@]}" SLURM_STEP_NODELIST="node[1-2" "$BIN/pstrain-chief" --slurm_tasks=chief:1,ps:1,worker:2 \
+  --model_dir="$WORK/m"
+expect_exit2 slurm-spelling "configuration: --slurm_tasks=chief:1,ps:1,workers:2: \"workers:2\" is not TYPE:COUNT" \
+  env -u TF_CONFIG "${STEP[@]}" "$BIN/pstrain-chief" --slurm_tasks=chief:1,ps:1,workers:2 --model_dir="$WORK/m"
+echo "PASS: every binary exits 2 with a clear message; a silent cluster is named; a bad Slurm step is named"

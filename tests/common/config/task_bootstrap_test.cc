@@ -72,7 +72,7 @@ TEST(TaskBootstrapTest, AWorkerListensAtItsPortOnEveryInterfaceByDefault) {
   EXPECT_FALSE(s.transport.tls.enabled);
   EXPECT_EQ(s.transport.caller, "worker:1");
   EXPECT_EQ(s.cpu_level, DetectCpuLevel());  // no PSTRAIN_CPU_LEVEL: the best this CPU has
-  EXPECT_TRUE(run.notes.empty());
+  EXPECT_THAT(run.notes, ::testing::ElementsAre("cluster from TF_CONFIG (the TF_CONFIG variable)"));
 }
 
 TEST(TaskBootstrapTest, FlagsAndTheEnvironmentAreHonoured) {
