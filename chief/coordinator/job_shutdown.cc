@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "common/platform/resource_errors.h"
+
 namespace pstrain {
 namespace {
 
@@ -21,6 +23,8 @@ std::vector<std::string> TellTasksJobFailed(const std::vector<PsClient*>& ps, co
   request.set_reason(reason);
   std::vector<std::string> lines(ps.size() + workers.size());
   std::vector<std::thread> calls;
+  // A thread that cannot be created: the calls started end on their own (their timeouts).
+  StartThreadsOrStop(&calls, [&] {
   for (size_t i = 0; i < workers.size(); ++i) {
     calls.emplace_back([&, i] {
       ShutdownResponse response;
@@ -34,6 +38,7 @@ std::vector<std::string> TellTasksJobFailed(const std::vector<PsClient*>& ps, co
       lines[workers.size() + i] = Outcome(ps[i]->peer(), ps[i]->Shutdown(request, &response));
     });
   }
+  }, [] {});
   for (std::thread& t : calls) t.join();
   return lines;
 }

@@ -27,6 +27,8 @@ const std::vector<FlagDef>& CertsFlags() {
       {"cluster", "", "a TF_CONFIG file, or a file holding its \"cluster\" object alone"},
       {"days", "365", "how long the certificates are valid"},
       {"hosts", "", "more names or addresses every certificate answers to, comma-separated"},
+      {"overwrite", "false", "replace the CA and the certificates and keys already in --out (running tasks will "
+       "reject the new ones until every task has them)", true},
   };
   return *flags;
 }
@@ -54,12 +56,9 @@ absl::StatusOr<ClusterSpec> ReadCluster(Env* env, const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> WriteClusterCerts(Env* env, const std::string& dir, const ClusterSpec& cluster,
-                                                           int days, const std::vector<std::string>& extra_hosts) {
+                                                           int days, const std::vector<std::string>& extra_hosts,
+                                                           bool overwrite) {
   if (days < 1) return absl::InvalidArgumentError("--days must be at least 1");
-  RETURN_IF_ERROR(env->CreateDirs(dir));
-  ASSIGN_OR_RETURN(CertAndKey ca, MakeCertificateAuthority("pstrain cluster CA", days));
-  RETURN_IF_ERROR(WriteFile(env, dir + "/ca.crt", ca.cert_pem, false));
-  RETURN_IF_ERROR(WriteFile(env, dir + "/ca.key", ca.key_pem, true));
   std::vector<std::pair<std::string, std::string>> tasks;  // name, host
   for (const auto& [job, members] : cluster.jobs()) {
     for (const auto& [index, address] : members) {
@@ -69,6 +68,27 @@ absl::StatusOr<std::vector<std::string>> WriteClusterCerts(Env* env, const std::
     }
   }
   if (!cluster.HasJob(kEvaluator)) tasks.emplace_back("evaluator:0", "");
+  if (!overwrite) {
+    std::vector<std::string> present;
+    std::vector<std::string> names = {"ca.crt", "ca.key"};
+    for (const auto& task : tasks) {
+      names.push_back(TaskCertFileName(task.first));
+      names.push_back(TaskKeyFileName(task.first));
+    }
+    for (const std::string& name : names) {
+      if (env->FileExists(dir + "/" + name)) present.push_back(name);
+    }
+    if (!present.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          dir, " already holds ", absl::StrJoin(present, ", "),
+          "; key material is never replaced silently (running tasks would reject new certificates, and the old "
+          "CA's key would be lost): give another --out, or --overwrite to replace them all"));
+    }
+  }
+  RETURN_IF_ERROR(env->CreateDirs(dir));
+  ASSIGN_OR_RETURN(CertAndKey ca, MakeCertificateAuthority("pstrain cluster CA", days));
+  RETURN_IF_ERROR(WriteFile(env, dir + "/ca.crt", ca.cert_pem, false));
+  RETURN_IF_ERROR(WriteFile(env, dir + "/ca.key", ca.key_pem, true));
   std::vector<std::string> written;
   for (const auto& [task, host] : tasks) {
     std::set<std::string> hosts = {"localhost", "127.0.0.1"};
@@ -109,8 +129,13 @@ int CertsMain(Env* env, int argc, char** argv) {
     return kExitBadConfiguration;
   }
   std::vector<std::string> extra = absl::StrSplit(cl->Get("hosts"), ',', absl::SkipEmpty());
+  absl::StatusOr<bool> overwrite = cl->GetBool("overwrite");
+  if (!overwrite.ok()) {
+    std::cerr << "pstrain certs: " << overwrite.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
   absl::StatusOr<std::vector<std::string>> written =
-      WriteClusterCerts(env, cl->Get("out"), *cluster, static_cast<int>(*days), extra);
+      WriteClusterCerts(env, cl->Get("out"), *cluster, static_cast<int>(*days), extra, *overwrite);
   if (!written.ok()) {
     std::cerr << "pstrain certs: " << written.status().message() << "\n";
     return ExitCodeFor(written.status());

@@ -152,3 +152,33 @@ TEST(DivergenceCheckTest, LocalTrainingStopsAtTheFirstNonFiniteStep) {
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+// Finite garbage: a loss that grows by orders of magnitude without turning NaN is divergence.
+TEST(LossGrowthBadInputTest, LossFarAboveTheFirstStepsStopsTheJob) {
+  LossGrowthCheck check(1000);
+  EXPECT_TRUE(check.Observe("step 1", 2.3).ok());
+  EXPECT_TRUE(check.Observe("step 2", 40).ok());  // noisy, but within 1000 x the reference
+  const absl::Status s = check.Observe("step 3", 1e31);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("training diverged at step 3: the training loss is 1e+31"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("divergence_loss_factor"));
+}
+
+TEST(LossGrowthBadInputTest, SmallLossesUseAReferenceOfAtLeastOneAndOffMeansOff) {
+  LossGrowthCheck check(1000);
+  EXPECT_TRUE(check.Observe("step 1", 1e-6).ok());  // a trained model resumed: a tiny loss
+  EXPECT_TRUE(check.Observe("step 2", 500).ok());   // not above 1000 x max(1, 1e-6)
+  EXPECT_FALSE(check.Observe("step 3", 2e6).ok());
+  LossGrowthCheck off(0);
+  EXPECT_TRUE(off.Observe("step 1", 1).ok());
+  EXPECT_TRUE(off.Observe("step 2", 1e31).ok());
+  LossGrowthCheck nan(1000);  // non-finite losses are TerminateOnNaN's
+  EXPECT_TRUE(nan.Observe("step 1", 1).ok());
+  EXPECT_TRUE(nan.Observe("step 2", std::numeric_limits<double>::infinity()).ok());
+}
+
+}  // namespace
+}  // namespace pstrain
