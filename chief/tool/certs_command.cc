@@ -35,7 +35,12 @@ const std::vector<FlagDef>& CertsFlags() {
 
 // Writes `data` to `path` readable by its owner only when `secret`.
 absl::Status WriteFile(Env* env, const std::string& path, const std::string& data, bool secret) {
-  RETURN_IF_ERROR(env->WriteFileAtomic(path, data));
+  // A key is created owner-only (umask 077 while it is written), never readable by others even for
+  // a moment; `pstrain certs` is single-threaded, so the process-wide umask is safe here.
+  const mode_t old_mask = ::umask(secret ? 077 : 022);
+  absl::Status written = env->WriteFileAtomic(path, data);
+  ::umask(old_mask);
+  RETURN_IF_ERROR(written);
   if (::chmod(path.c_str(), secret ? 0600 : 0644) != 0) {
     return absl::InternalError(absl::StrCat("cannot set the mode of ", path));
   }

@@ -42,7 +42,8 @@ absl::StatusOr<int> OpenRegularFileForReading(const std::string& path, const Fil
       return absl::InvalidArgumentError(absl::StrCat(path, " is a symlink; it is not followed (", rules.kind,
                                                      "s are read only as regular files)"));
     }
-    return absl::InternalError(absl::StrCat("cannot open ", rules.kind, " ", path, ": ", std::strerror(err)));
+    // Unreadable (permissions, a missing directory on the path): as missing, a configuration error.
+    return absl::NotFoundError(absl::StrCat("cannot open ", rules.kind, " ", path, ": ", std::strerror(err)));
   }
   FdCloser closer{fd};
   struct stat st;

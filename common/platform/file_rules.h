@@ -44,8 +44,8 @@ inline constexpr int64_t kMaxDataLineBytes = 1 * kMiB;
 
 // Opens `path` for reading when it is a regular file (following a symlink only when
 // rules.follow_symlinks); the descriptor (blocking, close-on-exec) is the caller's to close, its
-// size at open goes to `size` when not null. NotFound when missing; InvalidArgument for a symlink
-// not followed, a directory, FIFO, device or socket; Internal for other open errors.
+// size at open goes to `size` when not null. NotFound when missing or not readable; InvalidArgument
+// for a symlink not followed, a directory, FIFO, device or socket; Internal when fstat fails.
 absl::StatusOr<int> OpenRegularFileForReading(const std::string& path, const FileRules& rules, int64_t* size);
 
 // The whole of `path` under `rules`: OutOfRange when it holds more than rules.max_bytes (found

@@ -5,6 +5,11 @@
 source "$(dirname "$0")/lib.sh" "$1"
 P="$BIN/pstrain"
 CASES=0
+# A sanitizer's runtime reserves terabytes of address space: address-space limits cannot apply.
+if grep -qa "AddressSanitizer\|ThreadSanitizer" "$P"; then
+  echo "SKIP: $P is built with a sanitizer"
+  exit 77
+fi
 
 # Threads: every thread's stack is RLIMIT_STACK (4 GiB here) of address space, within 10 GiB in
 # all, so the compute pool's third thread cannot be created.

@@ -31,7 +31,7 @@ kill "$LAST_PID"
 CASES=$((CASES + 2))
 
 # A data file's content never appears in an error about it.
-printf 'TOPSECRET-first-line\nTOPSECRET-second\n' >"$WORK/secret.txt"
+printf 'TOPSECRET-first,line\nTOPSECRET-second,line\n' >"$WORK/secret.txt"
 printf '1,2\n1,TOPSECRET\n' >"$WORK/secret2.csv"
 for f in "$WORK/secret.txt" "$WORK/secret2.csv"; do
   write_job "$WORK/leak.json" "{\"model\": {\"input_shape\": [1], \"loss\": \"sparse_categorical_crossentropy\",
@@ -43,12 +43,16 @@ for f in "$WORK/secret.txt" "$WORK/secret2.csv"; do
 done
 
 # A plaintext ps confined to --checkpoint_root: a chief whose model dir lies elsewhere (or climbs
-# out with ..) gets its saves refused; no shard is written there.
-make_cluster 1 1
+# out with ..) gets its saves refused; no checkpoint is written there. A failed job stops its
+# tasks, so each run gets a fresh cluster.
 mkdir -p "$WORK/allowed"
-start ps 0 pstrain-ps --checkpoint_root="$WORK/allowed"
-start worker 0 pstrain-worker --threads=1
+confined_cluster() {
+  make_cluster 1 1
+  start ps 0 pstrain-ps --checkpoint_root="$WORK/allowed"
+  start worker 0 pstrain-worker --threads=1
+}
 for dir in "$WORK/elsewhere" "$WORK/allowed/../escaped"; do
+  confined_cluster
   rc=0
   timeout 120 env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job=linear --steps=20 \
     --checkpoint_every_steps=10 --model_dir="$dir" --wait_timeout_secs=30 >"$WORK/chief-outside.log" 2>&1 || rc=$?
@@ -56,7 +60,9 @@ for dir in "$WORK/elsewhere" "$WORK/allowed/../escaped"; do
     "$WORK/chief-outside.log" || fail "a save outside the root was not refused (exit $rc): $(tail -20 "$WORK/chief-outside.log")"
   ! ls -d "$dir"/ckpt-* 2>/dev/null | grep -v '\.tmp-' | grep -q . || fail "checkpoints were written in $dir"
   CASES=$((CASES + 1))
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
 done
+confined_cluster
 expect_exit 0 chief-inside '"state": "done"' timeout 120 env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" \
   --job=linear --steps=20 --checkpoint_every_steps=10 --model_dir="$WORK/allowed/model" --wait_timeout_secs=30
 ls "$WORK/allowed/model" | grep -q '^ckpt-20$' || fail "no checkpoint inside the root: $(ls "$WORK/allowed/model")"

@@ -1,6 +1,7 @@
 // Bad input to the processes that compute gradients: data files whose headers or cells lie
 // (class: sizes trusted before allocating), and training that turns NaN or infinite (class:
 // training garbage in silence; Keras's TerminateOnNaN).
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -60,6 +61,13 @@ TEST(DatasetBadInputTest, FilesLargerThanTheBudgetStopWhileReading) {
   EXPECT_TRUE(ReadMaybeGzipFile(Env::Default(), bomb, 32 << 20).ok());
   EXPECT_FALSE(ReadMaybeGzipFile(Env::Default(), "/dev/zero", 1 << 20).ok());           // endless
   EXPECT_FALSE(ReadMaybeGzipFile(Env::Default(), ::testing::TempDir(), 1 << 20).ok());  // a directory
+  // A FIFO without a writer: refused at once (an open for reading would wait forever).
+  const std::string fifo = Temp("fifo");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  absl::StatusOr<std::string> from_fifo = ReadMaybeGzipFile(Env::Default(), fifo, 1 << 20);
+  EXPECT_EQ(from_fifo.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(from_fifo.status().message()), HasSubstr("data file " + fifo + " is a FIFO"));
 }
 
 TEST(DatasetBadInputTest, CsvCellsMustBeFiniteAndLabelsClassIds) {
