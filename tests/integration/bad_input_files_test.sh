@@ -26,7 +26,7 @@ done
 echo "$(tf_config ps 0)" >"$WORK/tf_config.json"
 "$P" certs --out="$WORK/tls" --cluster="$WORK/tf_config.json" >"$WORK/certs.log" 2>&1 || fail "certs: $(cat "$WORK/certs.log")"
 for f in "$WORK/fifo" /dev/zero "$WORK/zero-link"; do
-  expect_exit 2 "tls-ca-$(basename "$f")" "cannot read the TLS CA $f: .*(FIFO|character device), not a regular file" \
+  expect_exit 2 "tls-ca-$(basename "$f")" "cannot read the TLS CA $f: .*(FIFO|character device).*not a regular file" \
     timeout 30 env TF_CONFIG="$(tf_config ps 0)" "$BIN/pstrain-ps" --tls_ca="$f" --tls_cert="$WORK/tls/ps-0.crt" \
     --tls_key="$WORK/tls/ps-0.key"
 done
@@ -41,7 +41,7 @@ csv_job() {  # csv_job FILE TRAIN_FILE
 for f in "$WORK/fifo" /dev/zero "$WORK/zero-link"; do
   name=$(basename "$f")
   csv_job "$WORK/csv-$name.json" "$f"
-  expect_exit 2 "data-$name" "data file $f is a (FIFO|character device), not a regular file" \
+  expect_exit 2 "data-$name" "data file $f is a (FIFO|character device).*not a regular file" \
     timeout 30 "$P" train --job="$WORK/csv-$name.json" --eval=false
 done
 
@@ -55,7 +55,7 @@ with gzip.open(sys.argv[1], "wb", compresslevel=1) as f:
         f.write(line)
 PY
 csv_job "$WORK/csv-big.json" "$WORK/big.csv.gz"
-expect_exit 2 data-gzip-budget "data file $WORK/big.csv.gz holds more than 64 MiB \(uncompressed\), more than the memory budget \(--memory_budget_bytes\)" \
+expect_exit 2 data-gzip-budget "data file $WORK/big.csv.gz holds more than 64.0 MiB .* \(uncompressed\), more than the memory budget \(--memory_budget_bytes\)" \
   timeout 60 "$P" train --job="$WORK/csv-big.json" --eval=false --memory_budget_bytes=$((64 << 20))
 # A CSV line longer than the data line limit (1 MiB).
 python3 -c "import sys; sys.stdout.write('1,' + '2' * (2 << 20) + '\n')" >"$WORK/long.csv"
