@@ -36,7 +36,7 @@ ABSL_FLAG(bool, terminate_on_nan, true,
           "stop the job when a loss, gradient or variable turns NaN/Inf, naming the step and the variable "
           "(overrides the job's terminate_on_nan)");
 ABSL_FLAG(double, divergence_loss_factor, -1,
-          "stop the job as diverged when a step's training loss passes this many times the mean loss of the first "
+          "stop the job as diverged when a step's training loss passes this many times the lowest loss of the first "
           "10 steps (at least 1); 0 turns the rule off (overrides the job's divergence_loss_factor, default 1000)");
 ABSL_FLAG(int64_t, memory_budget_bytes, 0,
           "memory each task may use: the plan's bytes on every ps and worker are checked against it before "

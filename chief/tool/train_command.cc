@@ -41,7 +41,7 @@ const std::vector<FlagDef>& TrainFlags() {
        "terminate_on_nan, true unless it says false)",
        true},
       {"divergence_loss_factor", "",
-       "stop as diverged when a step's loss passes this many times the mean loss of the first 10 steps (at least "
+       "stop as diverged when a step's loss passes this many times the lowest loss of the first 10 steps (at least "
        "1); 0: off (default: the job's divergence_loss_factor, 1000 unless it says otherwise)"},
       {"memory_budget_bytes", "0",
        "most memory the model, gradients, optimizer slots, data and activations may take (0: half of this "

@@ -140,7 +140,7 @@ struct JobSpec {
   // TerminateOnNaN), naming the step and the variable; no checkpoint is written after it.
   bool terminate_on_nan = true;
   // Stop the job as diverged when a step's mean training loss passes this many times the reference
-  // loss (the mean loss of the first 10 steps, at least 1): finite garbage (a learning rate of 1e30
+  // loss (the lowest loss of the first 10 steps, at least 1): finite garbage (a learning rate of 1e30
   // gives losses near 1e31, never NaN) is caught before it is checkpointed. 0 turns the rule off.
   double divergence_loss_factor = 1000;
   // Backups per shard (0 or 1): with 1, every shard has a backup on the next ps round-robin that

@@ -53,7 +53,7 @@ absl::Status CheckStepFinite(absl::string_view step, double loss, const std::vec
 absl::Status LossGrowthCheck::Observe(absl::string_view step, double loss) {
   if (factor_ <= 0 || !std::isfinite(loss)) return absl::OkStatus();
   if (seen_ > 0) {
-    const double reference = std::max(1.0, sum_ / seen_);
+    const double reference = std::max(1.0, lowest_);
     if (loss > factor_ * reference) {
       return absl::FailedPreconditionError(absl::StrCat("training diverged at ", step, ": the training loss is ", loss,
                                                         ", more than ", factor_, " x the reference loss ", reference,
@@ -61,7 +61,7 @@ absl::Status LossGrowthCheck::Observe(absl::string_view step, double loss) {
     }
   }
   if (seen_ < kLossReferenceSteps) {
-    sum_ += loss;
+    lowest_ = seen_ == 0 ? loss : std::min(lowest_, loss);
     ++seen_;
   }
   return absl::OkStatus();

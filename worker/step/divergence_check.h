@@ -36,9 +36,10 @@ absl::Status CheckStepFinite(absl::string_view step, double loss, const std::vec
                              const std::vector<Tensor>& grads);
 
 // The loss-growth rule, for finite garbage (a learning rate of 1e30 trains to losses near 1e31
-// without a NaN): the reference is the mean training loss of the first kLossReferenceSteps steps
-// this process computed (of those seen so far while fewer), at least 1; a later step whose mean
-// loss passes `factor` x the reference has diverged. The first step only sets the reference.
+// without a NaN): the reference is the lowest mean training loss of the first kLossReferenceSteps
+// steps this process computed (of those seen so far while fewer), at least 1; a later step whose
+// mean loss passes `factor` x the reference has diverged. The lowest, not the mean: a loss that
+// already grows during those steps must not raise its own reference. The first step only sets it.
 // `factor` 0 turns the rule off (job spec divergence_loss_factor, --divergence_loss_factor).
 // Thread-safety: not thread-safe; one per sequence of steps (a trainer, a worker's data part).
 inline constexpr int kLossReferenceSteps = 10;
@@ -53,7 +54,7 @@ class LossGrowthCheck {
  private:
   double factor_;
   int seen_ = 0;
-  double sum_ = 0;
+  double lowest_ = 0;
 };
 
 }  // namespace pstrain

@@ -190,3 +190,17 @@ TEST(LossGrowthBadInputTest, SmallLossesUseAReferenceOfAtLeastOneAndOffMeansOff)
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+// A loss that already grows during the first steps does not raise its own reference.
+TEST(LossGrowthBadInputTest, ALossGrowingFromTheStartIsCaughtEarly) {
+  LossGrowthCheck check(1000);
+  EXPECT_TRUE(check.Observe("step 1", 1.5).ok());
+  EXPECT_TRUE(check.Observe("step 2", 150).ok());
+  EXPECT_FALSE(check.Observe("step 3", 15000).ok());  // 1000 x the lowest (1.5), not x the mean
+}
+
+}  // namespace
+}  // namespace pstrain
