@@ -35,6 +35,7 @@ std::string TestDir() {
 
 constexpr FileRules kTiny{"test file", 10, true, 4};
 constexpr FileRules kNoLinks{"test file", 100, false, 0};
+constexpr FileRules kShortLines{"test file", 100, true, 4};
 
 TEST(FileRulesBadInputTest, FifoDeviceAndDirectoryAreRefusedWithoutBlocking) {
   const std::string dir = TestDir();
@@ -85,7 +86,7 @@ TEST(FileRulesBadInputTest, SizeAndLineLimitsNameTheFileAndTheLimit) {
   const std::string lines = dir + "/lines";
   std::ofstream(lines) << "ab\ncd\nefghi\n";
   std::vector<std::string> seen;
-  absl::Status s = ForEachLineWithRules(lines, kTiny, [&](int64_t n, absl::string_view line) {
+  absl::Status s = ForEachLineWithRules(lines, kShortLines, [&](int64_t n, absl::string_view line) {
     seen.push_back(absl::StrCat(n, ":", line));
     return absl::OkStatus();
   });
@@ -96,7 +97,7 @@ TEST(FileRulesBadInputTest, SizeAndLineLimitsNameTheFileAndTheLimit) {
   const std::string ok = dir + "/ok";
   std::ofstream(ok) << "ab\n\ncd";  // a last line without '\n' counts
   seen.clear();
-  ASSERT_TRUE(ForEachLineWithRules(ok, kTiny, [&](int64_t n, absl::string_view line) {
+  ASSERT_TRUE(ForEachLineWithRules(ok, kShortLines, [&](int64_t n, absl::string_view line) {
                 seen.push_back(absl::StrCat(n, ":", line));
                 return absl::OkStatus();
               }).ok());

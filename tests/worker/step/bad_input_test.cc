@@ -137,6 +137,7 @@ TEST(DivergenceCheckTest, LocalTrainingStopsAtTheFirstNonFiniteStep) {
         "data": {"dataset": "synthetic_linear", "num_examples": 256}, "batch_size": 32,
         "schedule": {"steps": 20}})", "test"));
     job.terminate_on_nan = terminate;
+    job.divergence_loss_factor = 0;  // the loss-growth rule would stop it first (tested below)
     LocalTrainOptions options;
     options.evaluate = false;
     auto init = [](const VariableSpec&, uint64_t, Tensor* t) {
