@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/config/json_util.h"
+#include "common/platform/file_rules.h"
 #include "common/platform/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -44,7 +45,8 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> DataPositions::Load(Env* env
                                                                        int num_parts) {
   const std::string path = absl::StrCat(dir, "/", kDataPositionsFile);
   if (!env->FileExists(path)) return std::optional<std::vector<int64_t>>();
-  ASSIGN_OR_RETURN(std::string text, env->ReadFile(path));
+  // A checkpoint's file: a regular file itself (no symlink, FIFO or device), of bounded size.
+  ASSIGN_OR_RETURN(std::string text, env->ReadRegularFile(path, kDataPositionsJsonFile.max_bytes));
   ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(text, path));
   const nlohmann::json* list = doc.is_object() && doc.contains("positions") ? &doc["positions"] : nullptr;
   if (list == nullptr || !list->is_array()) {

@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "common/platform/resource_errors.h"
+
 namespace pstrain {
 namespace {
 
@@ -24,6 +26,8 @@ std::vector<std::string> TellTasksJobEnded(const std::vector<PsClient*>& ps, con
   request.set_job_done(end == JobEnd::kDone);
   std::vector<std::string> lines(ps.size() + workers.size());
   std::vector<std::thread> calls;
+  // A thread that cannot be created: the calls started end on their own (their timeouts).
+  StartThreadsOrStop(&calls, [&] {
   for (size_t i = 0; i < workers.size(); ++i) {
     calls.emplace_back([&, i] {
       ShutdownResponse response;
@@ -37,6 +41,7 @@ std::vector<std::string> TellTasksJobEnded(const std::vector<PsClient*>& ps, con
       lines[workers.size() + i] = Outcome(ps[i]->peer(), end, ps[i]->Shutdown(request, &response));
     });
   }
+  }, [] {});
   for (std::thread& t : calls) t.join();
   return lines;
 }

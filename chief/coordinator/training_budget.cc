@@ -1,14 +1,17 @@
 #include "chief/coordinator/training_budget.h"
 
-#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
 #include "common/config/value_range.h"
 #include "common/platform/checked_math.h"
 #include "common/platform/env.h"
+#include "common/platform/file_rules.h"
+#include "common/platform/status_macros.h"
 #include "worker/data/ctr_dataset.h"
+#include "worker/data/file_reader.h"
 
 namespace pstrain {
 
@@ -16,13 +19,26 @@ absl::StatusOr<int64_t> TrainExamples(Env* env, const DataSpec& data) {
   if (data.dataset == "fashion_mnist") return 60000;
   if (data.dataset == "synthetic_linear") return data.num_examples;
   if (data.dataset == "csv") {
-    std::ifstream in(data.train_file);
-    if (!in) return absl::NotFoundError(absl::StrCat("cannot read data.train_file ", data.train_file));
-    int64_t lines = 0;
-    std::string line;
-    while (std::getline(in, line)) {
-      if (!absl::StripAsciiWhitespace(line).empty()) ++lines;
-    }
+    // Read as the workers read it (file_reader.h: file_rules.h's rules, gzip or plain), counting
+    // the lines that are not blank.
+    static constexpr FileRules kCsvFile{"CSV file", INT64_MAX, true, kMaxDataLineBytes};
+    int64_t lines = 0, line = 1, length = 0;
+    bool blank = true;
+    RETURN_IF_ERROR(ReadMaybeGzipFileInChunks(data.train_file, 1 << 20, [&](absl::string_view chunk) {
+      for (const char c : chunk) {
+        if (c == '\n') {
+          lines += blank ? 0 : 1;
+          blank = true;
+          length = 0;
+          ++line;
+          continue;
+        }
+        if (++length > kMaxDataLineBytes) return CheckLineLength(data.train_file, kCsvFile, line, length);
+        if (!absl::ascii_isspace(static_cast<unsigned char>(c))) blank = false;
+      }
+      return absl::OkStatus();
+    }));
+    lines += blank ? 0 : 1;
     return data.header && lines > 0 ? lines - 1 : lines;
   }
   if (data.dataset == "criteo") return CountCtrLines(env, data, Split::kTrain, "");

@@ -49,7 +49,7 @@ absl::StatusOr<EvalResult> EvaluateCheckpoint(Env* env, const std::string& dir, 
   ASSIGN_OR_RETURN(JobSpec job, JobSpecOfCheckpoint(index));
   ASSIGN_OR_RETURN(std::vector<Tensor> params, LoadModelVariables(env, dir, index, job.model, options.max_bytes));
   if (options.data.has_value()) job.data = *options.data;  // the user's data, never the checkpoint's
-  ASSIGN_OR_RETURN(Dataset test, LoadDataset(env, job, Split::kTest, options.data_dir));
+  ASSIGN_OR_RETURN(Dataset test, LoadDataset(env, job, Split::kTest, options.data_dir, options.max_bytes));
   ASSIGN_OR_RETURN(std::unique_ptr<GradientComputer> computer, NewCpuGradientComputer(job.model, options.threads));
   auto evaluate = [&computer](absl::Span<const Tensor> p, const Batch& batch, BatchMetrics* m) {
     return computer->Evaluate(p, batch, m);

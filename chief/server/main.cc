@@ -19,6 +19,7 @@
 #include "common/metrics/metrics_endpoint.h"
 #include "common/metrics/process_metrics.h"
 #include "common/plan/memory_budget.h"
+#include "common/platform/resource_errors.h"
 #include "common/platform/cpu_level.h"
 #include "common/platform/exit_codes.h"
 #include "common/platform/status_macros.h"
@@ -34,6 +35,9 @@ ABSL_FLAG(bool, start_over, false,
 ABSL_FLAG(bool, terminate_on_nan, true,
           "stop the job when a loss, gradient or variable turns NaN/Inf, naming the step and the variable "
           "(overrides the job's terminate_on_nan)");
+ABSL_FLAG(double, divergence_loss_factor, -1,
+          "stop the job as diverged when a step's training loss passes this many times the lowest loss of the first "
+          "10 steps (at least 1); 0 turns the rule off (overrides the job's divergence_loss_factor, default 1000)");
 ABSL_FLAG(int64_t, memory_budget_bytes, 0,
           "memory each task may use: the plan's bytes on every ps and worker are checked against it before "
           "anything starts (default 0: half of this host's memory)");
@@ -111,6 +115,7 @@ absl::StatusOr<JobSpec> JobFromFlags() {
   if (Given(FLAGS_mode)) job.mode = absl::GetFlag(FLAGS_mode);
   if (absl::GetFlag(FLAGS_ps_replicas) >= 0) job.ps_replicas = absl::GetFlag(FLAGS_ps_replicas);
   if (Given(FLAGS_terminate_on_nan)) job.terminate_on_nan = absl::GetFlag(FLAGS_terminate_on_nan);
+  if (Given(FLAGS_divergence_loss_factor)) job.divergence_loss_factor = absl::GetFlag(FLAGS_divergence_loss_factor);
   if (!absl::GetFlag(FLAGS_data_dir).empty()) job.data.dir = absl::GetFlag(FLAGS_data_dir);
   RETURN_IF_ERROR(OverrideCtrDataFiles(absl::GetFlag(FLAGS_train_files), absl::GetFlag(FLAGS_test_files), "--", &job));
   return JobSpecFromJson(JobSpecToJson(job));  // validates the overrides too
@@ -225,6 +230,7 @@ int Main() {
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
+  pstrain::InstallResourceErrorHandler("pstrain-chief");
   absl::SetProgramUsageMessage(
       "pstrain-chief --job=cnn --model_dir=DIR   (TF_CONFIG in the environment, task type chief or evaluator)");
   if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-chief", pstrain::given_flags)) {

@@ -27,13 +27,20 @@ const std::vector<FlagDef>& CertsFlags() {
       {"cluster", "", "a TF_CONFIG file, or a file holding its \"cluster\" object alone"},
       {"days", "365", "how long the certificates are valid"},
       {"hosts", "", "more names or addresses every certificate answers to, comma-separated"},
+      {"overwrite", "false", "replace the CA and the certificates and keys already in --out (running tasks will "
+       "reject the new ones until every task has them)", true},
   };
   return *flags;
 }
 
 // Writes `data` to `path` readable by its owner only when `secret`.
 absl::Status WriteFile(Env* env, const std::string& path, const std::string& data, bool secret) {
-  RETURN_IF_ERROR(env->WriteFileAtomic(path, data));
+  // A key is created owner-only (umask 077 while it is written), never readable by others even for
+  // a moment; `pstrain certs` is single-threaded, so the process-wide umask is safe here.
+  const mode_t old_mask = ::umask(secret ? 077 : 022);
+  absl::Status written = env->WriteFileAtomic(path, data);
+  ::umask(old_mask);
+  RETURN_IF_ERROR(written);
   if (::chmod(path.c_str(), secret ? 0600 : 0644) != 0) {
     return absl::InternalError(absl::StrCat("cannot set the mode of ", path));
   }
@@ -54,12 +61,9 @@ absl::StatusOr<ClusterSpec> ReadCluster(Env* env, const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> WriteClusterCerts(Env* env, const std::string& dir, const ClusterSpec& cluster,
-                                                           int days, const std::vector<std::string>& extra_hosts) {
+                                                           int days, const std::vector<std::string>& extra_hosts,
+                                                           bool overwrite) {
   if (days < 1) return absl::InvalidArgumentError("--days must be at least 1");
-  RETURN_IF_ERROR(env->CreateDirs(dir));
-  ASSIGN_OR_RETURN(CertAndKey ca, MakeCertificateAuthority("pstrain cluster CA", days));
-  RETURN_IF_ERROR(WriteFile(env, dir + "/ca.crt", ca.cert_pem, false));
-  RETURN_IF_ERROR(WriteFile(env, dir + "/ca.key", ca.key_pem, true));
   std::vector<std::pair<std::string, std::string>> tasks;  // name, host
   for (const auto& [job, members] : cluster.jobs()) {
     for (const auto& [index, address] : members) {
@@ -69,6 +73,27 @@ absl::StatusOr<std::vector<std::string>> WriteClusterCerts(Env* env, const std::
     }
   }
   if (!cluster.HasJob(kEvaluator)) tasks.emplace_back("evaluator:0", "");
+  if (!overwrite) {
+    std::vector<std::string> present;
+    std::vector<std::string> names = {"ca.crt", "ca.key"};
+    for (const auto& task : tasks) {
+      names.push_back(TaskCertFileName(task.first));
+      names.push_back(TaskKeyFileName(task.first));
+    }
+    for (const std::string& name : names) {
+      if (env->FileExists(dir + "/" + name)) present.push_back(name);
+    }
+    if (!present.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          dir, " already holds ", absl::StrJoin(present, ", "),
+          "; key material is never replaced silently (running tasks would reject new certificates, and the old "
+          "CA's key would be lost): give another --out, or --overwrite to replace them all"));
+    }
+  }
+  RETURN_IF_ERROR(env->CreateDirs(dir));
+  ASSIGN_OR_RETURN(CertAndKey ca, MakeCertificateAuthority("pstrain cluster CA", days));
+  RETURN_IF_ERROR(WriteFile(env, dir + "/ca.crt", ca.cert_pem, false));
+  RETURN_IF_ERROR(WriteFile(env, dir + "/ca.key", ca.key_pem, true));
   std::vector<std::string> written;
   for (const auto& [task, host] : tasks) {
     std::set<std::string> hosts = {"localhost", "127.0.0.1"};
@@ -109,8 +134,13 @@ int CertsMain(Env* env, int argc, char** argv) {
     return kExitBadConfiguration;
   }
   std::vector<std::string> extra = absl::StrSplit(cl->Get("hosts"), ',', absl::SkipEmpty());
+  absl::StatusOr<bool> overwrite = cl->GetBool("overwrite");
+  if (!overwrite.ok()) {
+    std::cerr << "pstrain certs: " << overwrite.status().message() << "\n";
+    return kExitBadConfiguration;
+  }
   absl::StatusOr<std::vector<std::string>> written =
-      WriteClusterCerts(env, cl->Get("out"), *cluster, static_cast<int>(*days), extra);
+      WriteClusterCerts(env, cl->Get("out"), *cluster, static_cast<int>(*days), extra, *overwrite);
   if (!written.ok()) {
     std::cerr << "pstrain certs: " << written.status().message() << "\n";
     return ExitCodeFor(written.status());

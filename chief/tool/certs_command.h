@@ -19,9 +19,13 @@ class Env;
 
 // Writes the files into `dir` (created when missing) for the tasks of `cluster`, valid `days`,
 // each naming `extra_hosts` too. Returns the task names written. InvalidArgument for days < 1;
-// Internal when a file cannot be written. `env` (not owned) writes them.
+// Internal when a file cannot be written. `env` (not owned) writes them. Key material is never
+// replaced unless `overwrite`: FailedPrecondition, before anything is written, when `dir` already
+// holds the CA's or a task's certificate or key (a new CA would make every running task reject
+// the new certificates, and the old CA's key would be lost).
 absl::StatusOr<std::vector<std::string>> WriteClusterCerts(Env* env, const std::string& dir, const ClusterSpec& cluster,
-                                                           int days, const std::vector<std::string>& extra_hosts);
+                                                           int days, const std::vector<std::string>& extra_hosts,
+                                                           bool overwrite = false);
 
 // Entry point for `pstrain certs ARGS...` (argv[1] is "certs"): 0 done, 2 bad flags, 1 when the
 // files cannot be written.

@@ -11,6 +11,7 @@
 #include "chief/tool/plan_command.h"
 #include "chief/tool/plot_command.h"
 #include "chief/tool/train_command.h"
+#include "common/platform/resource_errors.h"
 #include "common/platform/cpu_level.h"
 #include "common/platform/env.h"
 #include "common/platform/exit_codes.h"
@@ -42,6 +43,7 @@ void PrintUsage(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pstrain::InstallResourceErrorHandler("pstrain");
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
     PrintUsage(argc < 2 ? std::cerr : std::cout);
     return argc < 2 ? pstrain::kExitBadConfiguration : pstrain::kExitOk;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/platform/file_rules.h"
 #include "common/config/json_util.h"
 #include "common/platform/status_macros.h"
 
@@ -39,18 +40,16 @@ CurvePoint PointOf(const nlohmann::json& r, bool eval) {
 }
 
 absl::Status ReadRecords(const std::string& file, RunCurves* out) {
-  std::ifstream in(file);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", file));
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.empty()) continue;
+  // file_rules.h: a regular file itself, lines of at most 1 MiB, at most 4 GiB.
+  return ForEachLineWithRules(file, kMetricsFile, [&](int64_t n, absl::string_view line) -> absl::Status {
+    if (line.empty()) return absl::OkStatus();
     absl::StatusOr<nlohmann::json> r = ParseJson(line, absl::StrCat(file, " line ", n));
     if (!r.ok()) return r.status();
     if (!r->is_object()) return absl::InvalidArgumentError(absl::StrCat(file, " line ", n, " is not a JSON object"));
     const bool eval = r->value("kind", "") == "eval";
     (eval ? out->eval : out->train).push_back(PointOf(*r, eval));
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace

@@ -40,6 +40,9 @@ const std::vector<FlagDef>& TrainFlags() {
        "stop when a loss, gradient or variable turns NaN/Inf, naming the step and variable (default: the job's "
        "terminate_on_nan, true unless it says false)",
        true},
+      {"divergence_loss_factor", "",
+       "stop as diverged when a step's loss passes this many times the lowest loss of the first 10 steps (at least "
+       "1); 0: off (default: the job's divergence_loss_factor, 1000 unless it says otherwise)"},
       {"memory_budget_bytes", "0",
        "most memory the model, gradients, optimizer slots, data and activations may take (0: half of this "
        "host's memory)"},
@@ -112,10 +115,22 @@ absl::Status RunTrain(Env* env, const CommandLine& cl) {
   if (cl.Given("terminate_on_nan")) {
     ASSIGN_OR_RETURN(job.terminate_on_nan, cl.GetBool("terminate_on_nan"));
   }
+  if (cl.Given("divergence_loss_factor")) {
+    ASSIGN_OR_RETURN(job.divergence_loss_factor, cl.GetDouble("divergence_loss_factor"));
+    const double f = job.divergence_loss_factor;
+    if (!(f == 0 || (f >= 2 && std::isfinite(f)))) {
+      return absl::InvalidArgumentError(absl::StrCat("--divergence_loss_factor=", f,
+                                                     " must be 0 (off) or a number of at least 2 (default 1000)"));
+    }
+  }
   RETURN_IF_ERROR(CheckTrainMemory(env, cl, job));
   options.threads = static_cast<int>(threads);
   options.replicas = static_cast<int>(replicas);
   options.data_dir = cl.Get("data_dir");
+  {
+    ASSIGN_OR_RETURN(int64_t flag, cl.GetInt("memory_budget_bytes", IntAtLeast(0)));
+    ASSIGN_OR_RETURN(options.memory_budget_bytes, MemoryBudgetBytes(env, flag));
+  }
   job.seed = static_cast<uint64_t>(seed);
   RETURN_IF_ERROR(OverrideCtrDataFiles(cl.Get("train_files"), cl.Get("test_files"), "--", &job));
   std::optional<CtrSyntheticSummary> default_data;

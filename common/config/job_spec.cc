@@ -325,6 +325,11 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
   spec.seed = static_cast<uint64_t>(seed);
   ASSIGN_OR_RETURN(spec.sync_timeout_ms, top.Int("sync_timeout_ms", 60000, DimensionRange()));
   ASSIGN_OR_RETURN(spec.terminate_on_nan, top.Bool("terminate_on_nan", true));
+  ASSIGN_OR_RETURN(spec.divergence_loss_factor,
+                   top.Number("divergence_loss_factor", 1000, NonNegativeNumber("(0 turns the loss-growth rule off)")));
+  if (spec.divergence_loss_factor > 0 && spec.divergence_loss_factor < 2) {
+    return top.Invalid("divergence_loss_factor", "must be 0 (off) or at least 2: a loss may rise a little by chance");
+  }
   ASSIGN_OR_RETURN(spec.ps_replicas,
                    top.Int("ps_replicas", 0, IntBetween(0, 1, "one backup per shard is the most supported")));
   if (spec.ps_replicas > 0 && spec.mode == "sync") {
@@ -412,6 +417,7 @@ json JobSpecToJson(const JobSpec& spec) {
       {"seed", spec.seed},
       {"sync_timeout_ms", spec.sync_timeout_ms},
       {"terminate_on_nan", spec.terminate_on_nan},
+      {"divergence_loss_factor", spec.divergence_loss_factor},
       {"ps_replicas", spec.ps_replicas},
   };
   // Not given: after every epoch, which the spec says by leaving the key out.

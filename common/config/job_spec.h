@@ -139,6 +139,10 @@ struct JobSpec {
   // Stop the job when a training loss, a gradient or a variable turns NaN or infinite (Keras's
   // TerminateOnNaN), naming the step and the variable; no checkpoint is written after it.
   bool terminate_on_nan = true;
+  // Stop the job as diverged when a step's mean training loss passes this many times the reference
+  // loss (the lowest loss of the first 10 steps, at least 1): finite garbage (a learning rate of 1e30
+  // gives losses near 1e31, never NaN) is caught before it is checkpointed. 0 turns the rule off.
+  double divergence_loss_factor = 1000;
   // Backups per shard (0 or 1): with 1, every shard has a backup on the next ps round-robin that
   // the primary keeps up to date with each update it applies; a lost primary's shards are promoted
   // on their backups and no acknowledged update is lost. Async mode only; needs at least 2 ps.

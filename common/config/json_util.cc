@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/platform/file_rules.h"
 
 namespace pstrain {
 namespace {
@@ -143,24 +144,8 @@ absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_vi
 }
 
 absl::StatusOr<std::string> ReadJsonText(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a JSON file"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read JSON file ", path, ": no such file or not readable"));
-  // Read in pieces up to the bound, so a pipe works and a huge or endless file is refused early.
-  std::string text;
-  char piece[1 << 16];
-  while (in.read(piece, sizeof(piece)) || in.gcount() > 0) {
-    text.append(piece, static_cast<size_t>(in.gcount()));
-    if (static_cast<int64_t>(text.size()) > kMaxJsonFileBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, " is larger than a JSON document may be (", kMaxJsonFileBytes, " bytes)"));
-    }
-  }
-  if (in.bad()) return absl::InternalError(absl::StrCat("read error on ", path));
-  return text;
+  // file_rules.h: a regular file (a FIFO or /dev/zero is refused, never read), at most 256 MiB.
+  return ReadFileWithRules(path, kJsonDocumentFile);
 }
 
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {

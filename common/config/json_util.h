@@ -27,8 +27,9 @@ absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_vi
 // Reads (ReadJsonText) and parses (ParseJson) a JSON file, with their errors.
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
 
-// The text of a JSON file (or pipe): NotFound when it cannot be read; InvalidArgument for a
-// directory or more than kMaxJsonFileBytes (reading stops there).
+// The text of a JSON file under file_rules.h's kJsonDocumentFile rules (kMaxJsonFileBytes): a
+// regular file, symlinks followed. NotFound when missing; InvalidArgument for a directory, FIFO or
+// device (refused without blocking); OutOfRange for a larger file (reading stops there).
 absl::StatusOr<std::string> ReadJsonText(const std::string& path);
 
 // At most `max_chars` characters of `value` as JSON, "..." marking a cut; cost bounded by

@@ -20,6 +20,14 @@ absl::Status CheckPlainFileName(absl::string_view name, absl::string_view what);
 // `dir`/`name` once CheckPlainFileName(name) holds; its error otherwise.
 absl::StatusOr<std::string> PathInDir(const std::string& dir, absl::string_view name, absl::string_view what);
 
+// A checkpoint directory a peer names (a ps's Save and Restore): OK when its last component is a
+// checkpoint directory's name (ckpt-<step>, or ckpt-<step>.tmp-<pid> while it is written), no
+// component is "." or "..", and, when `root` is not empty, it lies inside `root` (both made
+// absolute against the working directory) with no symlink among its existing components below
+// `root`. So a peer without credentials cannot make a ps write or read anywhere else.
+// InvalidArgument naming `dir` and `root` otherwise.
+absl::Status CheckCheckpointDir(const std::string& root, const std::string& dir);
+
 }  // namespace pstrain
 
 #endif  // PSTRAIN_COMMON_PLATFORM_CONFINED_PATH_H_

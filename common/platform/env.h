@@ -34,7 +34,9 @@ class Env {
   // Writes `data` to `path` durably: a temporary file in the same directory, fsync, rename, fsync
   // of the directory. A crash leaves either the old file or the new one, never a torn one.
   virtual absl::Status WriteFileAtomic(const std::string& path, absl::string_view data) = 0;
-  // NotFound when missing; Internal on read errors.
+  // The whole file under file_rules.h's kSmallFile rules: a regular file (symlinks followed; a
+  // FIFO, device or directory refused without blocking), at most 64 MiB. NotFound when missing;
+  // InvalidArgument when not a regular file; OutOfRange when larger; Internal on read errors.
   virtual absl::StatusOr<std::string> ReadFile(const std::string& path) = 0;
   // Reads `path` only when it is a regular file itself: a symlink is not followed (O_NOFOLLOW), a
   // FIFO or device is not opened for reading, and nothing is read when the file holds more than

@@ -6,15 +6,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/platform/env.h"
+#include "common/platform/file_rules.h"
 
 namespace pstrain {
 namespace {
@@ -38,29 +38,12 @@ std::string ParentDir(const std::string& path) {
   return parent.empty() ? "." : parent;
 }
 
-// Opens `path` for reading only when it is a regular file itself: a symlink is not followed
-// (O_NOFOLLOW) and a FIFO or device is refused (O_NONBLOCK: opening a FIFO must not wait for a
-// writer). The descriptor, to be closed by the caller; its size goes to `size`.
+// Opens `path` for reading only when it is a regular file itself (file_rules.h, no symlink
+// followed): a checkpoint's files. The descriptor, to be closed by the caller; its size goes to
+// `size`.
 absl::StatusOr<int> OpenRegularFile(const std::string& path, int64_t* size) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
-    if (errno == ELOOP) return absl::InvalidArgumentError(absl::StrCat(path, " is a symlink; it is not followed"));
-    return ErrnoError("cannot open", path);
-  }
-  struct stat st;
-  absl::Status refused;
-  if (::fstat(fd, &st) != 0) {
-    refused = ErrnoError("cannot stat", path);
-  } else if (!S_ISREG(st.st_mode)) {
-    refused = absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
-  }
-  if (!refused.ok()) {
-    ::close(fd);
-    return refused;
-  }
-  *size = static_cast<int64_t>(st.st_size);
-  return fd;
+  static constexpr FileRules kCheckpointFile{"checkpoint file", INT64_MAX, false, 0};
+  return OpenRegularFileForReading(path, kCheckpointFile, size);
 }
 
 // Reads exactly `n` bytes at `offset` of the open `fd` into `dst`. DataLoss when the file ends
@@ -127,14 +110,7 @@ class PosixEnv : public Env {
     return Rename(tmp, path);
   }
 
-  absl::StatusOr<std::string> ReadFile(const std::string& path) override {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": no such file or not readable"));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return absl::InternalError(absl::StrCat("read error on ", path));
-    return ss.str();
-  }
+  absl::StatusOr<std::string> ReadFile(const std::string& path) override { return ReadFileWithRules(path, kSmallFile); }
 
   absl::StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max_bytes) override {
     int64_t size = 0;

@@ -1,10 +1,14 @@
 #include "common/security/tls_config.h"
 
+#include <sys/stat.h>
+
 #include <openssl/x509_vfy.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "common/platform/env.h"
+#include "common/platform/file_rules.h"
 #include "common/platform/status_macros.h"
 #include "common/security/x509_util.h"
 
@@ -21,7 +25,11 @@ struct StoreCtxDeleter {
 constexpr char kHowToMake[] = "make the cluster's files with: pstrain certs --out DIR --cluster TF_CONFIG_FILE";
 
 absl::StatusOr<std::string> ReadPem(Env* env, const std::string& path, const char* what) {
-  absl::StatusOr<std::string> pem = env->ReadFile(path);
+  absl::StatusOr<std::string> pem = env->ReadFile(path);  // file_rules.h: a regular file, symlinks followed
+  if (pem.ok() && static_cast<int64_t>(pem->size()) > kTlsFile.max_bytes) {
+    pem = absl::OutOfRangeError(absl::StrCat("it holds more than ", kTlsFile.max_bytes, " bytes, the most a ",
+                                             kTlsFile.kind, " may hold"));
+  }
   if (!pem.ok()) {
     return absl::Status(pem.status().code(), absl::StrCat("cannot read the TLS ", what, " ", path, ": ",
                                                           pem.status().message(), " (", kHowToMake, ")"));
@@ -103,6 +111,18 @@ absl::StatusOr<TlsConfig> LoadTlsConfig(Env* env, const TlsFiles& files, const s
   }
   config.cert_path = cert;
   config.enabled = true;
+  // Warnings, not errors: a task still runs, but its operator learns what a reader of its files
+  // could do.
+  if (!files.dir.empty() && env->FileExists(files.dir + "/ca.key")) {
+    config.warnings.push_back(absl::StrCat(
+        "the TLS directory ", files.dir, " holds ca.key, the cluster CA's private key: whoever reads it can make "
+        "certificates for any task; keep it off the cluster (a task needs only ca.crt and its own certificate and key)"));
+  }
+  struct stat st;
+  if (::stat(key.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    config.warnings.push_back(absl::StrCat("the private key ", key, " may be read by other users (mode ",
+                                           absl::StrFormat("%04o", st.st_mode & 0777), "); chmod 600 it"));
+  }
   return config;
 }
 
@@ -111,7 +131,9 @@ std::string DescribeTls(const TlsConfig& config) {
     return "WARNING: plaintext: no TLS configured (--tls_dir or PSTRAIN_TLS_DIR), so anyone who can reach this "
            "task's port can read and change the model and stop the job; use it only on a trusted network";
   }
-  return absl::StrCat("mutual TLS as ", config.identity, " (", config.cert_path, ")");
+  std::string line = absl::StrCat("mutual TLS as ", config.identity, " (", config.cert_path, ")");
+  for (const std::string& warning : config.warnings) absl::StrAppend(&line, "; WARNING: ", warning);
+  return line;
 }
 
 }  // namespace pstrain

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -32,6 +33,9 @@ struct TlsConfig {
   std::string ca_pem, cert_pem, key_pem;
   std::string identity;   // the certificate's common name: the task, e.g. "worker:0"
   std::string cert_path;  // for messages
+  // Key material where it should not be (DescribeTls prints them): the CA's key in the task's TLS
+  // directory, or a private key that other users may read.
+  std::vector<std::string> warnings;
 };
 
 // The file names `pstrain certs` gives task `task` ("worker:0" -> "worker-0.crt").
@@ -45,7 +49,8 @@ std::string TaskKeyFileName(const std::string& task);
 // expired certificate; NotFound for a missing file. `env` (not owned) reads the files.
 absl::StatusOr<TlsConfig> LoadTlsConfig(Env* env, const TlsFiles& files, const std::string& task);
 
-// The line a task prints at start-up: what protects its connections, and a warning for plaintext.
+// The line a task prints at start-up: what protects its connections, and a warning for plaintext
+// or for each of config.warnings.
 std::string DescribeTls(const TlsConfig& config);
 
 }  // namespace pstrain

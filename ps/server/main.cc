@@ -17,6 +17,7 @@
 #include "common/metrics/metrics_endpoint.h"
 #include "common/metrics/process_metrics.h"
 #include "common/plan/memory_budget.h"
+#include "common/platform/resource_errors.h"
 #include "common/platform/cpu_level.h"
 #include "common/platform/exit_codes.h"
 #include "common/platform/malloc_tuning.h"
@@ -35,6 +36,10 @@ ABSL_FLAG(int64_t, memory_budget_bytes, 0,
 ABSL_FLAG(bool, keep_serving, false,
           "keep serving when the chief ends the job (by default the ps exits: 0 when the job is done, 1 when it "
           "failed); for a ps that several jobs reuse. SIGTERM still stops it");
+ABSL_FLAG(std::string, checkpoint_root, "",
+          "the directory (the chief's --model_dir, or a parent of it) inside which this ps writes and reads "
+          "checkpoints; Save and Restore of a directory outside it are refused (default: any directory, but "
+          "always a ckpt-<step> directory without \"..\")");
 ABSL_FLAG(int, max_connections, 4096,
           "tensor-channel connections (and connections not yet sorted from gRPC's) the ps holds at once; more are "
           "refused with a log line");
@@ -77,6 +82,7 @@ absl::StatusOr<PsConfig> LoadConfig(const pstrain::TaskSetup& setup) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pstrain::InstallResourceErrorHandler("pstrain-ps");
   absl::SetProgramUsageMessage("pstrain-ps   (TF_CONFIG in the environment, task type ps)");
   if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-ps")) return *exit_now;
   absl::StatusOr<pstrain::TaskSetup> setup =
@@ -101,6 +107,8 @@ int main(int argc, char** argv) {
   options.env = pstrain::Env::Default();
   options.task = task;
   options.memory_budget_bytes = config->memory_budget_bytes;
+  options.confine_checkpoints = true;
+  options.checkpoint_root = absl::GetFlag(FLAGS_checkpoint_root);
   options.update_latency = pstrain::PsUpdateLatency(&metrics);
   options.ps_index = config->ps_index;
   // ps_replicas: a primary forwards its updates to the ps holding their backups, over the same
@@ -153,6 +161,10 @@ int main(int argc, char** argv) {
   std::cerr << who << pstrain::DescribeTls(setup->transport.tls) << std::endl;
   if (setup->transport.tls.enabled)
     std::cerr << who << "tensor channel TLS: " << pstrain::KernelTlsStatus() << std::endl;
+  if (!setup->transport.tls.enabled && absl::GetFlag(FLAGS_checkpoint_root).empty()) {
+    std::cerr << who << "plaintext and no --checkpoint_root: any peer may ask this ps to save into a ckpt-<step> "
+              << "directory anywhere it can write; give --checkpoint_root=MODEL_DIR (or use TLS)" << std::endl;
+  }
   absl::StatusOr<std::unique_ptr<pstrain::PsGrpcServer>> server =
       pstrain::PsGrpcServer::Start(&ps, setup->listen, serving);
   if (!server.ok()) {

@@ -121,6 +121,11 @@ class PsServer {
     // state) to land first; past it a forward is refused UNAVAILABLE and the primary retries it.
     int64_t replica_hold_bytes = int64_t{256} << 20;
     std::function<void(const std::string&)> log = nullptr;  // replication events (may be null)
+    // Save and Restore: when `confine_checkpoints`, a checkpoint_dir must pass CheckCheckpointDir
+    // (confined_path.h) against `checkpoint_root` (empty: any root, but still a ckpt-<step>
+    // directory without "..").
+    bool confine_checkpoints = false;
+    std::string checkpoint_root;
   };
 
   explicit PsServer(Options options);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint/checkpoint_reader.h"
+#include "common/platform/confined_path.h"
 #include "common/platform/status_macros.h"
 #include "ps/store/ps_server.h"
 #include "ps/store/shard_loader.h"
@@ -12,6 +13,7 @@ namespace pstrain {
 
 absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) {
   if (request.checkpoint_dir().empty()) return absl::InvalidArgumentError("Save needs a checkpoint_dir");
+  if (options_.confine_checkpoints) RETURN_IF_ERROR(CheckCheckpointDir(options_.checkpoint_root, request.checkpoint_dir()));
   RETURN_IF_ERROR(env_->CreateDirs(request.checkpoint_dir()));
   std::map<std::string, std::shared_ptr<Shard>> shards;
   {
@@ -56,6 +58,9 @@ absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) 
 absl::Status PsServer::Restore(const RestoreRequest& request, RestoreResponse* response) {
   ASSIGN_OR_RETURN(ShardOptions opts, MakeOptions(request.optimizer(), request.mode(), request.num_workers(),
                                                   request.sync_timeout_ms(), request.non_finite()));
+  if (options_.confine_checkpoints && !request.checkpoint_dir().empty()) {
+    RETURN_IF_ERROR(CheckCheckpointDir(options_.checkpoint_root, request.checkpoint_dir()));
+  }
   std::set<std::string> names;
   for (const ShardSpecProto& spec : request.shards()) {
     if (!names.insert(spec.shard_name()).second) {

@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "common/platform/resource_errors.h"
+
 namespace pstrain {
 namespace {
 
@@ -16,7 +18,9 @@ bool Retryable(const absl::Status& s) {
 ReplicaLink::ReplicaLink(Options options, ReplicaPeer peer)
     : options_(std::move(options)), env_(options_.env), peer_(std::move(peer)) {
   const int n = std::max(1, options_.in_flight);
-  for (int i = 0; i < n; ++i) senders_.emplace_back([this] { SendLoop(); });
+  StartThreadsOrStop(
+      &senders_, [&] { for (int i = 0; i < n; ++i) senders_.emplace_back([this] { SendLoop(); }); },
+      [this] { Stop(); });
 }
 
 ReplicaLink::~ReplicaLink() {

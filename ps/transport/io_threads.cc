@@ -1,9 +1,16 @@
 #include "ps/transport/io_threads.h"
 
+#include "common/platform/resource_errors.h"
+
 namespace pstrain {
 
 IoThreads::IoThreads(int threads) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  StartThreadsOrStop(
+      &threads_, [&] { for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); }); },
+      [this] {
+        absl::MutexLock l(&mu_);
+        stopping_ = true;
+      });
 }
 
 IoThreads::~IoThreads() { Shutdown(); }

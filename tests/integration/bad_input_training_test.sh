@@ -31,13 +31,28 @@ done <<'CASES'
 {"type": "adam", "epsilon": 0}|optimizer.epsilon must be positive
 CASES
 
-# In range, but it blows up: `pstrain train` stops at the first non-finite step, naming it.
+# In range, but it blows up: `pstrain train` stops at the first non-finite step, naming it (the
+# loss-growth rule, tried below, turned off so that TerminateOnNaN is what stops it).
 linear_job "$WORK/blowup.json" '{"type": "sgd", "learning_rate": 1e30}'
 expect_exit 2 train-blowup "training diverged at step [0-9]+: .*dense/(kernel|bias).*terminate_on_nan" \
-  "$P" train --job="$WORK/blowup.json"
-expect_exit 0 train-blowup-off '"steps":200' "$P" train --job="$WORK/blowup.json" --terminate_on_nan=false
-linear_job "$WORK/blowup-off.json" '{"type": "sgd", "learning_rate": 1e30}' ', "terminate_on_nan": false'
+  "$P" train --job="$WORK/blowup.json" --divergence_loss_factor=0
+expect_exit 0 train-blowup-off '"steps":200' "$P" train --job="$WORK/blowup.json" --terminate_on_nan=false \
+  --divergence_loss_factor=0
+linear_job "$WORK/blowup-off.json" '{"type": "sgd", "learning_rate": 1e30}' \
+  ', "terminate_on_nan": false, "divergence_loss_factor": 0'
 expect_exit 0 train-blowup-off-job '"steps":200' "$P" train --job="$WORK/blowup-off.json"
+
+# Finite garbage: a learning rate too large for the loss to stay small, with NaN checks off (so
+# only the loss-growth rule can see it), stops as diverged; the rule is switchable like
+# TerminateOnNaN.
+linear_job "$WORK/growth.json" '{"type": "sgd", "learning_rate": 3}'
+expect_exit 2 train-growth "training diverged at step [0-9]+: the training loss is .*, more than 1000 x the reference loss .*divergence_loss_factor" \
+  "$P" train --job="$WORK/growth.json" --terminate_on_nan=false
+expect_exit 2 train-growth-factor "must be 0 \(off\) or a number of at least 2" \
+  "$P" train --job="$WORK/growth.json" --divergence_loss_factor=1
+expect_exit 2 chief-growth-factor "divergence_loss_factor must be 0 \(off\) or at least 2" \
+  env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job="$WORK/growth.json" --model_dir="$WORK/gf" \
+  --divergence_loss_factor=1.5
 
 # The cluster: a schedule that blows up after step 40 stops the chief (exit 2) naming the global
 # step and the variable; the checkpoints of steps 20 and 40 stay the newest and evaluate finite.
@@ -45,7 +60,7 @@ linear_job "$WORK/late.json" \
   '{"type": "sgd", "learning_rate": {"schedule": "piecewise_constant", "boundaries": [40], "values": [0.01, 1e30]}}'
 make_cluster 1 2
 start_servers 1 2 --threads=1
-expect_exit 2 chief-blowup "the job failed: at global step [0-9]+: worker:[01] .*failed: .*training diverged at .*dense/" \
+expect_exit 2 chief-blowup "the job failed: at global step [0-9]+: worker:[01] .*failed: .*training diverged at .*(dense/|the training loss is)" \
   env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job="$WORK/late.json" --model_dir="$WORK/late" \
   --checkpoint_every_steps=20 --wait_timeout_secs=30
 newest=$(ls "$WORK/late" | sed -n 's/^ckpt-\([0-9]*\)$/\1/p' | sort -n | tail -1)
@@ -59,5 +74,14 @@ done
 make_cluster 1 1
 start_servers 1 1 --threads=1
 expect_exit 0 chief-blowup-off '"state": "done"' env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" \
-  --job="$WORK/late.json" --model_dir="$WORK/late-off" --terminate_on_nan=false --wait_timeout_secs=30
+  --job="$WORK/late.json" --model_dir="$WORK/late-off" --terminate_on_nan=false --divergence_loss_factor=0 \
+  --wait_timeout_secs=30
+# The cluster too: the worker's step stops the job (exit 2) before it pushes the garbage.
+make_cluster 1 1
+start_servers 1 1 --threads=1
+expect_exit 2 chief-growth "the job failed: .*training diverged at .*the training loss is .*more than 1000 x" \
+  env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job="$WORK/growth.json" --model_dir="$WORK/growth-c" \
+  --terminate_on_nan=false --checkpoint_every_steps=5 --wait_timeout_secs=30
+# No checkpoint after step 0 holds the garbage: the job stopped before one was saved.
+! ls "$WORK/growth-c" | grep -E '^ckpt-[1-9][0-9]*$' || fail "a checkpoint was saved after the loss grew"
 echo "PASS: $CASES cases: values outside their range are refused and divergence stops the job"

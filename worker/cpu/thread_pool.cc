@@ -2,19 +2,25 @@
 
 #include <algorithm>
 
+#include "common/platform/resource_errors.h"
+
 namespace pstrain {
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) helpers_.emplace_back([this, i] { HelperLoop(i); });
+  StartThreadsOrStop(
+      &helpers_, [&] { for (int i = 1; i < threads; ++i) helpers_.emplace_back([this, i] { HelperLoop(i); }); },
+      [this] { Stop(); });
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-    work_cv_.SignalAll();
-  }
+  Stop();
   for (std::thread& t : helpers_) t.join();
+}
+
+void ThreadPool::Stop() {
+  absl::MutexLock lock(&mu_);
+  stop_ = true;
+  work_cv_.SignalAll();
 }
 
 void ThreadPool::Run(int n, const std::function<void(int)>& fn) {

@@ -35,6 +35,7 @@ class ThreadPool {
 
  private:
   void HelperLoop(int index);
+  void Stop();  // makes the helpers return
 
   absl::Mutex mu_;
   absl::CondVar work_cv_;

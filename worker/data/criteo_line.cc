@@ -41,7 +41,9 @@ const std::array<int8_t, 256>& HexDigits() {
 
 absl::Status FieldError(const CriteoFormat& format, int field, absl::string_view text, absl::string_view why) {
   return absl::InvalidArgumentError(
-      absl::StrCat("field ", CriteoFieldName(format, field), " is ", QuoteExcerpt(text, 32), ": ", why));
+      // The field's bytes are not shown: a data file may be one nobody meant to share (a job spec
+      // from elsewhere can name any file), and its errors must not echo it.
+      absl::StrCat("field ", CriteoFieldName(format, field), " (", text.size(), " bytes): ", why));
 }
 
 // log(1 + max(x, 0)) of a decimal number; false when `text` is not a finite number.

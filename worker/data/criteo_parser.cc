@@ -101,7 +101,8 @@ absl::Status CriteoParser::EndLine(absl::string_view line) {
 }
 
 absl::Status CriteoParser::BadLine(absl::string_view line, absl::string_view why) {
-  std::string message = absl::StrCat(file_, ":", file_line_, ": ", why, "; the line starts ", QuoteExcerpt(line, 80));
+  // The line's bytes are not shown (see FieldError in criteo_line.cc).
+  std::string message = absl::StrCat(file_, ":", file_line_, ": ", why, "; the line has ", line.size(), " bytes");
   if (options_.skip_bad_lines) {
     if (bad_lines_++ == 0) first_bad_line_ = std::move(message);
     return absl::OkStatus();

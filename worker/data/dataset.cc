@@ -1,5 +1,7 @@
 #include "worker/data/dataset.h"
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -10,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "common/config/json_util.h"
 #include "common/platform/checked_math.h"
+#include "common/platform/file_rules.h"
 #include "common/platform/status_macros.h"
 #include "common/tensor/tensor.h"
 #include "worker/data/ctr_dataset.h"
@@ -31,9 +34,8 @@ absl::Status CheckIdx(const std::string& path, const std::string& data, uint32_t
                       std::vector<int64_t>* dims) {
   const size_t header = 4 + 4 * static_cast<size_t>(rank);
   if (data.size() >= 4 && BigEndian32(data, 0) != magic) {
-    return absl::InvalidArgumentError(absl::StrCat("IDX file ", path, " has bad magic number 0x",
-                                                   absl::Hex(BigEndian32(data, 0)), " (expected 0x", absl::Hex(magic),
-                                                   "); is it the right file?"));
+    return absl::InvalidArgumentError(absl::StrCat("IDX file ", path, " has a bad magic number (expected 0x",
+                                                   absl::Hex(magic), "); is it the right file?"));
   }
   if (data.size() < header) {
     return absl::DataLossError(absl::StrCat("IDX file ", path, " is truncated: ", data.size(),
@@ -58,15 +60,11 @@ absl::Status CheckIdx(const std::string& path, const std::string& data, uint32_t
 
 std::string PickFile(const std::string& dir, const std::string& name) {
   const std::string gz = absl::StrCat(dir, "/", name, ".gz");
-  if (FILE* f = std::fopen(gz.c_str(), "rb")) {
-    std::fclose(f);
-    return gz;
-  }
+  // Whether a name exists, not opened (a FIFO would block): the reader applies file_rules.h.
+  struct stat st;
+  if (::stat(gz.c_str(), &st) == 0) return gz;
   const std::string plain = absl::StrCat(dir, "/", name);
-  if (FILE* f = std::fopen(plain.c_str(), "rb")) {
-    std::fclose(f);
-    return plain;
-  }
+  if (::stat(plain.c_str(), &st) == 0) return plain;
   return gz;  // missing: the error names the usual (gzipped) file
 }
 
@@ -83,9 +81,10 @@ absl::Status CheckFits(const Dataset& d, const JobSpec& job, const std::string& 
 
 int64_t Dataset::example_floats() const { return NumElements(example_shape); }
 
-absl::StatusOr<Dataset> LoadIdxDataset(Env* env, const std::string& images_path, const std::string& labels_path) {
-  ASSIGN_OR_RETURN(std::string images, ReadMaybeGzipFile(env, images_path));
-  ASSIGN_OR_RETURN(std::string labels, ReadMaybeGzipFile(env, labels_path));
+absl::StatusOr<Dataset> LoadIdxDataset(Env* env, const std::string& images_path, const std::string& labels_path,
+                                       int64_t max_file_bytes) {
+  ASSIGN_OR_RETURN(std::string images, ReadMaybeGzipFile(env, images_path, max_file_bytes));
+  ASSIGN_OR_RETURN(std::string labels, ReadMaybeGzipFile(env, labels_path, max_file_bytes));
   std::vector<int64_t> image_dims, label_dims;
   RETURN_IF_ERROR(CheckIdx(images_path, images, kIdxImagesMagic, 3, &image_dims));
   RETURN_IF_ERROR(CheckIdx(labels_path, labels, kIdxLabelsMagic, 1, &label_dims));
@@ -105,12 +104,14 @@ absl::StatusOr<Dataset> LoadIdxDataset(Env* env, const std::string& images_path,
 }
 
 absl::StatusOr<Dataset> LoadCsvDataset(Env* env, const std::string& path, int64_t label_column, bool header,
-                                       bool classification) {
-  ASSIGN_OR_RETURN(std::string text, ReadMaybeGzipFile(env, path));
+                                       bool classification, int64_t max_file_bytes) {
+  ASSIGN_OR_RETURN(std::string text, ReadMaybeGzipFile(env, path, max_file_bytes));
+  static constexpr FileRules kCsvFile{"CSV file", INT64_MAX, true, kMaxDataLineBytes};
   Dataset d;
   int64_t columns = -1, line_no = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_no;
+    RETURN_IF_ERROR(CheckLineLength(path, kCsvFile, line_no, static_cast<int64_t>(line.size())));
     line = absl::StripTrailingAsciiWhitespace(line);
     if (line.empty() || (header && line_no == 1)) continue;
     std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
@@ -131,14 +132,14 @@ absl::StatusOr<Dataset> LoadCsvDataset(Env* env, const std::string& path, int64_
       float v = 0;
       if (!absl::SimpleAtof(absl::StripAsciiWhitespace(cells[c]), &v) || !std::isfinite(v)) {
         return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": column ", c,
-                                                       " is not a finite number: ", QuotedExcerpt(cells[c])));
+                                                       " (", cells[c].size(), " bytes) is not a finite number"));
       }
       if (c != label_column) {
         d.features.push_back(v);
       } else if (classification) {
         if (v < 0 || v > 1e9f || v != static_cast<float>(static_cast<int32_t>(v))) {
           return absl::InvalidArgumentError(
-              absl::StrCat(path, ":", line_no, ": label ", QuotedExcerpt(cells[c]), " is not a class id (0, 1, 2, ...)"));
+              absl::StrCat(path, ":", line_no, ": the label (column ", c, ") is not a class id (0, 1, 2, ...)"));
         }
         d.labels.push_back(static_cast<int32_t>(v));
       } else {
@@ -179,7 +180,8 @@ Dataset SyntheticLinearDataset(int64_t examples, int64_t features, uint64_t seed
   return d;
 }
 
-absl::StatusOr<Dataset> LoadDataset(Env* env, const JobSpec& job, Split split, const std::string& data_dir) {
+absl::StatusOr<Dataset> LoadDataset(Env* env, const JobSpec& job, Split split, const std::string& data_dir,
+                                    int64_t max_file_bytes) {
   const DataSpec& spec = job.data;
   if (spec.dataset == "criteo") return LoadCtrDataset(env, job, split, data_dir);
   const bool classification = job.model.loss == "sparse_categorical_crossentropy";
@@ -190,14 +192,14 @@ absl::StatusOr<Dataset> LoadDataset(Env* env, const JobSpec& job, Split split, c
     const std::string prefix = split == Split::kTrain ? "train" : "t10k";
     const std::string images = PickFile(dir, prefix + "-images-idx3-ubyte");
     const std::string labels = PickFile(dir, prefix + "-labels-idx1-ubyte");
-    ASSIGN_OR_RETURN(d, LoadIdxDataset(env, images, labels));
+    ASSIGN_OR_RETURN(d, LoadIdxDataset(env, images, labels, max_file_bytes));
     what = images;
   } else if (spec.dataset == "csv") {
     const std::string& file = split == Split::kTrain ? spec.train_file : spec.test_file;
     if (file.empty()) {
       return absl::InvalidArgumentError("job spec: data.test_file is required to evaluate a csv job");
     }
-    ASSIGN_OR_RETURN(d, LoadCsvDataset(env, file, spec.label_column, spec.header, classification));
+    ASSIGN_OR_RETURN(d, LoadCsvDataset(env, file, spec.label_column, spec.header, classification, max_file_bytes));
     what = file;
   } else {
     if (job.model.input_shape.size() != 1) {

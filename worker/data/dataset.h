@@ -38,17 +38,22 @@ enum class Split { kTrain, kTest };
 
 // Loads the split of the job's data. `data_dir` overrides data.dir when non-empty. The features
 // must fit model.input_shape, the labels the model's outputs. `env` (not owned; here and below)
-// gives the memory budget a file may fill and reads CTR data. Errors: NotFound (missing file),
-// InvalidArgument / DataLoss (bad contents), each naming the file.
-absl::StatusOr<Dataset> LoadDataset(Env* env, const JobSpec& job, Split split, const std::string& data_dir = "");
+// gives the memory budget a file may fill and reads CTR data. A file's (decompressed) bytes may
+// fill at most `max_file_bytes` (the process's --memory_budget_bytes; 0: the host's default
+// budget), counted while reading. Errors: NotFound (missing file), InvalidArgument / DataLoss (bad
+// contents, a file too large, a FIFO or device), each naming the file.
+absl::StatusOr<Dataset> LoadDataset(Env* env, const JobSpec& job, Split split, const std::string& data_dir = "",
+                                    int64_t max_file_bytes = 0);
 
 // Fashion-MNIST (or MNIST) IDX pair: images [n, rows, cols, 1] scaled to [0,1] and uint8 labels.
-absl::StatusOr<Dataset> LoadIdxDataset(Env* env, const std::string& images_path, const std::string& labels_path);
+absl::StatusOr<Dataset> LoadIdxDataset(Env* env, const std::string& images_path, const std::string& labels_path,
+                                       int64_t max_file_bytes = 0);
 
 // A CSV file of numbers: one example per line, `label_column` (-1 = last) the label (a class id
-// when `classification`, else the regression target), the other columns the features.
+// when `classification`, else the regression target), the other columns the features. A line may
+// hold at most kMaxDataLineBytes (file_rules.h).
 absl::StatusOr<Dataset> LoadCsvDataset(Env* env, const std::string& path, int64_t label_column, bool header,
-                                       bool classification);
+                                       bool classification, int64_t max_file_bytes = 0);
 
 // y = a.x + b + noise with x ~ U(-1,1)^features; a, b and the noise come from `seed` (the test
 // split uses another stream of the same a, b).

@@ -1,6 +1,7 @@
 #include "worker/data/file_reader.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "common/plan/memory_budget.h"
 #include "common/platform/checked_math.h"
 #include "common/platform/env.h"
+#include "common/platform/file_rules.h"
 
 namespace pstrain {
 namespace {
@@ -21,17 +23,29 @@ struct GzCloser {
   void operator()(gzFile_s* file) const { gzclose(file); }
 };
 
+bool IsDirectory(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
 }  // namespace
 
 absl::Status ReadMaybeGzipFileInChunks(const std::string& path, size_t chunk_bytes,
                                        const std::function<absl::Status(absl::string_view)>& consume) {
-  struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat("data file ", path, " is a directory; give the file(s) in it"));
+  // file_rules.h: a regular file (symlinks followed); a FIFO, device or directory is refused
+  // without blocking. The size limit is the caller's, counted on the decompressed bytes.
+  static constexpr FileRules kDataFile{"data file", INT64_MAX, true, kMaxDataLineBytes};
+  absl::StatusOr<int> fd = OpenRegularFileForReading(path, kDataFile, nullptr);
+  if (!fd.ok()) {
+    if (fd.status().code() == absl::StatusCode::kInvalidArgument && IsDirectory(path)) {
+      return absl::InvalidArgumentError(absl::StrCat("data file ", path, " is a directory; give the file(s) in it"));
+    }
+    return fd.status();
   }
-  std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
+  std::unique_ptr<gzFile_s, GzCloser> file(gzdopen(*fd, "rb"));
   if (file == nullptr) {
-    return absl::NotFoundError(absl::StrCat("cannot open data file ", path, ": ", std::strerror(errno)));
+    ::close(*fd);
+    return absl::InternalError(absl::StrCat("cannot read data file ", path, ": out of memory for zlib"));
   }
   gzbuffer(file.get(), 1 << 17);
   std::string chunk(std::min<size_t>(std::max<size_t>(chunk_bytes, 1), INT_MAX), '\0');
@@ -61,7 +75,7 @@ absl::StatusOr<std::string> ReadMaybeGzipFile(Env* env, const std::string& path,
     if (chunk.size() > static_cast<uint64_t>(max_bytes) - out.size()) {
       return absl::InvalidArgumentError(absl::StrCat("data file ", path, " holds more than ", FormatBytes(max_bytes),
                                                      " (uncompressed), more than the memory budget (",
-                                                     kMemoryBudgetFlag, ")"));
+                                                     kMemoryBudgetFlag, "); stopped while reading"));
     }
     out.append(chunk.data(), chunk.size());
     return absl::OkStatus();

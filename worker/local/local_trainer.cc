@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(Env* env, con
                                                                    const GradientComputerFactory& compute) {
   std::unique_ptr<LocalTrainer> t(new LocalTrainer());
   t->job_ = job;
+  t->loss_growth_ = LossGrowthCheck(job.divergence_loss_factor);
   t->options_ = options;
   ASSIGN_OR_RETURN(t->variables_, ModelVariables(job.model));
   t->tables_.resize(t->variables_.size());
@@ -55,10 +56,10 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(Env* env, con
   }
   ASSIGN_OR_RETURN(t->updater_, updater(job.optimizer, t->variables_));
   ASSIGN_OR_RETURN(t->replicas_, ReplicaSet::Create(job.model, options.replicas, options.threads, compute));
-  ASSIGN_OR_RETURN(Dataset train, LoadDataset(env, job, Split::kTrain, options.data_dir));
+  ASSIGN_OR_RETURN(Dataset train, LoadDataset(env, job, Split::kTrain, options.data_dir, options.memory_budget_bytes));
   t->NoteBadLines("training", train);
   if (options.evaluate) {
-    ASSIGN_OR_RETURN(Dataset test, LoadDataset(env, job, Split::kTest, options.data_dir));
+    ASSIGN_OR_RETURN(Dataset test, LoadDataset(env, job, Split::kTest, options.data_dir, options.memory_budget_bytes));
     t->NoteBadLines("test", test);
     t->test_ = std::make_shared<const Dataset>(std::move(test));
   }
@@ -140,10 +141,9 @@ absl::Status LocalTrainer::Step(int64_t step, float loss_scale, BatchMetrics* me
   RETURN_IF_ERROR(replicas_->Compute(params_, batch_, loss_scale, &grads_, metrics));
   const std::string at = absl::StrCat("step ", step + 1);
   const bool check = job_.terminate_on_nan;
-  if (check) {
-    const double loss = (metrics->loss_sum - loss_before) / std::max<int64_t>(1, metrics->examples - examples_before);
-    RETURN_IF_ERROR(CheckStepFinite(at, loss, variables_, grads_));
-  }
+  const double loss = (metrics->loss_sum - loss_before) / std::max<int64_t>(1, metrics->examples - examples_before);
+  RETURN_IF_ERROR(loss_growth_.Observe(at, loss));
+  if (check) RETURN_IF_ERROR(CheckStepFinite(at, loss, variables_, grads_));
   if (dedupe_ != nullptr) {
     RETURN_IF_ERROR(ForEachTable([this, check](size_t i) {
       RETURN_IF_ERROR(updater_->ApplySparse(static_cast<int>(i), lookup_.unique_ids[i], grads_[i], &tables_[i]));

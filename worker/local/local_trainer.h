@@ -18,6 +18,7 @@
 #include "common/plan/model_variables.h"
 #include "common/tensor/tensor.h"
 #include "worker/exchange/sparse_lookup.h"
+#include "worker/step/divergence_check.h"
 #include "worker/step/replica_set.h"
 
 namespace pstrain {
@@ -58,6 +59,7 @@ struct LocalTrainOptions {
   int64_t epochs = 0;    // > 0 overrides the schedule
   int64_t steps = 0;     // > 0 overrides the schedule (takes precedence over epochs)
   bool evaluate = true;  // evaluate on the test set after each epoch
+  int64_t memory_budget_bytes = 0;  // most bytes a data file may fill (0: the host's default budget)
 };
 
 // One line of progress: an epoch, or with a step budget a chunk of up to one epoch of steps.
@@ -117,6 +119,7 @@ class LocalTrainer {
   void NoteBadLines(const std::string& split, const Dataset& data);
 
   JobSpec job_;
+  LossGrowthCheck loss_growth_{0};  // job_.divergence_loss_factor
   LocalTrainOptions options_;
   std::vector<VariableSpec> variables_;
   // params_: what a step computes with. Dense variables whole; CTR models' tables as the step's

@@ -18,6 +18,7 @@
 #include "common/config/value_range.h"
 #include "common/metrics/metrics_endpoint.h"
 #include "common/metrics/process_metrics.h"
+#include "common/platform/resource_errors.h"
 #include "common/platform/cpu_level.h"
 #include "common/platform/env.h"
 #include "common/platform/exit_codes.h"
@@ -88,6 +89,7 @@ pstrain::PsClientFactory MeteredPsClients(pstrain::MetricsRegistry* metrics, pst
 }  // namespace
 
 int main(int argc, char** argv) {
+  pstrain::InstallResourceErrorHandler("pstrain-worker");
   absl::SetProgramUsageMessage(
       "pstrain-worker [--device=cpu|cuda[:N]] [--threads=N]   (TF_CONFIG in the environment, task type worker)");
   if (std::optional<int> exit_now = pstrain::ParseTaskCommandLine(argc, argv, "pstrain-worker")) return *exit_now;

@@ -1,17 +1,23 @@
 #include "worker/server/work_queue.h"
 
+#include "common/platform/resource_errors.h"
+
 namespace pstrain {
 
 WorkQueue::WorkQueue(int threads) {
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  StartThreadsOrStop(
+      &threads_, [&] { for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); }); },
+      [this] { Stop(); });
 }
 
 WorkQueue::~WorkQueue() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
+  Stop();
   for (std::thread& t : threads_) t.join();
+}
+
+void WorkQueue::Stop() {
+  absl::MutexLock lock(&mu_);
+  stop_ = true;
 }
 
 void WorkQueue::Schedule(std::function<void()> fn) {

@@ -27,6 +27,7 @@ class WorkQueue {
 
  private:
   void Loop();
+  void Stop();  // makes the threads return once the queue is drained
 
   absl::Mutex mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,6 @@
 #include "worker/step/divergence_check.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -47,6 +48,23 @@ absl::Status CheckStepFinite(absl::string_view step, double loss, const std::vec
                                : absl::StrCat(", and the gradient of variable ", NameOf(variables, i), " holds ", count,
                                               " non-finite values (NaN/Inf)"));
   return absl::FailedPreconditionError(absl::StrCat("training diverged at ", step, ": ", what, "; ", kDivergenceAdvice));
+}
+
+absl::Status LossGrowthCheck::Observe(absl::string_view step, double loss) {
+  if (factor_ <= 0 || !std::isfinite(loss)) return absl::OkStatus();
+  if (seen_ > 0) {
+    const double reference = std::max(1.0, lowest_);
+    if (loss > factor_ * reference) {
+      return absl::FailedPreconditionError(absl::StrCat("training diverged at ", step, ": the training loss is ", loss,
+                                                        ", more than ", factor_, " x the reference loss ", reference,
+                                                        " of the first steps; ", kLossGrowthAdvice));
+    }
+  }
+  if (seen_ < kLossReferenceSteps) {
+    lowest_ = seen_ == 0 ? loss : std::min(lowest_, loss);
+    ++seen_;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace pstrain

@@ -21,6 +21,9 @@ namespace pstrain {
 inline constexpr char kDivergenceAdvice[] =
     "lower the learning rate or check the data; the checkpoints already saved are kept (terminate_on_nan: "
     "false in the job spec, or --terminate_on_nan=false, lets the job go on)";
+inline constexpr char kLossGrowthAdvice[] =
+    "lower the learning rate or check the data; the checkpoints already saved are kept "
+    "(divergence_loss_factor: 0 in the job spec, or --divergence_loss_factor=0, turns this rule off)";
 
 // FailedPrecondition when a variable in `params` (in `variables` order) holds NaN/Inf:
 // "<step>: variable dense/kernel holds 3 non-finite values (NaN/Inf) <when>; <advice>".
@@ -31,6 +34,28 @@ absl::Status CheckVariablesFinite(absl::string_view step, absl::string_view when
 // naming the first such variable.
 absl::Status CheckStepFinite(absl::string_view step, double loss, const std::vector<VariableSpec>& variables,
                              const std::vector<Tensor>& grads);
+
+// The loss-growth rule, for finite garbage (a learning rate of 1e30 trains to losses near 1e31
+// without a NaN): the reference is the lowest mean training loss of the first kLossReferenceSteps
+// steps this process computed (of those seen so far while fewer), at least 1; a later step whose
+// mean loss passes `factor` x the reference has diverged. The lowest, not the mean: a loss that
+// already grows during those steps must not raise its own reference. The first step only sets it.
+// `factor` 0 turns the rule off (job spec divergence_loss_factor, --divergence_loss_factor).
+// Thread-safety: not thread-safe; one per sequence of steps (a trainer, a worker's data part).
+inline constexpr int kLossReferenceSteps = 10;
+class LossGrowthCheck {
+ public:
+  explicit LossGrowthCheck(double factor) : factor_(factor) {}
+  // OK, or FailedPrecondition "training diverged at <step>: the training loss is X, more than
+  // <factor> x the reference loss Y of the first steps; <advice>". A non-finite loss is left to
+  // CheckStepFinite (OK here).
+  absl::Status Observe(absl::string_view step, double loss);
+
+ private:
+  double factor_;
+  int seen_ = 0;
+  double lowest_ = 0;
+};
 
 }  // namespace pstrain
 

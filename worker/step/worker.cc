@@ -103,6 +103,7 @@ absl::StatusOr<Worker::PartContext*> Worker::PartFor(Job* job, int part) {
   auto found = job->parts.find(part);
   if (found != job->parts.end()) return found->second.get();
   auto ctx = std::make_unique<PartContext>();
+  ctx->loss_growth = LossGrowthCheck(job->spec.divergence_loss_factor);
   ctx->part = part;
   ctx->batch = WorkerBatchSize(job->spec.batch_size, part, job->num_workers);
   // Sync: the ps adds the pushes of all parts for one update, so each pushes grad/global batch.

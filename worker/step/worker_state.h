@@ -16,6 +16,7 @@
 #include "worker/data/dataset.h"
 #include "worker/data/shard_iterator.h"
 #include "worker/exchange/variable_exchange.h"
+#include "worker/step/divergence_check.h"
 #include "worker/step/worker.h"
 
 namespace pstrain {
@@ -42,6 +43,7 @@ struct Worker::PartContext {
   SparseLookup lookup;
   std::vector<Tensor> push_grads;  // push_exchange's
   SparseLookup push_lookup;
+  LossGrowthCheck loss_growth{0};  // the job's divergence_loss_factor, set when the part is built
 };
 
 struct Worker::Job {

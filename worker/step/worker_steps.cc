@@ -157,8 +157,9 @@ absl::Status Worker::ComputeStep(const Job& job, PartContext* ctx, const std::st
   const int64_t examples_before = metrics->examples;
   const double loss_before = metrics->loss_sum;
   RETURN_IF_ERROR(ctx->replicas->Compute(ctx->params, ctx->batch_buffer, ctx->loss_scale, &ctx->grads, metrics));
-  if (!job.spec.terminate_on_nan) return absl::OkStatus();
   const double loss = (metrics->loss_sum - loss_before) / std::max<int64_t>(1, metrics->examples - examples_before);
+  RETURN_IF_ERROR(ctx->loss_growth.Observe(step, loss));
+  if (!job.spec.terminate_on_nan) return absl::OkStatus();
   return CheckStepFinite(step, loss, job.variables, ctx->grads);
 }
 

@@ -71,5 +71,32 @@ TEST_F(ReadRegularFileTest, RefusesSymlinksFifosDirectoriesAndLargerFiles) {
   EXPECT_EQ(env->ReadRegularFile(dir_ + "/missing", 1).status().code(), absl::StatusCode::kNotFound);
 }
 
+// A ps's Save and Restore: a peer names the directory; only ckpt-<step> directories inside the
+// ps's checkpoint root, reached without "..", are written or read.
+TEST(ConfinedPathTest, CheckpointDirsStayInsideTheRoot) {
+  const std::string root = absl::StrCat(::testing::TempDir(), "/confined_root_", ::getpid());
+  std::filesystem::create_directories(root + "/model");
+  EXPECT_TRUE(CheckCheckpointDir(root, root + "/model/ckpt-20.tmp-123").ok());
+  EXPECT_TRUE(CheckCheckpointDir(root, root + "/model/ckpt-20").ok());
+  EXPECT_TRUE(CheckCheckpointDir("", "/anywhere/ckpt-7").ok());  // no root: the name rule only
+  const std::string refused[] = {root + "/../ckpt-1",        root + "/model/../../ckpt-1", "/etc/ckpt-1",
+                                 root + "/model/evil",        root + "/model/ckpt-1/..",    root + "/model/ckpt-x",
+                                 root + "/model/./ckpt-1",    ""};
+  for (const std::string& dir : refused) {
+    absl::Status s = CheckCheckpointDir(root, dir);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << dir;
+  }
+  EXPECT_THAT(std::string(CheckCheckpointDir(root, "/etc/ckpt-1").message()), HasSubstr("outside the checkpoint root"));
+  EXPECT_FALSE(CheckCheckpointDir("", "/tmp/../etc/ckpt-1").ok());
+  EXPECT_FALSE(CheckCheckpointDir("", "/etc/cron.d").ok());
+  // A symlink below the root that leads elsewhere is refused.
+  const std::string outside = root + "-outside";
+  std::filesystem::create_directories(outside);
+  ::unlink((root + "/escape").c_str());
+  ASSERT_EQ(::symlink(outside.c_str(), (root + "/escape").c_str()), 0);
+  EXPECT_THAT(std::string(CheckCheckpointDir(root, root + "/escape/ckpt-1").message()),
+              HasSubstr("passes through the symlink"));
+}
+
 }  // namespace
 }  // namespace pstrain

@@ -23,6 +23,7 @@ namespace pstrain {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string TestDir() {
   const std::string dir =
@@ -159,14 +160,14 @@ TEST(CriteoBadLineTest, EachClassNamesFileLineAndField) {
       {"1\t2\t3\ta\tb\n", "has 5 tab-separated fields, want 6"},
       {"1\t2\t3\ta\tb\tc\td\n", "has 7 tab-separated fields, want 6"},
       {"\n", "has 1 tab-separated fields, want 6"},
-      {"2\t\t\t\t\t\n", "field label is \"2\": the label must be 0 or 1"},
-      {"\t\t\t\t\t\n", "field label is \"\""},
-      {"0\t\t12x\t\t\t\n", "field I2 is \"12x\": not a number"},
-      {"0\tnan\t\t\t\t\n", "field I1 is \"nan\": not a number"},
-      {"0\t1e999\t\t\t\t\n", "field I1 is \"1e999\": not a number"},
-      {"0\t\t\t\t\tx1\n", "field C3 is \"x1\": not a hexadecimal id"},
-      {"0\t\t\t0x1f\t\t\n", "field C1 is \"0x1f\": not a hexadecimal id"},
-      {"0\t\t\t\t-5\t\n", "field C2 is \"-5\": not a hexadecimal id"},
+      {"2\t\t\t\t\t\n", "field label (1 bytes): the label must be 0 or 1"},
+      {"\t\t\t\t\t\n", "field label (0 bytes)"},
+      {"0\t\t12x\t\t\t\n", "field I2 (3 bytes): not a number"},
+      {"0\tnan\t\t\t\t\n", "field I1 (3 bytes): not a number"},
+      {"0\t1e999\t\t\t\t\n", "field I1 (5 bytes): not a number"},
+      {"0\t\t\t\t\tx1\n", "field C3 (2 bytes): not a hexadecimal id"},
+      {"0\t\t\t0x1f\t\t\n", "field C1 (4 bytes): not a hexadecimal id"},
+      {"0\t\t\t\t-5\t\n", "field C2 (2 bytes): not a hexadecimal id"},
   };
   const std::string dir = TestDir();
   for (const BadCase& c : cases) {
@@ -176,7 +177,8 @@ TEST(CriteoBadLineTest, EachClassNamesFileLineAndField) {
     ASSERT_FALSE(data.ok()) << c.line;
     EXPECT_EQ(data.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(data.status().message(), HasSubstr(path + ":3: " + c.field)) << data.status();
-    EXPECT_THAT(data.status().message(), HasSubstr("the line starts \""));
+    EXPECT_THAT(data.status().message(), HasSubstr(" bytes"));
+    EXPECT_THAT(data.status().message(), Not(HasSubstr(c.line.substr(0, c.line.size() - 1) + "\""))) << "echoes the line";
     EXPECT_THAT(data.status().message(), HasSubstr("skip_bad_lines"));
 
     CriteoOptions skip = SmallOptions({path});
@@ -222,10 +224,11 @@ TEST(CriteoBadLineTest, VeryLongLinesAreBoundedAndExcerptsShort) {
   CtrData skipped = parser.Finish();
   EXPECT_EQ(skipped.size, 2);
   EXPECT_EQ(skipped.bad_lines_skipped, 1);
-  // Under the limit a long bad field is quoted only in part.
+  // A bad field is named with its length, never shown.
   auto bad_number = ParseCriteoBuffer(absl::StrCat("0\t", huge_field, "x\t\t\t\t\n"), SmallFormat(), "f", false);
   ASSERT_FALSE(bad_number.ok());
-  EXPECT_THAT(bad_number.status().message(), HasSubstr("field I1 is \"7777"));
+  EXPECT_THAT(bad_number.status().message(), HasSubstr("field I1 ("));
+  EXPECT_THAT(bad_number.status().message(), Not(HasSubstr("7777")));
   EXPECT_LT(bad_number.status().message().size(), 400u);
 }
 

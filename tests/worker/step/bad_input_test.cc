@@ -1,6 +1,7 @@
 // Bad input to the processes that compute gradients: data files whose headers or cells lie
 // (class: sizes trusted before allocating), and training that turns NaN or infinite (class:
 // training garbage in silence; Keras's TerminateOnNaN).
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -60,6 +61,13 @@ TEST(DatasetBadInputTest, FilesLargerThanTheBudgetStopWhileReading) {
   EXPECT_TRUE(ReadMaybeGzipFile(Env::Default(), bomb, 32 << 20).ok());
   EXPECT_FALSE(ReadMaybeGzipFile(Env::Default(), "/dev/zero", 1 << 20).ok());           // endless
   EXPECT_FALSE(ReadMaybeGzipFile(Env::Default(), ::testing::TempDir(), 1 << 20).ok());  // a directory
+  // A FIFO without a writer: refused at once (an open for reading would wait forever).
+  const std::string fifo = Temp("fifo");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  absl::StatusOr<std::string> from_fifo = ReadMaybeGzipFile(Env::Default(), fifo, 1 << 20);
+  EXPECT_EQ(from_fifo.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(from_fifo.status().message()), HasSubstr("data file " + fifo + " is a FIFO"));
 }
 
 TEST(DatasetBadInputTest, CsvCellsMustBeFiniteAndLabelsClassIds) {
@@ -129,6 +137,7 @@ TEST(DivergenceCheckTest, LocalTrainingStopsAtTheFirstNonFiniteStep) {
         "data": {"dataset": "synthetic_linear", "num_examples": 256}, "batch_size": 32,
         "schedule": {"steps": 20}})", "test"));
     job.terminate_on_nan = terminate;
+    job.divergence_loss_factor = 0;  // the loss-growth rule would stop it first (tested below)
     LocalTrainOptions options;
     options.evaluate = false;
     auto init = [](const VariableSpec&, uint64_t, Tensor* t) {
@@ -148,6 +157,50 @@ TEST(DivergenceCheckTest, LocalTrainingStopsAtTheFirstNonFiniteStep) {
     EXPECT_THAT(std::string(s.message()), ::testing::ContainsRegex("training diverged at step [0-9]+: "));
     EXPECT_THAT(std::string(s.message()), HasSubstr("dense/"));
   }
+}
+
+}  // namespace
+}  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+// Finite garbage: a loss that grows by orders of magnitude without turning NaN is divergence.
+TEST(LossGrowthBadInputTest, LossFarAboveTheFirstStepsStopsTheJob) {
+  LossGrowthCheck check(1000);
+  EXPECT_TRUE(check.Observe("step 1", 2.3).ok());
+  EXPECT_TRUE(check.Observe("step 2", 40).ok());  // noisy, but within 1000 x the reference
+  const absl::Status s = check.Observe("step 3", 1e31);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("training diverged at step 3: the training loss is 1e+31"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("divergence_loss_factor"));
+}
+
+TEST(LossGrowthBadInputTest, SmallLossesUseAReferenceOfAtLeastOneAndOffMeansOff) {
+  LossGrowthCheck check(1000);
+  EXPECT_TRUE(check.Observe("step 1", 1e-6).ok());  // a trained model resumed: a tiny loss
+  EXPECT_TRUE(check.Observe("step 2", 500).ok());   // not above 1000 x max(1, 1e-6)
+  EXPECT_FALSE(check.Observe("step 3", 2e6).ok());
+  LossGrowthCheck off(0);
+  EXPECT_TRUE(off.Observe("step 1", 1).ok());
+  EXPECT_TRUE(off.Observe("step 2", 1e31).ok());
+  LossGrowthCheck nan(1000);  // non-finite losses are TerminateOnNaN's
+  EXPECT_TRUE(nan.Observe("step 1", 1).ok());
+  EXPECT_TRUE(nan.Observe("step 2", std::numeric_limits<double>::infinity()).ok());
+}
+
+}  // namespace
+}  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+// A loss that already grows during the first steps does not raise its own reference.
+TEST(LossGrowthBadInputTest, ALossGrowingFromTheStartIsCaughtEarly) {
+  LossGrowthCheck check(1000);
+  EXPECT_TRUE(check.Observe("step 1", 1.5).ok());
+  EXPECT_TRUE(check.Observe("step 2", 150).ok());
+  EXPECT_FALSE(check.Observe("step 3", 15000).ok());  // 1000 x the lowest (1.5), not x the mean
 }
 
 }  // namespace
