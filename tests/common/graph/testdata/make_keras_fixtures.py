@@ -26,9 +26,12 @@ else:
     L = keras.layers
 
 
-def var_name(w):
-    # Keras 3: path "dense/kernel"; Keras 2: name "dense/kernel:0".
+def var_name(w, model):
+    # Keras 3: path "dense/kernel" (a Sequential model puts its own name in front, which pstrain's
+    # names leave out); Keras 2: name "dense/kernel:0".
     name = getattr(w, "path", None) if FLAVOR == "keras3" else w.name
+    if FLAVOR == "keras3" and name.startswith(model.name + "/"):
+        name = name[len(model.name) + 1:]
     return name.split(":")[0]
 
 
@@ -41,10 +44,10 @@ def write(name, model, inputs=None):
     weights = {}
     for w in model.weights:
         value = rng.uniform(-0.5, 0.5, size=tuple(w.shape)).astype("float32")
-        if "variance" in var_name(w):
+        if "variance" in var_name(w, model):
             value = rng.uniform(0.5, 1.5, size=tuple(w.shape)).astype("float32")
         w.assign(value)
-        weights[var_name(w)] = {"shape": list(value.shape), "values": value.ravel().tolist()}
+        weights[var_name(w, model)] = {"shape": list(value.shape), "values": value.ravel().tolist()}
     out = np.asarray(model(inputs, training=False))
     record = {
         "inputs": {k: {"shape": list(v.shape), "values": np.asarray(v, "float64").ravel().tolist()}
