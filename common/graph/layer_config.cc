@@ -182,20 +182,65 @@ absl::Status ParseDense(const ConfigReader& r, LayerConfig* c) {
                             "bias_constraint"});
 }
 
+// An int or a pair of positive ints (kernel_size, strides, pool_size).
+absl::Status Pair(const ConfigReader& r, const char* key, int64_t* h, int64_t* w) {
+  if (!r.Has(key)) return absl::OkStatus();
+  const json& v = r.At(key);
+  if (v.is_number_integer()) {
+    *h = *w = v.get<int64_t>();
+  } else if (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer()) {
+    *h = v[0].get<int64_t>();
+    *w = v[1].get<int64_t>();
+  } else {
+    return r.Error(key, "must be an integer or a pair of integers");
+  }
+  if (*h <= 0 || *w <= 0) return r.Error(key, "must be positive");
+  return absl::OkStatus();
+}
+
+absl::Status Padding(const ConfigReader& r, LayerConfig* c) {
+  if (!r.Has("padding")) return absl::OkStatus();
+  if (r.At("padding") == "same") {
+    c->same_padding = true;
+  } else if (r.At("padding") != "valid") {
+    return r.Error("padding", absl::StrCat("= ", r.At("padding").dump(), " is not supported; supported: valid, same"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseConv2D(const ConfigReader& r, LayerConfig* c) {
   RETURN_IF_ERROR(r.MustBe("groups", 1, "groups = 1"));
   RETURN_IF_ERROR(ChannelsLast(r));
-  int64_t dilation = 1;
-  RETURN_IF_ERROR(r.IntOrList("dilation_rate", &dilation));
-  if (dilation != 1) return r.Error("dilation_rate", "is not supported unless 1 (or [1, 1])");
-  return r.Error("class_name", "Conv2D is not in the graph executor yet; supported classes: " +
-                                   std::string(SupportedLayerClasses()));
+  int64_t dilation_h = 1, dilation_w = 1;
+  RETURN_IF_ERROR(Pair(r, "dilation_rate", &dilation_h, &dilation_w));
+  if (dilation_h != 1 || dilation_w != 1) return r.Error("dilation_rate", "is not supported unless 1 (or [1, 1])");
+  RETURN_IF_ERROR(r.Int("filters", &c->filters));
+  if (c->filters <= 0) return r.Error("filters", "must be a positive integer");
+  if (!r.Has("kernel_size")) return r.Error("kernel_size", "is missing");
+  RETURN_IF_ERROR(Pair(r, "kernel_size", &c->window_h, &c->window_w));
+  RETURN_IF_ERROR(Pair(r, "strides", &c->stride_h, &c->stride_w));
+  RETURN_IF_ERROR(Padding(r, c));
+  RETURN_IF_ERROR(r.Activation("activation", &c->activation));
+  RETURN_IF_ERROR(r.Bool("use_bias", &c->use_bias));
+  RETURN_IF_ERROR(r.MustBeNull("lora_rank", "LoRA"));
+  return NoWeightExtras(r, {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
+                            "bias_constraint"});
+}
+
+absl::Status ParsePooling2D(const ConfigReader& r, LayerConfig* c) {
+  RETURN_IF_ERROR(ChannelsLast(r));
+  c->window_h = c->window_w = 2;
+  RETURN_IF_ERROR(Pair(r, "pool_size", &c->window_h, &c->window_w));
+  c->stride_h = c->window_h;  // Keras: strides default to pool_size
+  c->stride_w = c->window_w;
+  RETURN_IF_ERROR(Pair(r, "strides", &c->stride_h, &c->stride_w));
+  return Padding(r, c);
 }
 
 }  // namespace
 
 const char* SupportedLayerClasses() {
-  return "InputLayer, Dense, Activation, ReLU, Flatten, Reshape, Dropout, Concatenate, Add, Subtract, Multiply, "
+  return "InputLayer, Dense, Conv2D, MaxPooling2D, AveragePooling2D, Activation, ReLU, Flatten, Reshape, Dropout, Concatenate, Add, Subtract, Multiply, "
          "Average, Dot, Embedding, LayerNormalization, BatchNormalization, GlobalAveragePooling1D/2D, "
          "GlobalMaxPooling1D/2D, Cross and DotInteraction (TensorFlow Recommenders)";
 }
@@ -312,7 +357,14 @@ absl::Status ParseLayerConfig(const std::string& class_name, const json& config,
       RETURN_IF_ERROR(r.Bool("self_interaction", &c->self_interaction));
       return r.Bool("skip_gather", &c->skip_gather);
     }
-    if (class_name == "Conv2D") return ParseConv2D(r, c);
+    if (class_name == "Conv2D") {
+      spec->kind = LayerKind::kConv2D;
+      return ParseConv2D(r, c);
+    }
+    if (class_name == "MaxPooling2D" || class_name == "AveragePooling2D") {
+      spec->kind = class_name == "MaxPooling2D" ? LayerKind::kMaxPooling2D : LayerKind::kAveragePooling2D;
+      return ParsePooling2D(r, c);
+    }
   } catch (const json::exception& e) {
     // Not expected (every access checks its type first); a message rather than a crash.
     return absl::InvalidArgumentError(absl::StrCat("layer '", spec->name, "': bad config: ", e.what()));

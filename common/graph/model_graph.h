@@ -23,6 +23,7 @@ enum class LayerKind {
   kEmbedding, kLayerNormalization, kBatchNormalization,
   kGlobalAveragePooling1D, kGlobalAveragePooling2D, kGlobalMaxPooling1D, kGlobalMaxPooling2D,
   kCross, kDotInteraction,
+  kConv2D, kMaxPooling2D, kAveragePooling2D,
 };
 
 enum class ActivationKind { kLinear, kRelu, kSigmoid, kTanh, kSoftmax, kGelu, kSilu, kElu };
@@ -49,6 +50,10 @@ struct LayerConfig {
   int64_t projection_dim = 0;                           // Cross (0: full rank)
   double diag_scale = 0.0;                              // Cross
   bool self_interaction = false, skip_gather = false;   // DotInteraction
+  int64_t filters = 0;                                  // Conv2D
+  int64_t window_h = 1, window_w = 1;                   // Conv2D kernel_size, pooling pool_size
+  int64_t stride_h = 1, stride_w = 1;                   // Conv2D, pooling (pooling: defaults to the window)
+  bool same_padding = false;                            // Conv2D, pooling: "same" (else "valid")
 };
 
 struct LayerSpec {

@@ -220,6 +220,30 @@ absl::Status Inferrer::Run() {
       }
       break;
     }
+    case LayerKind::kConv2D:
+    case LayerKind::kMaxPooling2D:
+    case LayerKind::kAveragePooling2D: {
+      RETURN_IF_ERROR(Arity(1, 1));
+      if (In(0).size() != 3) {
+        return Error(absl::StrCat("needs [batch, height, width, channels] input; got [batch] + ", ShapeString(In(0))));
+      }
+      // TensorFlow's sizes: valid floor((in - window) / stride) + 1, same ceil(in / stride).
+      auto size = [&](int64_t in, int64_t window, int64_t stride) {
+        return c.same_padding ? (in + stride - 1) / stride : (in - window) / stride + 1;
+      };
+      if (!c.same_padding && (In(0)[0] < c.window_h || In(0)[1] < c.window_w)) {
+        return Error(absl::StrCat("its window ", c.window_h, "x", c.window_w, " is larger than its input ",
+                                  ShapeString(In(0)), " with padding 'valid'"));
+      }
+      const bool conv = spec_.kind == LayerKind::kConv2D;
+      out = {size(In(0)[0], c.window_h, c.stride_h), size(In(0)[1], c.window_w, c.stride_w),
+             conv ? c.filters : In(0)[2]};
+      if (conv) {
+        Variable("kernel", {c.window_h, c.window_w, In(0)[2], c.filters});
+        if (c.use_bias) Variable("bias", {c.filters});
+      }
+      break;
+    }
     case LayerKind::kDotInteraction: {
       RETURN_IF_ERROR(Arity(2, 1 << 20));
       for (size_t i = 0; i < spec_.inputs.size(); ++i) RETURN_IF_ERROR(Vector(i));

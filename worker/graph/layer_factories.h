@@ -19,6 +19,8 @@ std::unique_ptr<GraphLayer<T>> MakeMergeLayer(const LayerSpec& spec);  // Add, S
 template <typename T>
 std::unique_ptr<GraphLayer<T>> MakeNormLayer(const LayerSpec& spec);  // LayerNormalization, BatchNormalization
 template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeConvLayer(const LayerSpec& spec);  // Conv2D, MaxPooling2D, AveragePooling2D
+template <typename T>
 std::unique_ptr<GraphLayer<T>> MakePoolLayer(const LayerSpec& spec);  // Embedding, global pooling
 
 }  // namespace pstrain

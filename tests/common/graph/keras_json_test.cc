@@ -98,7 +98,7 @@ TEST_P(KerasJsonTest, ManyLayersKeepKerasConfigValues) {
 
 // The variables are Keras's, name for name and shape for shape (the fixture lists model.weights).
 TEST_P(KerasJsonTest, VariablesAreKerasWeights) {
-  for (const std::string model : {"two_inputs", "sequential_mlp", "many_layers", "recommenders"}) {
+  for (const std::string model : {"two_inputs", "sequential_mlp", "many_layers", "recommenders", "cnn"}) {
     const std::string base = GetParam() + "_" + model;
     if (model == "recommenders" && GetParam() != "keras2") continue;  // TensorFlow Recommenders is Keras 2
     SCOPED_TRACE(base);
@@ -112,6 +112,22 @@ TEST_P(KerasJsonTest, VariablesAreKerasWeights) {
     }
     EXPECT_EQ(ours, keras);
   }
+}
+
+TEST_P(KerasJsonTest, ConvolutionsAndPoolings) {
+  const ModelGraph g = Load(GetParam() + "_cnn.json");
+  const LayerConfig& same = g.layers[FindLayer(g, "conv_same")].config;
+  EXPECT_TRUE(same.same_padding);
+  EXPECT_EQ(same.stride_h, 2);
+  EXPECT_EQ(g.layers[FindLayer(g, "conv_same")].output_shape, std::vector<int64_t>({5, 4, 4}));
+  const LayerConfig& valid = g.layers[FindLayer(g, "conv_valid")].config;
+  EXPECT_EQ(valid.window_h, 2);
+  EXPECT_EQ(valid.window_w, 3);
+  EXPECT_FALSE(valid.use_bias);
+  EXPECT_EQ(g.layers[FindLayer(g, "conv_valid")].output_shape, std::vector<int64_t>({4, 2, 5}));
+  EXPECT_EQ(g.layers[FindLayer(g, "max_pool")].output_shape, std::vector<int64_t>({2, 1, 5}));
+  EXPECT_EQ(g.layers[FindLayer(g, "avg_pool")].output_shape, std::vector<int64_t>({2, 2, 5}));
+  EXPECT_EQ(g.layers[FindLayer(g, "max_pool_same")].output_shape, std::vector<int64_t>({2, 1, 5}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavors, KerasJsonTest, ::testing::Values("keras2", "keras3"));

@@ -165,8 +165,8 @@ TEST_P(KerasFixtureTest, GradientsOfEveryVariableMatchFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, KerasFixtureTest,
                          ::testing::Values("keras2_two_inputs", "keras2_sequential_mlp", "keras2_many_layers",
-                                           "keras2_recommenders", "keras3_two_inputs", "keras3_sequential_mlp",
-                                           "keras3_many_layers"));
+                                           "keras2_recommenders", "keras2_cnn", "keras3_two_inputs",
+                                           "keras3_sequential_mlp", "keras3_many_layers", "keras3_cnn"));
 
 TEST(GraphExecutorTest, BatchNormalizationMovingStatisticsFollowKerasRule) {
   const ModelGraph graph = MustRead(OneLayerJson("BatchNormalization", {{"momentum", 0.9}}, {{2}}));

@@ -121,6 +121,18 @@ std::vector<LayerCase> Cases() {
   cases.push_back({"DotInteraction", "DotInteraction", json::object(), {{3}, {3}, {3}, {3}}});
   cases.push_back({"DotInteractionSelf", "DotInteraction", {{"self_interaction", true}}, {{3}, {3}, {3}}});
   cases.push_back({"DotInteractionSkipGather", "DotInteraction", {{"skip_gather", true}}, {{2}, {2}, {2}}});
+  cases.push_back({"Conv2DValid", "Conv2D", {{"filters", 2}, {"kernel_size", {2, 3}}}, {{4, 5, 2}}});
+  cases.push_back({"Conv2DSameStride2Relu", "Conv2D",
+                   {{"filters", 3}, {"kernel_size", 3}, {"strides", 2}, {"padding", "same"}, {"activation", "relu"}},
+                   {{5, 4, 2}}});
+  cases.push_back({"Conv2DNoBiasStrides", "Conv2D",
+                   {{"filters", 2}, {"kernel_size", 2}, {"strides", {1, 2}}, {"use_bias", false}}, {{3, 5, 1}}});
+  cases.push_back({"MaxPooling2D", "MaxPooling2D", json::object(), {{4, 5, 2}}});
+  cases.push_back({"MaxPooling2DSameStride", "MaxPooling2D",
+                   {{"pool_size", 3}, {"strides", 2}, {"padding", "same"}}, {{5, 4, 2}}});
+  cases.push_back({"AveragePooling2D", "AveragePooling2D", {{"pool_size", {2, 3}}}, {{4, 6, 2}}});
+  cases.push_back({"AveragePooling2DSame", "AveragePooling2D",
+                   {{"pool_size", 3}, {"strides", {2, 1}}, {"padding", "same"}}, {{5, 3, 2}}});
   return cases;
 }
 

@@ -101,6 +101,18 @@ out = L.Activation("softmax", name="probs")(out)
 write("many_layers", keras.Model([ids, dense], out),
       {"ids": rng.integers(0, 11, size=(B, 5)).astype("int32"), "dense_in": rng.normal(size=(B, 8)).astype("float32")})
 
+# A small CNN: strides, both paddings, the poolings.
+img = keras.Input(shape=(9, 8, 3), name="image")
+c = L.Conv2D(4, 3, strides=2, padding="same", activation="relu", name="conv_same")(img)      # [5, 4, 4]
+c = L.Conv2D(5, (2, 3), use_bias=False, name="conv_valid")(c)                                # [4, 2, 5]
+p1 = L.MaxPooling2D(name="max_pool")(c)                                                      # [2, 1, 5]
+p2 = L.AveragePooling2D((3, 2), strides=(2, 1), padding="same", name="avg_pool")(c)         # [2, 2, 5]
+p3 = L.MaxPooling2D(3, strides=2, padding="same", name="max_pool_same")(c)                  # [2, 1, 5]
+g = L.Concatenate(name="pools")([L.GlobalAveragePooling2D(name="gap")(p2), L.GlobalMaxPooling2D(name="gmp")(p3),
+                                 L.Flatten(name="flat")(p1)])
+write("cnn", keras.Model(img, L.Dense(3, activation="softmax", name="classes")(g)),
+      {"image": rng.normal(size=(B, 9, 8, 3)).astype("float32")})
+
 # The recommenders' interaction layers (Keras 2 with TensorFlow Recommenders only).
 if FLAVOR == "keras2":
     import tensorflow_recommenders as tfrs
