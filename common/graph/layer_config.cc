@@ -38,25 +38,29 @@ class ConfigReader {
   absl::Status Int(const char* key, int64_t* out) const {
     if (!Has(key)) return absl::OkStatus();
     if (!At(key).is_number_integer()) return Error(key, "must be an integer");
-    *out = At(key).get<int64_t>();
+    return Bounded(key, At(key), out);
+  }
+  // Sizes, axes and seeds are at most 2^31-1 in magnitude, as every size pstrain reads.
+  absl::Status Bounded(const char* key, const json& v, int64_t* out) const {
+    constexpr int64_t kMax = (int64_t{1} << 31) - 1;
+    const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMax) ? kMax + 1
+                                                                                                 : v.get<int64_t>();
+    if (x > kMax || x < -kMax) return Error(key, absl::StrCat("= ", v.dump(), " is too large (at most 2147483647)"));
+    *out = x;
     return absl::OkStatus();
   }
   // An int, or a list of equal ints (Keras 2 writes axis=[3]; Dot writes axes=[-1, -1]).
   absl::Status IntOrList(const char* key, int64_t* out) const {
     if (!Has(key)) return absl::OkStatus();
     const json& v = At(key);
-    if (v.is_number_integer()) {
-      *out = v.get<int64_t>();
-      return absl::OkStatus();
-    }
+    if (v.is_number_integer()) return Bounded(key, v, out);
     if (v.is_array() && !v.empty()) {
       for (const json& e : v) {
         if (!e.is_number_integer() || e.get<int64_t>() != v[0].get<int64_t>()) {
           return Error(key, "must be one axis (a list of several differing axes is not supported)");
         }
       }
-      *out = v[0].get<int64_t>();
-      return absl::OkStatus();
+      return Bounded(key, v[0], out);
     }
     return Error(key, "must be an integer or a list of integers");
   }
@@ -68,7 +72,9 @@ class ConfigReader {
       if (e.is_null() && allow_null_entries) {
         out->push_back(-1);
       } else if (e.is_number_integer()) {
-        out->push_back(e.get<int64_t>());
+        int64_t x = 0;
+        RETURN_IF_ERROR(Bounded(key, e, &x));
+        out->push_back(x);
       } else {
         return Error(key, "must be a list of integers");
       }
@@ -187,10 +193,11 @@ absl::Status Pair(const ConfigReader& r, const char* key, int64_t* h, int64_t* w
   if (!r.Has(key)) return absl::OkStatus();
   const json& v = r.At(key);
   if (v.is_number_integer()) {
-    *h = *w = v.get<int64_t>();
+    RETURN_IF_ERROR(r.Bounded(key, v, h));
+    *w = *h;
   } else if (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer()) {
-    *h = v[0].get<int64_t>();
-    *w = v[1].get<int64_t>();
+    RETURN_IF_ERROR(r.Bounded(key, v[0], h));
+    RETURN_IF_ERROR(r.Bounded(key, v[1], w));
   } else {
     return r.Error(key, "must be an integer or a pair of integers");
   }

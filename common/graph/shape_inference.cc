@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/platform/checked_math.h"
 #include "common/platform/status_macros.h"
 #include "common/tensor/tensor.h"
 
@@ -12,11 +13,6 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-int64_t Product(const Shape& s) {
-  int64_t p = 1;
-  for (int64_t d : s) p *= d;
-  return p;
-}
 
 class Inferrer {
  public:
@@ -55,8 +51,18 @@ class Inferrer {
     }
     return absl::OkStatus();
   }
-  void Variable(const std::string& weight, Shape shape, bool trainable = true) {
-    graph_->variables.push_back({absl::StrCat(spec_.name, "/", weight), std::move(shape), trainable, index_});
+  // The element count of a per-example shape or a variable, checked (shapes come from the user):
+  // its float32 bytes must fit kMaxCheckedBytes.
+  absl::StatusOr<int64_t> Count(const Shape& s, const std::string& what) const {
+    const std::string where = absl::StrCat("layer '", spec_.name, "' ", what);
+    RETURN_IF_ERROR(CheckedNumBytes(s, sizeof(float), where).status());
+    return CheckedNumElements(s, where);
+  }
+  absl::Status Variable(const std::string& weight, Shape shape, bool trainable = true) {
+    const std::string name = absl::StrCat(spec_.name, "/", weight);
+    RETURN_IF_ERROR(Count(shape, "variable " + name).status());
+    graph_->variables.push_back({name, std::move(shape), trainable, index_});
+    return absl::OkStatus();
   }
 
   absl::Status Run();
@@ -84,8 +90,8 @@ absl::Status Inferrer::Run() {
       out = In(0);
       const int64_t in = out.back();
       out.back() = c.units;
-      Variable("kernel", {in, c.units});
-      if (c.use_bias) Variable("bias", {c.units});
+      RETURN_IF_ERROR(Variable("kernel", {in, c.units}));
+      if (c.use_bias) RETURN_IF_ERROR(Variable("bias", {c.units}));
       break;
     }
     case LayerKind::kActivation:
@@ -94,10 +100,12 @@ absl::Status Inferrer::Run() {
       RETURN_IF_ERROR(Arity(1, 1));
       out = In(0);
       break;
-    case LayerKind::kFlatten:
+    case LayerKind::kFlatten: {
       RETURN_IF_ERROR(Arity(1, 1));
-      out = {Product(In(0))};
+      ASSIGN_OR_RETURN(const int64_t total, Count(In(0), "input"));
+      out = {total};
       break;
+    }
     case LayerKind::kReshape: {
       RETURN_IF_ERROR(Arity(1, 1));
       out = c.target_shape;
@@ -109,13 +117,14 @@ absl::Status Inferrer::Run() {
         } else if (out[i] <= 0) {
           return Error(absl::StrCat("config key 'target_shape' = ", ShapeString(out),
                                     " must have positive dimensions and at most one -1"));
-        } else {
-          known *= out[i];
+        } else if (!CheckedMul(known, out[i], &known)) {
+          return Error(absl::StrCat("config key 'target_shape' = ", ShapeString(out), " is too large"));
         }
       }
-      const int64_t total = Product(In(0));
+      ASSIGN_OR_RETURN(const int64_t total, Count(In(0), "input"));
       if (unknown >= 0 && total % known == 0) out[unknown] = total / known;
-      if (Product(out) != total) {
+      ASSIGN_OR_RETURN(const int64_t target, Count(out, "target_shape"));
+      if (target != total) {
         return Error(absl::StrCat("cannot reshape ", ShapeString(In(0)), " to target_shape ",
                                   ShapeString(c.target_shape)));
       }
@@ -170,7 +179,7 @@ absl::Status Inferrer::Run() {
       RETURN_IF_ERROR(Arity(1, 1));
       out = In(0);
       out.push_back(c.output_dim);
-      Variable("embeddings", {c.input_dim, c.output_dim});
+      RETURN_IF_ERROR(Variable("embeddings", {c.input_dim, c.output_dim}));
       break;
     case LayerKind::kLayerNormalization:
     case LayerKind::kBatchNormalization: {
@@ -179,11 +188,11 @@ absl::Status Inferrer::Run() {
       RETURN_IF_ERROR(LastAxis(c.axis));
       out = In(0);
       const int64_t d = out.back();
-      if (c.scale) Variable("gamma", {d});
-      if (c.center) Variable("beta", {d});
+      if (c.scale) RETURN_IF_ERROR(Variable("gamma", {d}));
+      if (c.center) RETURN_IF_ERROR(Variable("beta", {d}));
       if (spec_.kind == LayerKind::kBatchNormalization) {
-        Variable("moving_mean", {d}, false);
-        Variable("moving_variance", {d}, false);
+        RETURN_IF_ERROR(Variable("moving_mean", {d}, false));
+        RETURN_IF_ERROR(Variable("moving_variance", {d}, false));
       }
       break;
     }
@@ -211,12 +220,12 @@ absl::Status Inferrer::Run() {
       out = {d};
       // Keras names the inner Dense layers `dense` (and `dense_1` for the second of the low-rank pair).
       if (c.projection_dim == 0) {
-        Variable("dense/kernel", {d, d});
-        if (c.use_bias) Variable("dense/bias", {d});
+        RETURN_IF_ERROR(Variable("dense/kernel", {d, d}));
+        if (c.use_bias) RETURN_IF_ERROR(Variable("dense/bias", {d}));
       } else {
-        Variable("dense/kernel", {d, c.projection_dim});
-        Variable("dense_1/kernel", {c.projection_dim, d});
-        if (c.use_bias) Variable("dense_1/bias", {d});
+        RETURN_IF_ERROR(Variable("dense/kernel", {d, c.projection_dim}));
+        RETURN_IF_ERROR(Variable("dense_1/kernel", {c.projection_dim, d}));
+        if (c.use_bias) RETURN_IF_ERROR(Variable("dense_1/bias", {d}));
       }
       break;
     }
@@ -239,8 +248,8 @@ absl::Status Inferrer::Run() {
       out = {size(In(0)[0], c.window_h, c.stride_h), size(In(0)[1], c.window_w, c.stride_w),
              conv ? c.filters : In(0)[2]};
       if (conv) {
-        Variable("kernel", {c.window_h, c.window_w, In(0)[2], c.filters});
-        if (c.use_bias) Variable("bias", {c.filters});
+        RETURN_IF_ERROR(Variable("kernel", {c.window_h, c.window_w, In(0)[2], c.filters}));
+        if (c.use_bias) RETURN_IF_ERROR(Variable("bias", {c.filters}));
       }
       break;
     }
@@ -256,7 +265,7 @@ absl::Status Inferrer::Run() {
   for (int64_t d : out) {
     if (d <= 0) return Error(absl::StrCat("its output shape ", ShapeString(out), " is empty"));
   }
-  return absl::OkStatus();
+  return Count(out, "output").status();
 }
 
 }  // namespace
