@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/graph/layer_config.h"
 #include "common/graph/shape_inference.h"
+#include "common/config/json_util.h"
 #include "common/platform/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -18,6 +19,9 @@ using nlohmann::json;
 
 absl::Status Bad(const std::string& what) { return absl::InvalidArgumentError(what); }
 
+// Layer names (and class names) appear in every message; Keras's are short.
+constexpr size_t kMaxLayerName = 256;
+
 // A reference to a layer's output: Keras 2 ["name", node, tensor, {kwargs}], Keras 3
 // {"class_name": "__keras_tensor__", "config": {"keras_history": ["name", node, tensor]}}.
 struct TensorRef {
@@ -26,14 +30,14 @@ struct TensorRef {
 };
 
 bool IsKeras3Tensor(const json& v) {
-  return v.is_object() && v.value("class_name", "") == "__keras_tensor__" && v.contains("config") &&
+  return v.is_object() && v.contains("class_name") && v["class_name"] == "__keras_tensor__" && v.contains("config") &&
          v["config"].is_object() && v["config"].contains("keras_history");
 }
 
 absl::StatusOr<TensorRef> ReadHistory(const json& h, const std::string& where) {
   if (!h.is_array() || h.size() < 3 || !h[0].is_string() || !h[1].is_number_integer() || !h[2].is_number_integer()) {
     return Bad(absl::StrCat(where, ": a tensor reference must be [layer_name, node_index, tensor_index], got ",
-                            h.dump()));
+                            JsonExcerpt(h)));
   }
   return TensorRef{h[0].get<std::string>(), h[1].get<int64_t>(), h[2].get<int64_t>()};
 }
@@ -49,7 +53,7 @@ absl::Status CollectKeras3(const json& arg, const std::string& where, std::vecto
     for (const json& e : arg) RETURN_IF_ERROR(CollectKeras3(e, where, out));
     return absl::OkStatus();
   }
-  return Bad(absl::StrCat(where, ": call argument ", arg.dump(), " is not a tensor; only tensors are supported"));
+  return Bad(absl::StrCat(where, ": call argument ", JsonExcerpt(arg), " is not a tensor; only tensors are supported"));
 }
 
 // The tensors one call (node) of a layer takes, in order. Tensors passed by keyword are accepted
@@ -89,7 +93,7 @@ absl::StatusOr<std::vector<TensorRef>> ReadNode(const json& node, const std::str
         }
         continue;
       }
-      return Bad(absl::StrCat(where, ": call argument '", key, "' = ", value.dump(),
+      return Bad(absl::StrCat(where, ": call argument ", QuotedExcerpt(key), " = ", JsonExcerpt(value),
                               " is not supported (layers are called on tensors only; masks and training flags "
                               "are not passed)"));
     }
@@ -133,6 +137,14 @@ absl::StatusOr<LayerSpec> ReadLayer(const json& layer, size_t position) {
   LayerSpec spec;
   spec.name = LayerName(layer);
   if (spec.name.empty()) return Bad(absl::StrCat("layer #", position, ": has no name"));
+  if (spec.name.size() > kMaxLayerName) {
+    return Bad(absl::StrCat("layer #", position, ": its name ", QuotedExcerpt(spec.name), " is longer than ",
+                            kMaxLayerName, " bytes"));
+  }
+  if (layer["class_name"].get<std::string>().size() > kMaxLayerName) {
+    return Bad(absl::StrCat("layer '", spec.name, "': class_name ", QuotedExcerpt(layer["class_name"].get<std::string>()),
+                            " is not supported; supported classes: ", SupportedLayerClasses()));
+  }
   RETURN_IF_ERROR(ParseLayerConfig(layer["class_name"].get<std::string>(),
                                    layer.contains("config") ? layer["config"] : json::object(), &spec));
   return spec;
@@ -147,8 +159,8 @@ absl::Status ReadSequential(const json& config, ModelGraph* graph) {
     ASSIGN_OR_RETURN(LayerSpec spec, ReadLayer(layers[i], i));
     if (i == 0 && spec.kind != LayerKind::kInput) {
       // Keras 2 without an InputLayer: the first layer carries the input shape.
-      const json& c = layers[0]["config"];
-      if (!c.contains("batch_input_shape") && !c.contains("batch_shape")) {
+      const json& c = layers[0].contains("config") ? layers[0]["config"] : json::object();
+      if (!c.is_object() || (!c.contains("batch_input_shape") && !c.contains("batch_shape"))) {
         return Bad(absl::StrCat("Sequential model: its first layer '", spec.name,
                                 "' has no input shape; build the model with keras.Input(shape=...) first"));
       }
@@ -221,7 +233,9 @@ absl::Status ReadFunctional(const json& config, ModelGraph* graph) {
   }
   auto find = [&](const TensorRef& ref, const std::string& where) -> absl::StatusOr<int> {
     auto it = index.find(ref.layer);
-    if (it == index.end()) return Bad(absl::StrCat(where, ": refers to unknown layer '", ref.layer, "'"));
+    if (it == index.end()) {
+      return Bad(absl::StrCat(where, ": refers to unknown layer '", ref.layer.substr(0, kMaxLayerName), "'"));
+    }
     if (ref.tensor != 0) {
       return Bad(absl::StrCat(where, ": refers to output ", ref.tensor, " of layer '", ref.layer,
                               "'; layers with several outputs are not supported"));
@@ -287,7 +301,7 @@ absl::StatusOr<ModelGraph> ReadModel(const json& model) {
   } else if (cls == "Functional" || cls == "Model") {
     RETURN_IF_ERROR(ReadFunctional(config, &graph));
   } else {
-    return Bad(absl::StrCat("model class '", cls,
+    return Bad(absl::StrCat("model class ", QuotedExcerpt(cls),
                             "' is not supported; supported: Sequential, Functional (a subclassed model has no "
                             "graph in its JSON)"));
   }
@@ -299,16 +313,14 @@ absl::StatusOr<ModelGraph> ReadModel(const json& model) {
 }  // namespace
 
 absl::StatusOr<ModelGraph> ReadKerasModelJson(absl::string_view text, absl::string_view what) {
-  json model;
-  try {
-    model = json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": not valid JSON: ", e.what()));
-  }
+  absl::StatusOr<json> parsed = ParseJson(text, what);  // bounded depth; syntax errors with line and column
+  if (!parsed.ok()) return parsed.status();
+  const json& model = *parsed;
   absl::StatusOr<ModelGraph> graph;
   try {
     graph = ReadModel(model);
   } catch (const json::exception& e) {
+    // Every access above checks the type first; this keeps a missed check an error, not a crash.
     graph = Bad(absl::StrCat("unexpected JSON layout: ", e.what()));
   }
   if (!graph.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", graph.status().message()));

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/config/json_util.h"
 #include "common/platform/status_macros.h"
 
 namespace pstrain {
@@ -45,7 +46,7 @@ class ConfigReader {
     constexpr int64_t kMax = (int64_t{1} << 31) - 1;
     const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMax) ? kMax + 1
                                                                                                  : v.get<int64_t>();
-    if (x > kMax || x < -kMax) return Error(key, absl::StrCat("= ", v.dump(), " is too large (at most 2147483647)"));
+    if (x > kMax || x < -kMax) return Error(key, absl::StrCat("= ", JsonExcerpt(v), " is too large (at most 2147483647)"));
     *out = x;
     return absl::OkStatus();
   }
@@ -88,7 +89,7 @@ class ConfigReader {
   }
   absl::Status MustBe(const char* key, const json& expected, const char* supported) const {
     if (Has(key) && At(key) != expected) {
-      return Error(key, absl::StrCat("= ", At(key).dump(), " is not supported; supported: ", supported));
+      return Error(key, absl::StrCat("= ", JsonExcerpt(At(key)), " is not supported; supported: ", supported));
     }
     return absl::OkStatus();
   }
@@ -108,7 +109,7 @@ class ConfigReader {
     if (v.is_object() && v.contains("config") && v["config"].is_string()) name = v["config"].get<std::string>();
     auto it = kNames.find(name);
     if (it == kNames.end()) {
-      return Error(key, absl::StrCat("= ", v.dump(),
+      return Error(key, absl::StrCat("= ", JsonExcerpt(v),
                                      " is not supported; supported: linear, relu, sigmoid, tanh, softmax, gelu, "
                                      "silu (swish), elu"));
     }
@@ -130,7 +131,7 @@ absl::Status CommonKeys(const ConfigReader& r, bool input_layer) {
       d["config"]["name"].is_string()) {
     name = d["config"]["name"].get<std::string>();  // Keras 3's DTypePolicy
   }
-  if (name != "float32") return r.Error("dtype", absl::StrCat("= ", d.dump(), " is not supported; supported: float32"));
+  if (name != "float32") return r.Error("dtype", absl::StrCat("= ", JsonExcerpt(d), " is not supported; supported: float32"));
   return absl::OkStatus();
 }
 
@@ -210,7 +211,7 @@ absl::Status Padding(const ConfigReader& r, LayerConfig* c) {
   if (r.At("padding") == "same") {
     c->same_padding = true;
   } else if (r.At("padding") != "valid") {
-    return r.Error("padding", absl::StrCat("= ", r.At("padding").dump(), " is not supported; supported: valid, same"));
+    return r.Error("padding", absl::StrCat("= ", JsonExcerpt(r.At("padding")), " is not supported; supported: valid, same"));
   }
   return absl::OkStatus();
 }
@@ -259,7 +260,7 @@ absl::Status ParseLayerConfig(const std::string& class_name, const json& config,
   }
   const ConfigReader r(*spec, config);
   LayerConfig* c = &spec->config;
-  try {
+  {
     RETURN_IF_ERROR(CommonKeys(r, class_name == "InputLayer"));
     if (class_name == "InputLayer") {
       spec->kind = LayerKind::kInput;
@@ -372,9 +373,6 @@ absl::Status ParseLayerConfig(const std::string& class_name, const json& config,
       spec->kind = class_name == "MaxPooling2D" ? LayerKind::kMaxPooling2D : LayerKind::kAveragePooling2D;
       return ParsePooling2D(r, c);
     }
-  } catch (const json::exception& e) {
-    // Not expected (every access checks its type first); a message rather than a crash.
-    return absl::InvalidArgumentError(absl::StrCat("layer '", spec->name, "': bad config: ", e.what()));
   }
   std::string why = "is not supported";
   if (class_name == "Lambda") why = "is not supported (its Python code cannot run here)";

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -207,6 +208,19 @@ TEST(KerasJsonRefusalTest, HandWrittenRefusals) {
       {OneLayer("GlobalAveragePooling2D", "{}"), {"'l'", "height, width"}},
       {OneLayer("Dot", R"({"axes": -1})"), {"takes 2 input(s)"}},
       {R"({"class_name": "MyModel", "config": {}})", {"MyModel", "Sequential, Functional"}},
+      {R"({"class_name": "Sequential", "config": {"layers": [{"class_name": "Dense", "name": "d"}]}})",
+       {"'d'", "'units'"}},
+      {R"({"class_name": "Sequential", "config": {"layers": [{"class_name": "Dense", "config": {"units": 1, "name": "d"}}]}})",
+       {"'d'", "no input shape"}},
+      {absl::StrReplaceAll(OneLayer("Dense", R"({"units": 2})"), {{R"("name": "l")", R"("name": ")" + std::string(300, 'n') + "\""}}),
+       {"longer than 256"}},
+      {R"({"class_name": "Functional", "config": {"layers": [
+          {"class_name": "InputLayer", "config": {"batch_shape": [null, 2]}, "name": "a", "inbound_nodes": []},
+          {"class_name": "Dense", "config": {"units": 1}, "name": "d",
+           "inbound_nodes": [{"args": [{"class_name": 7, "config": {}}], "kwargs": {}}]}],
+          "input_layers": [["a", 0, 0]], "output_layers": [["d", 0, 0]]}})",
+       {"'d'", "is not a tensor"}},
+      {std::string(100, '[') + std::string(100, ']'), {"deep"}},
       {"{not json", {"not valid JSON"}},
       {"[1, 2]", {"not a Keras model"}},
   };
