@@ -168,6 +168,36 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, KerasFixtureTest,
                                            "keras2_recommenders", "keras2_cnn", "keras3_two_inputs",
                                            "keras3_sequential_mlp", "keras3_many_layers", "keras3_cnn"));
 
+// One tensor fed twice to a layer (Multiply([h, h]), Cross(h, h)): both gradients reach it.
+TEST(GraphExecutorTest, ATensorUsedTwiceGetsBothGradients) {
+  const ModelGraph graph = MustRead(R"({"class_name": "Functional", "config": {"name": "m", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 3], "name": "x"}, "name": "x", "inbound_nodes": []},
+    {"class_name": "Dense", "config": {"units": 3}, "name": "h", "inbound_nodes": [[["x", 0, 0, {}]]]},
+    {"class_name": "Multiply", "config": {}, "name": "sq", "inbound_nodes": [[["h", 0, 0, {}], ["h", 0, 0, {}]]]},
+    {"class_name": "Cross", "config": {}, "name": "c", "inbound_nodes": [[["sq", 0, 0, {"x": ["h", 0, 0]}]]]},
+    {"class_name": "Add", "config": {}, "name": "sum", "inbound_nodes": [[["c", 0, 0, {}], ["h", 0, 0, {}]]]}],
+    "input_layers": [["x", 0, 0]], "output_layers": [["sum", 0, 0]]}})");
+  std::mt19937 rng(4);
+  NamedArrays<double> vars;
+  for (const VariableSpec& v : graph.variables) vars[v.name] = RandomArray<double>(v.shape, &rng);
+  const std::vector<Array<double>> x = {RandomArray<double>({2, 3}, &rng)};
+  GraphExecutor<double> exec(graph);
+  absl::StatusOr<const Array<double>*> out = exec.Forward(x, vars, ForwardOptions());
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Array<double> r = RandomArray<double>((*out)->shape, &rng);
+  NamedArrays<double> grads;
+  ASSERT_TRUE(exec.Backward(r, &grads).ok());
+  auto loss = [&]() {
+    const Array<double>* o = *exec.Forward(x, vars, ForwardOptions());
+    double s = 0;
+    for (int64_t i = 0; i < o->size(); ++i) s += o->data[i] * r.data[i];
+    return s;
+  };
+  for (const char* name : {"h/kernel", "h/bias", "c/dense/kernel", "c/dense/bias"}) {
+    ExpectGradient(name, &vars[name].data, grads[name].data, loss);
+  }
+}
+
 TEST(GraphExecutorTest, BatchNormalizationMovingStatisticsFollowKerasRule) {
   const ModelGraph graph = MustRead(OneLayerJson("BatchNormalization", {{"momentum", 0.9}}, {{2}}));
   GraphExecutor<double> exec(graph);
