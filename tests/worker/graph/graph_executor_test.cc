@@ -1,0 +1,279 @@
+// The graph executor on whole models: a hand computation, Keras's own predictions for given
+// weights (real Keras 2 and Keras 3 fixtures), gradients of every variable through the whole DAG
+// against finite differences, BatchNormalization's moving statistics, Dropout's masks, bad input.
+#include "worker/graph/graph_executor.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/worker/graph/graph_test_util.h"
+#include "worker/graph/losses.h"
+
+namespace pstrain {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+std::string ReadFixture(const std::string& name) {
+  std::ifstream in(std::string(PSTRAIN_GRAPH_TESTDATA) + "/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// a [2] -> Dense(2) "da"; b [1] -> Dense(1, relu) "db"; Concatenate; Dense(1) "out".
+constexpr char kTwoInputs[] = R"({"class_name": "Functional", "config": {"name": "m", "layers": [
+  {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 2], "name": "a"}, "name": "a", "inbound_nodes": []},
+  {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 1], "name": "b"}, "name": "b", "inbound_nodes": []},
+  {"class_name": "Dense", "config": {"units": 2}, "name": "da", "inbound_nodes": [[["a", 0, 0, {}]]]},
+  {"class_name": "Dense", "config": {"units": 1, "activation": "relu"}, "name": "db", "inbound_nodes": [[["b", 0, 0, {}]]]},
+  {"class_name": "Concatenate", "config": {}, "name": "cat", "inbound_nodes": [[["da", 0, 0, {}], ["db", 0, 0, {}]]]},
+  {"class_name": "Dense", "config": {"units": 1}, "name": "out", "inbound_nodes": [[["cat", 0, 0, {}]]]}],
+  "input_layers": [["a", 0, 0], ["b", 0, 0]], "output_layers": [["out", 0, 0]]}})";
+
+TEST(GraphExecutorTest, TwoInputsMatchAHandComputation) {
+  GraphExecutor<float> exec(MustRead(kTwoInputs));
+  NamedArrays<float> vars;
+  vars["da/kernel"] = Array<float>({2, 2}, {1, 2, 3, 4});
+  vars["da/bias"] = Array<float>({2}, {0.5f, -0.5f});
+  vars["db/kernel"] = Array<float>({1, 1}, {2});
+  vars["db/bias"] = Array<float>({1}, {-1});
+  vars["out/kernel"] = Array<float>({3, 1}, {1, -1, 0.5f});
+  vars["out/bias"] = Array<float>({1}, {0.25f});
+  const std::vector<Array<float>> inputs = {Array<float>({2, 2}, {1, 1, 0, -1}), Array<float>({2, 1}, {3, 0})};
+  absl::StatusOr<const Array<float>*> out = exec.Forward(inputs, vars, ForwardOptions());
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Example 1: da = [1+3+0.5, 2+4-0.5] = [4.5, 5.5], db = relu(6-1) = 5, out = 4.5-5.5+2.5+0.25.
+  // Example 2: da = [-3+0.5, -4-0.5] = [-2.5, -4.5], db = relu(-1) = 0, out = -2.5+4.5+0+0.25.
+  EXPECT_EQ((*out)->shape, std::vector<int64_t>({2, 1}));
+  EXPECT_FLOAT_EQ((*out)->data[0], 1.75f);
+  EXPECT_FLOAT_EQ((*out)->data[1], 2.25f);
+
+  // d(sum of outputs): out/kernel = the column sums of cat, da gets [1, -1] per example, db 0.5
+  // where its ReLU is open (example 1 only).
+  NamedArrays<float> grads;
+  ASSERT_TRUE(exec.Backward(Array<float>({2, 1}, {1, 1}), &grads).ok());
+  EXPECT_THAT(grads["out/kernel"].data, ::testing::ElementsAre(2.f, 1.f, 5.f));
+  EXPECT_THAT(grads["out/bias"].data, ::testing::ElementsAre(2.f));
+  EXPECT_THAT(grads["da/kernel"].data, ::testing::ElementsAre(1.f, -1.f, 0.f, 0.f));
+  EXPECT_THAT(grads["da/bias"].data, ::testing::ElementsAre(2.f, -2.f));
+  EXPECT_THAT(grads["db/kernel"].data, ::testing::ElementsAre(1.5f));
+  EXPECT_THAT(grads["db/bias"].data, ::testing::ElementsAre(0.5f));
+  EXPECT_TRUE(exec.MovingUpdates().empty());
+}
+
+struct KerasRecord {
+  std::vector<Array<double>> inputs;  // in the graph's input order
+  NamedArrays<double> weights;
+  Array<double> output;
+};
+
+Array<double> ToArray(const json& j) {
+  return Array<double>(j["shape"].get<std::vector<int64_t>>(), j["values"].get<std::vector<double>>());
+}
+
+KerasRecord ReadRecord(const ModelGraph& graph, const std::string& name) {
+  const json j = json::parse(ReadFixture(name));
+  KerasRecord r;
+  const json& inputs = j["inputs"];
+  for (int in : graph.inputs) {
+    // Keras names a Sequential model's input after its InputLayer; the fixture has one input then.
+    const std::string key = inputs.contains(graph.layers[in].name) ? graph.layers[in].name : inputs.begin().key();
+    r.inputs.push_back(ToArray(inputs[key]));
+  }
+  for (const auto& [k, v] : j["weights"].items()) r.weights[k] = ToArray(v);
+  r.output = ToArray(j["output"]);
+  return r;
+}
+
+template <typename T>
+std::vector<Array<T>> Cast(const std::vector<Array<double>>& in) {
+  std::vector<Array<T>> out;
+  for (const auto& a : in) out.emplace_back(a.shape, std::vector<T>(a.data.begin(), a.data.end()));
+  return out;
+}
+template <typename T>
+NamedArrays<T> Cast(const NamedArrays<double>& in) {
+  NamedArrays<T> out;
+  for (const auto& [k, a] : in) out[k] = Array<T>(a.shape, std::vector<T>(a.data.begin(), a.data.end()));
+  return out;
+}
+
+class KerasFixtureTest : public ::testing::TestWithParam<std::string> {};
+
+// Keras's predictions (inference: Dropout off, BatchNormalization on its moving statistics) for
+// the fixture's weights and inputs, in float.
+TEST_P(KerasFixtureTest, PredictionsEqualKeras) {
+  const ModelGraph graph = MustRead(ReadFixture(GetParam() + ".json"));
+  const KerasRecord r = ReadRecord(graph, GetParam() + ".predict.json");
+  GraphExecutor<float> exec(graph);
+  absl::StatusOr<const Array<float>*> out = exec.Forward(Cast<float>(r.inputs), Cast<float>(r.weights), ForwardOptions());
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)->shape, r.output.shape);
+  for (int64_t i = 0; i < r.output.size(); ++i) {
+    EXPECT_NEAR((*out)->data[i], r.output.data[i], 1e-5 + 1e-5 * std::fabs(r.output.data[i])) << i;
+  }
+}
+
+// Training mode through the whole DAG in double: every trainable variable's gradient of a loss
+// against central differences (BatchNormalization on batch statistics, Dropout's fixed mask).
+TEST_P(KerasFixtureTest, GradientsOfEveryVariableMatchFiniteDifferences) {
+  const ModelGraph graph = MustRead(ReadFixture(GetParam() + ".json"));
+  KerasRecord r = ReadRecord(graph, GetParam() + ".predict.json");
+  GraphExecutor<double> exec(graph);
+  ForwardOptions options;
+  options.training = true;
+  options.seed = 5;
+  absl::StatusOr<const Array<double>*> out = exec.Forward(r.inputs, r.weights, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const bool probabilities = graph.layers[graph.output].config.activation == ActivationKind::kSoftmax;
+  const LossSpec loss = *ParseLoss(probabilities ? "sparse_categorical_crossentropy" : "mean_squared_error", false);
+  Array<double> labels;
+  if (probabilities) {
+    labels = Array<double>({(*out)->batch()});
+    for (int64_t i = 0; i < labels.size(); ++i) labels.data[i] = static_cast<double>(i % (*out)->last());
+  } else {
+    labels = Array<double>((*out)->shape);
+    for (int64_t i = 0; i < labels.size(); ++i) labels.data[i] = 0.3 * static_cast<double>(i % 3) - 0.2;
+  }
+  Array<double> dout;
+  ASSERT_TRUE(ComputeLoss(loss, **out, labels, &dout).ok());
+  NamedArrays<double> grads;
+  ASSERT_TRUE(exec.Backward(dout, &grads).ok());
+  auto value = [&]() {
+    absl::StatusOr<const Array<double>*> o = exec.Forward(r.inputs, r.weights, options);
+    EXPECT_TRUE(o.ok());
+    Array<double> unused;
+    return *ComputeLoss(loss, **o, labels, &unused);
+  };
+  int checked = 0;
+  for (const VariableSpec& v : graph.variables) {
+    if (!v.trainable) {
+      EXPECT_EQ(grads.count(v.name), 0u) << v.name;
+      continue;
+    }
+    ASSERT_EQ(grads.count(v.name), 1u) << v.name;
+    ExpectGradient(v.name, &r.weights[v.name].data, grads[v.name].data, value);
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, KerasFixtureTest,
+                         ::testing::Values("keras2_two_inputs", "keras2_sequential_mlp", "keras2_many_layers",
+                                           "keras2_recommenders", "keras2_cnn", "keras3_two_inputs",
+                                           "keras3_sequential_mlp", "keras3_many_layers", "keras3_cnn"));
+
+// One tensor fed twice to a layer (Multiply([h, h]), Cross(h, h)): both gradients reach it.
+TEST(GraphExecutorTest, ATensorUsedTwiceGetsBothGradients) {
+  const ModelGraph graph = MustRead(R"({"class_name": "Functional", "config": {"name": "m", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 3], "name": "x"}, "name": "x", "inbound_nodes": []},
+    {"class_name": "Dense", "config": {"units": 3}, "name": "h", "inbound_nodes": [[["x", 0, 0, {}]]]},
+    {"class_name": "Multiply", "config": {}, "name": "sq", "inbound_nodes": [[["h", 0, 0, {}], ["h", 0, 0, {}]]]},
+    {"class_name": "Cross", "config": {}, "name": "c", "inbound_nodes": [[["sq", 0, 0, {"x": ["h", 0, 0]}]]]},
+    {"class_name": "Add", "config": {}, "name": "sum", "inbound_nodes": [[["c", 0, 0, {}], ["h", 0, 0, {}]]]}],
+    "input_layers": [["x", 0, 0]], "output_layers": [["sum", 0, 0]]}})");
+  std::mt19937 rng(4);
+  NamedArrays<double> vars;
+  for (const VariableSpec& v : graph.variables) vars[v.name] = RandomArray<double>(v.shape, &rng);
+  const std::vector<Array<double>> x = {RandomArray<double>({2, 3}, &rng)};
+  GraphExecutor<double> exec(graph);
+  absl::StatusOr<const Array<double>*> out = exec.Forward(x, vars, ForwardOptions());
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Array<double> r = RandomArray<double>((*out)->shape, &rng);
+  NamedArrays<double> grads;
+  ASSERT_TRUE(exec.Backward(r, &grads).ok());
+  auto loss = [&]() {
+    const Array<double>* o = *exec.Forward(x, vars, ForwardOptions());
+    double s = 0;
+    for (int64_t i = 0; i < o->size(); ++i) s += o->data[i] * r.data[i];
+    return s;
+  };
+  for (const char* name : {"h/kernel", "h/bias", "c/dense/kernel", "c/dense/bias"}) {
+    ExpectGradient(name, &vars[name].data, grads[name].data, loss);
+  }
+}
+
+TEST(GraphExecutorTest, BatchNormalizationMovingStatisticsFollowKerasRule) {
+  const ModelGraph graph = MustRead(OneLayerJson("BatchNormalization", {{"momentum", 0.9}}, {{2}}));
+  GraphExecutor<double> exec(graph);
+  NamedArrays<double> vars;
+  vars["layer/gamma"] = Array<double>({2}, {1, 1});
+  vars["layer/beta"] = Array<double>({2}, {0, 0});
+  vars["layer/moving_mean"] = Array<double>({2}, {1, -1});
+  vars["layer/moving_variance"] = Array<double>({2}, {2, 0.5});
+  const std::vector<Array<double>> x = {Array<double>({2, 2}, {1, 4, 3, 8})};  // means 2, 6; variances 1, 4
+  ForwardOptions training;
+  training.training = true;
+  ASSERT_TRUE(exec.Forward(x, vars, training).ok());
+  NamedArrays<double> updates = exec.MovingUpdates();
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_NEAR(updates["layer/moving_mean"].data[0], 1 * 0.9 + 2 * 0.1, 1e-12);
+  EXPECT_NEAR(updates["layer/moving_mean"].data[1], -1 * 0.9 + 6 * 0.1, 1e-12);
+  EXPECT_NEAR(updates["layer/moving_variance"].data[0], 2 * 0.9 + 1 * 0.1, 1e-12);
+  EXPECT_NEAR(updates["layer/moving_variance"].data[1], 0.5 * 0.9 + 4 * 0.1, 1e-12);
+  // The variables themselves are untouched, and inference uses them.
+  EXPECT_EQ(vars["layer/moving_mean"].data, std::vector<double>({1, -1}));
+  absl::StatusOr<const Array<double>*> out = exec.Forward(x, vars, ForwardOptions());
+  ASSERT_TRUE(out.ok());
+  EXPECT_NEAR((*out)->data[0], (1 - 1) / std::sqrt(2 + 1e-3), 1e-12);
+  EXPECT_NEAR((*out)->data[1], (4 + 1) / std::sqrt(0.5 + 1e-3), 1e-12);
+  EXPECT_TRUE(exec.MovingUpdates().empty());
+}
+
+TEST(GraphExecutorTest, DropoutIsReproducibleFromTheSeed) {
+  const ModelGraph graph = MustRead(OneLayerJson("Dropout", {{"rate", 0.25}}, {{10000}}));
+  GraphExecutor<float> exec(graph);
+  const std::vector<Array<float>> x = {Array<float>({1, 10000}, std::vector<float>(10000, 1.f))};
+  auto run = [&](uint64_t seed, int64_t step, bool training) {
+    ForwardOptions o;
+    o.seed = seed;
+    o.step = step;
+    o.training = training;
+    return (*exec.Forward(x, {}, o))->data;
+  };
+  const std::vector<float> a = run(1, 0, true);
+  EXPECT_EQ(run(1, 0, true), a);
+  EXPECT_NE(run(1, 1, true), a);
+  EXPECT_NE(run(2, 0, true), a);
+  int64_t dropped = 0;
+  for (float v : a) {
+    ASSERT_TRUE(v == 0.f || std::fabs(v - 1.f / 0.75f) < 1e-6f) << v;
+    dropped += v == 0.f;
+  }
+  EXPECT_GT(dropped, 2200);  // 2500 expected; the bounds are 10 standard deviations apart
+  EXPECT_LT(dropped, 2800);
+  EXPECT_EQ(run(1, 0, false), x[0].data);  // inference: the identity
+}
+
+TEST(GraphExecutorTest, BadInputIsAnErrorNamingIt) {
+  GraphExecutor<float> exec(MustRead(kTwoInputs));
+  NamedArrays<float> vars;
+  const std::vector<Array<float>> inputs = {Array<float>({2, 2}), Array<float>({2, 1})};
+  absl::StatusOr<const Array<float>*> out = exec.Forward(inputs, vars, ForwardOptions());
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("variable 'da/kernel' is missing"));
+  vars["da/kernel"] = Array<float>({2, 3});
+  out = exec.Forward(inputs, vars, ForwardOptions());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("'da/kernel' has shape [2,3]; expected [2,2]"));
+  out = exec.Forward({Array<float>({2, 3}), Array<float>({2, 1})}, vars, ForwardOptions());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("input 'a' has shape [2,3]; expected [2,2]"));
+  out = exec.Forward({Array<float>({2, 2})}, vars, ForwardOptions());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("takes 2 inputs"));
+  NamedArrays<float> grads;
+  EXPECT_EQ(exec.Backward(Array<float>({2, 1}), &grads).code(), absl::StatusCode::kFailedPrecondition);
+
+  GraphExecutor<float> emb(MustRead(OneLayerJson("Embedding", {{"input_dim", 3}, {"output_dim", 2}}, {{2}}, true)));
+  NamedArrays<float> table;
+  table["layer/embeddings"] = Array<float>({3, 2});
+  out = emb.Forward({Array<float>({1, 2}, {0, 3})}, table, ForwardOptions());
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("id 3 is not an integer in [0, input_dim = 3)"));
+}
+
+}  // namespace
+}  // namespace pstrain

@@ -1,0 +1,187 @@
+// Conv2D (NHWC, Keras's [kh, kw, in, filters] kernel, strides, padding valid or same) as patch rows
+// times the kernel, and MaxPooling2D / AveragePooling2D (same padding: padded positions are
+// ignored, as TensorFlow does). The reference path for any geometry, in float or double;
+// worker/cpu/'s Conv2D is the fast kernel for stride 1 and square windows.
+#include <algorithm>
+#include <limits>
+
+#include "worker/graph/activation_math.h"
+#include "worker/graph/layer_factories.h"
+
+namespace pstrain {
+namespace {
+
+struct Geometry {
+  int64_t in_h, in_w, channels, out_h, out_w, kh, kw, sh, sw, pad_top, pad_left;
+  Geometry(const std::vector<int64_t>& in, const std::vector<int64_t>& out, const LayerConfig& c)
+      : in_h(in[1]), in_w(in[2]), channels(in[3]), out_h(out[0]), out_w(out[1]), kh(c.window_h), kw(c.window_w),
+        sh(c.stride_h), sw(c.stride_w) {
+    // TensorFlow's `same`: the total padding split with the extra row/column at the bottom/right.
+    pad_top = c.same_padding ? std::max<int64_t>((out_h - 1) * sh + kh - in_h, 0) / 2 : 0;
+    pad_left = c.same_padding ? std::max<int64_t>((out_w - 1) * sw + kw - in_w, 0) / 2 : 0;
+  }
+  // The input offset of window position (ky, kx) of output (oy, ox) in image b, or -1 in the padding.
+  int64_t At(int64_t b, int64_t oy, int64_t ox, int64_t ky, int64_t kx) const {
+    const int64_t y = oy * sh + ky - pad_top, x = ox * sw + kx - pad_left;
+    if (y < 0 || y >= in_h || x < 0 || x >= in_w) return -1;
+    return ((b * in_h + y) * in_w + x) * channels;
+  }
+};
+
+template <typename T>
+class Conv2DLayer : public GraphLayer<T> {
+ public:
+  explicit Conv2DLayer(const LayerSpec& spec) : spec_(spec) {}
+  absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
+                       const ForwardOptions&, Array<T>* out) override {
+    const Array<T>& x = *in[0];
+    const Geometry g(x.shape, spec_.output_shape, spec_.config);
+    const int64_t batch = x.batch(), rows = batch * g.out_h * g.out_w, patch = g.kh * g.kw * g.channels;
+    const int64_t f = spec_.config.filters;
+    patches_.Reset({rows, patch});
+    for (int64_t b = 0, r = 0; b < batch; ++b) {
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        for (int64_t ox = 0; ox < g.out_w; ++ox, ++r) {
+          T* row = patches_.data.data() + r * patch;
+          for (int64_t ky = 0; ky < g.kh; ++ky) {
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              const int64_t at = g.At(b, oy, ox, ky, kx);
+              if (at >= 0) std::copy_n(x.data.data() + at, g.channels, row + (ky * g.kw + kx) * g.channels);
+            }
+          }
+        }
+      }
+    }
+    pre_.Reset({batch, g.out_h, g.out_w, f});
+    auto pre = Mat(pre_.data.data(), rows, f);
+    pre.noalias() = ConstMat(patches_.data.data(), rows, patch) * ConstMat(w[0]->data.data(), patch, f);
+    if (spec_.config.use_bias) pre.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(w[1]->data.data(), f);
+    out->Reset(pre_.shape);
+    ActivationForward(spec_.config.activation, pre_.data.data(), out->size(), f, out->data.data());
+    return absl::OkStatus();
+  }
+  void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w, const Array<T>& out,
+                const Array<T>& dout, const std::vector<Array<T>*>& din,
+                const std::vector<Array<T>*>& dw) override {
+    const Array<T>& x = *in[0];
+    const Geometry g(x.shape, spec_.output_shape, spec_.config);
+    const int64_t batch = x.batch(), rows = batch * g.out_h * g.out_w, patch = g.kh * g.kw * g.channels;
+    const int64_t f = spec_.config.filters;
+    Array<T> dpre(out.shape);
+    ActivationBackward(spec_.config.activation, pre_.data.data(), out.data.data(), dout.data.data(), out.size(), f,
+                       dpre.data.data());
+    const auto DP = ConstMat(dpre.data.data(), rows, f);
+    if (dw[0] != nullptr) Mat(dw[0]->data.data(), patch, f).noalias() += ConstMat(patches_.data.data(), rows, patch).transpose() * DP;
+    if (spec_.config.use_bias && dw[1] != nullptr) {
+      Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(dw[1]->data.data(), f) += DP.colwise().sum();
+    }
+    if (din[0] == nullptr) return;
+    Array<T> dpatches({rows, patch});
+    Mat(dpatches.data.data(), rows, patch).noalias() = DP * ConstMat(w[0]->data.data(), patch, f).transpose();
+    for (int64_t b = 0, r = 0; b < batch; ++b) {
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        for (int64_t ox = 0; ox < g.out_w; ++ox, ++r) {
+          const T* row = dpatches.data.data() + r * patch;
+          for (int64_t ky = 0; ky < g.kh; ++ky) {
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              const int64_t at = g.At(b, oy, ox, ky, kx);
+              if (at < 0) continue;
+              const T* src = row + (ky * g.kw + kx) * g.channels;
+              for (int64_t c = 0; c < g.channels; ++c) din[0]->data[at + c] += src[c];
+            }
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  LayerSpec spec_;
+  Array<T> patches_, pre_;  // [output pixels, kh * kw * channels] and the pre-activation
+};
+
+template <typename T>
+class Pooling2DLayer : public GraphLayer<T> {
+ public:
+  Pooling2DLayer(const LayerSpec& spec, bool max) : spec_(spec), max_(max) {}
+  absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
+                       const ForwardOptions&, Array<T>* out) override {
+    const Array<T>& x = *in[0];
+    const Geometry g(x.shape, spec_.output_shape, spec_.config);
+    out->Reset({x.batch(), g.out_h, g.out_w, g.channels});
+    argmax_.assign(out->size(), -1);
+    count_.assign(out->size() / g.channels, 0);
+    for (int64_t b = 0, o = 0; b < x.batch(); ++b) {
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        for (int64_t ox = 0; ox < g.out_w; ++ox, ++o) {
+          T* dst = out->data.data() + o * g.channels;
+          if (max_) std::fill_n(dst, g.channels, -std::numeric_limits<T>::infinity());
+          for (int64_t ky = 0; ky < g.kh; ++ky) {
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              const int64_t at = g.At(b, oy, ox, ky, kx);
+              if (at < 0) continue;
+              ++count_[o];
+              for (int64_t c = 0; c < g.channels; ++c) {
+                const T v = x.data[at + c];
+                if (!max_) {
+                  dst[c] += v;
+                } else if (v > dst[c]) {
+                  dst[c] = v;
+                  argmax_[o * g.channels + c] = at + c;
+                }
+              }
+            }
+          }
+          if (!max_) {
+            for (int64_t c = 0; c < g.channels; ++c) dst[c] /= T(count_[o]);
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+  void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&, const Array<T>& out,
+                const Array<T>& dout, const std::vector<Array<T>*>& din, const std::vector<Array<T>*>&) override {
+    if (din[0] == nullptr) return;
+    const Geometry g(in[0]->shape, spec_.output_shape, spec_.config);
+    for (int64_t o = 0; o < out.size() / g.channels; ++o) {
+      const int64_t b = o / (g.out_h * g.out_w), oy = (o / g.out_w) % g.out_h, ox = o % g.out_w;
+      for (int64_t c = 0; c < g.channels; ++c) {
+        const T d = dout.data[o * g.channels + c];
+        if (max_) {
+          if (argmax_[o * g.channels + c] >= 0) din[0]->data[argmax_[o * g.channels + c]] += d;
+          continue;
+        }
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          for (int64_t kx = 0; kx < g.kw; ++kx) {
+            const int64_t at = g.At(b, oy, ox, ky, kx);
+            if (at >= 0) din[0]->data[at + c] += d / T(count_[o]);
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  LayerSpec spec_;
+  bool max_;
+  std::vector<int64_t> argmax_;  // per output value: the input offset that won (max)
+  std::vector<int64_t> count_;   // per output pixel: the window positions inside the input
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeConvLayer(const LayerSpec& spec) {
+  switch (spec.kind) {
+    case LayerKind::kConv2D: return std::make_unique<Conv2DLayer<T>>(spec);
+    case LayerKind::kMaxPooling2D: return std::make_unique<Pooling2DLayer<T>>(spec, true);
+    case LayerKind::kAveragePooling2D: return std::make_unique<Pooling2DLayer<T>>(spec, false);
+    default: return nullptr;
+  }
+}
+
+template std::unique_ptr<GraphLayer<float>> MakeConvLayer<float>(const LayerSpec&);
+template std::unique_ptr<GraphLayer<double>> MakeConvLayer<double>(const LayerSpec&);
+
+}  // namespace pstrain

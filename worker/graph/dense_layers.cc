@@ -1,0 +1,206 @@
+// Dense, Activation, ReLU and the recommenders' Cross (DCN-v2).
+#include <algorithm>
+
+#include "worker/graph/activation_math.h"
+#include "worker/graph/layer_factories.h"
+
+namespace pstrain {
+namespace {
+
+// y = x * kernel (+ bias) on rows of x; dkernel += x^T dy, dbias += column sums, dx += dy kernel^T.
+template <typename T>
+void Affine(const T* x, int64_t rows, int64_t in, const T* kernel, const T* bias, int64_t out, T* y) {
+  auto Y = Mat(y, rows, out);
+  Y.noalias() = ConstMat(x, rows, in) * ConstMat(kernel, in, out);
+  if (bias != nullptr) Y.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias, out);
+}
+template <typename T>
+void AffineBackward(const T* x, int64_t rows, int64_t in, const T* kernel, int64_t out, const T* dy, T* dx,
+                    T* dkernel, T* dbias) {
+  const auto DY = ConstMat(dy, rows, out);
+  if (dkernel != nullptr) Mat(dkernel, in, out).noalias() += ConstMat(x, rows, in).transpose() * DY;
+  if (dbias != nullptr) Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(dbias, out) += DY.colwise().sum();
+  if (dx != nullptr) Mat(dx, rows, in).noalias() += DY * ConstMat(kernel, in, out).transpose();
+}
+
+template <typename T>
+T* DataOrNull(Array<T>* a) { return a == nullptr ? nullptr : a->data.data(); }
+
+template <typename T>
+class DenseLayer : public GraphLayer<T> {
+ public:
+  explicit DenseLayer(const LayerSpec& spec) : spec_(spec) {}
+  absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
+                       const ForwardOptions&, Array<T>* out) override {
+    const Array<T>& x = *in[0];
+    std::vector<int64_t> shape = x.shape;
+    shape.back() = spec_.config.units;
+    out->Reset(shape);
+    pre_.Reset(shape);
+    Affine(x.data.data(), x.rows(), x.last(), w[0]->data.data(), spec_.config.use_bias ? w[1]->data.data() : nullptr,
+           spec_.config.units, pre_.data.data());
+    ActivationForward(spec_.config.activation, pre_.data.data(), out->size(), out->last(), out->data.data());
+    return absl::OkStatus();
+  }
+  void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w, const Array<T>& out,
+                const Array<T>& dout, const std::vector<Array<T>*>& din,
+                const std::vector<Array<T>*>& dw) override {
+    dpre_.Reset(out.shape);
+    ActivationBackward(spec_.config.activation, pre_.data.data(), out.data.data(), dout.data.data(), out.size(),
+                       out.last(), dpre_.data.data());
+    const Array<T>& x = *in[0];
+    AffineBackward(x.data.data(), x.rows(), x.last(), w[0]->data.data(), spec_.config.units, dpre_.data.data(),
+                   DataOrNull(din[0]), DataOrNull(dw[0]), spec_.config.use_bias ? DataOrNull(dw[1]) : nullptr);
+  }
+
+ private:
+  LayerSpec spec_;
+  Array<T> pre_, dpre_;  // the pre-activation and its gradient
+};
+
+template <typename T>
+class ActivationLayer : public GraphLayer<T> {
+ public:
+  explicit ActivationLayer(ActivationKind kind) : kind_(kind) {}
+  absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
+                       const ForwardOptions&, Array<T>* out) override {
+    out->Reset(in[0]->shape);
+    ActivationForward(kind_, in[0]->data.data(), out->size(), out->last(), out->data.data());
+    return absl::OkStatus();
+  }
+  void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&, const Array<T>& out,
+                const Array<T>& dout, const std::vector<Array<T>*>& din, const std::vector<Array<T>*>&) override {
+    if (din[0] == nullptr) return;
+    scratch_.Reset(out.shape);
+    ActivationBackward(kind_, in[0]->data.data(), out.data.data(), dout.data.data(), out.size(), out.last(),
+                       scratch_.data.data());
+    for (int64_t i = 0; i < out.size(); ++i) din[0]->data[i] += scratch_.data[i];
+  }
+
+ private:
+  ActivationKind kind_;
+  Array<T> scratch_;
+};
+
+// Keras's ReLU layer: x above `threshold` passes (clipped to [0, max_value] when max_value is set),
+// below it the output is negative_slope * (x - threshold).
+template <typename T>
+class ReluLayer : public GraphLayer<T> {
+ public:
+  explicit ReluLayer(const LayerConfig& c) : c_(c) {}
+  absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
+                       const ForwardOptions&, Array<T>* out) override {
+    out->Reset(in[0]->shape);
+    for (int64_t i = 0; i < out->size(); ++i) {
+      const T x = in[0]->data[i];
+      T y;
+      if (x > T(c_.threshold)) {
+        y = c_.max_value >= 0 ? std::clamp(x, T(0), T(c_.max_value)) : x;
+      } else {
+        y = T(c_.negative_slope) * (x - T(c_.threshold));
+      }
+      out->data[i] = y;
+    }
+    return absl::OkStatus();
+  }
+  void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&, const Array<T>& out,
+                const Array<T>& dout, const std::vector<Array<T>*>& din, const std::vector<Array<T>*>&) override {
+    if (din[0] == nullptr) return;
+    for (int64_t i = 0; i < out.size(); ++i) {
+      const T x = in[0]->data[i];
+      T g;
+      if (x > T(c_.threshold)) {
+        g = (c_.max_value >= 0 && (x < T(0) || x > T(c_.max_value))) ? T(0) : T(1);
+      } else {
+        g = T(c_.negative_slope);
+      }
+      din[0]->data[i] += g * dout.data[i];
+    }
+  }
+
+ private:
+  LayerConfig c_;
+};
+
+// Cross (DCN-v2): y = x0 * (act(W x + b) + diag_scale * x) + x, W full [d, d] or U [d, p] then
+// V [p, d]; x is the second input, or x0 when called with one.
+template <typename T>
+class CrossLayer : public GraphLayer<T> {
+ public:
+  explicit CrossLayer(const LayerConfig& c) : c_(c) {}
+  absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
+                       const ForwardOptions&, Array<T>* out) override {
+    const Array<T>& x0 = *in[0];
+    const Array<T>& x = *in.back();
+    const int64_t rows = x.rows(), d = x.last();
+    pre_.Reset(x.shape);
+    if (c_.projection_dim == 0) {
+      Affine(x.data.data(), rows, d, w[0]->data.data(), c_.use_bias ? w[1]->data.data() : nullptr, d, pre_.data.data());
+    } else {
+      hidden_.Reset({rows, c_.projection_dim});
+      Affine(x.data.data(), rows, d, w[0]->data.data(), static_cast<const T*>(nullptr), c_.projection_dim,
+             hidden_.data.data());
+      Affine(hidden_.data.data(), rows, c_.projection_dim, w[1]->data.data(),
+             c_.use_bias ? w[2]->data.data() : nullptr, d, pre_.data.data());
+    }
+    prod_.Reset(x.shape);
+    ActivationForward(c_.activation, pre_.data.data(), prod_.size(), d, prod_.data.data());
+    act_ = prod_;
+    out->Reset(x.shape);
+    for (int64_t i = 0; i < out->size(); ++i) {
+      prod_.data[i] += T(c_.diag_scale) * x.data[i];
+      out->data[i] = x0.data[i] * prod_.data[i] + x.data[i];
+    }
+    return absl::OkStatus();
+  }
+  void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w, const Array<T>& out,
+                const Array<T>& dout, const std::vector<Array<T>*>& din,
+                const std::vector<Array<T>*>& dw) override {
+    const Array<T>& x0 = *in[0];
+    const Array<T>& x = *in.back();
+    Array<T>* dx0 = din[0];
+    Array<T>* dx = din.back();
+    const int64_t rows = x.rows(), d = x.last();
+    Array<T> dprod(x.shape);
+    for (int64_t i = 0; i < out.size(); ++i) {
+      if (dx0 != nullptr) dx0->data[i] += dout.data[i] * prod_.data[i];
+      dprod.data[i] = dout.data[i] * x0.data[i];
+      if (dx != nullptr) dx->data[i] += dout.data[i] + T(c_.diag_scale) * dprod.data[i];
+    }
+    ActivationBackward(c_.activation, pre_.data.data(), act_.data.data(), dprod.data.data(), dprod.size(), d,
+                       dprod.data.data());
+    T* dxp = DataOrNull(dx);
+    if (c_.projection_dim == 0) {
+      AffineBackward(x.data.data(), rows, d, w[0]->data.data(), d, dprod.data.data(), dxp, DataOrNull(dw[0]),
+                     c_.use_bias ? DataOrNull(dw[1]) : nullptr);
+      return;
+    }
+    Array<T> dhidden(hidden_.shape);
+    AffineBackward(hidden_.data.data(), rows, c_.projection_dim, w[1]->data.data(), d, dprod.data.data(),
+                   dhidden.data.data(), DataOrNull(dw[1]), c_.use_bias ? DataOrNull(dw[2]) : nullptr);
+    AffineBackward(x.data.data(), rows, d, w[0]->data.data(), c_.projection_dim, dhidden.data.data(), dxp,
+                   DataOrNull(dw[0]), static_cast<T*>(nullptr));
+  }
+
+ private:
+  LayerConfig c_;
+  Array<T> pre_, act_, prod_, hidden_;  // W x + b, its activation, prod = act + diag * x, U x
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeDenseLayer(const LayerSpec& spec) {
+  switch (spec.kind) {
+    case LayerKind::kDense: return std::make_unique<DenseLayer<T>>(spec);
+    case LayerKind::kActivation: return std::make_unique<ActivationLayer<T>>(spec.config.activation);
+    case LayerKind::kReLU: return std::make_unique<ReluLayer<T>>(spec.config);
+    case LayerKind::kCross: return std::make_unique<CrossLayer<T>>(spec.config);
+    default: return nullptr;
+  }
+}
+
+template std::unique_ptr<GraphLayer<float>> MakeDenseLayer<float>(const LayerSpec&);
+template std::unique_ptr<GraphLayer<double>> MakeDenseLayer<double>(const LayerSpec&);
+
+}  // namespace pstrain

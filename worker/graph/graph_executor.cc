@@ -1,0 +1,123 @@
+#include "worker/graph/graph_executor.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/platform/status_macros.h"
+#include "common/tensor/tensor.h"
+
+namespace pstrain {
+
+template <typename T>
+GraphExecutor<T>::GraphExecutor(const ModelGraph& graph) : graph_(graph) {
+  const size_t n = graph_.layers.size();
+  layer_variables_.resize(n);
+  for (size_t v = 0; v < graph_.variables.size(); ++v) layer_variables_[graph_.variables[v].layer].push_back(v);
+  for (size_t i = 0; i < n; ++i) layers_.push_back(MakeGraphLayer<T>(graph_, static_cast<int>(i)));
+  values_.resize(n);
+  weights_.resize(n);
+}
+
+template <typename T>
+absl::StatusOr<const Array<T>*> GraphExecutor<T>::Forward(const std::vector<Array<T>>& inputs,
+                                                          const NamedArrays<T>& variables,
+                                                          const ForwardOptions& options) {
+  forward_done_ = false;
+  if (inputs.size() != graph_.inputs.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model takes ", graph_.inputs.size(), " inputs, got ", inputs.size()));
+  }
+  const int64_t batch = inputs.empty() || inputs[0].shape.empty() ? 0 : inputs[0].shape[0];
+  if (batch <= 0) return absl::InvalidArgumentError("the batch is empty");
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const LayerSpec& spec = graph_.layers[graph_.inputs[k]];
+    std::vector<int64_t> want = {batch};
+    want.insert(want.end(), spec.output_shape.begin(), spec.output_shape.end());
+    if (inputs[k].shape != want || inputs[k].size() != Array<T>::Count(want)) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has shape ", ShapeString(inputs[k].shape),
+                                                     "; expected ", ShapeString(want)));
+    }
+    values_[graph_.inputs[k]] = inputs[k];
+  }
+  for (size_t i = 0; i < graph_.layers.size(); ++i) {
+    const LayerSpec& spec = graph_.layers[i];
+    weights_[i].clear();
+    for (int v : layer_variables_[i]) {
+      const VariableSpec& var = graph_.variables[v];
+      auto it = variables.find(var.name);
+      if (it == variables.end()) return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' is missing"));
+      if (it->second.shape != var.shape || it->second.size() != Array<T>::Count(var.shape)) {
+        return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' has shape ",
+                                                       ShapeString(it->second.shape), "; expected ",
+                                                       ShapeString(var.shape)));
+      }
+      weights_[i].push_back(&it->second);
+    }
+    if (spec.kind == LayerKind::kInput) continue;
+    std::vector<const Array<T>*> in;
+    for (int j : spec.inputs) in.push_back(&values_[j]);
+    RETURN_IF_ERROR(layers_[i]->Forward(in, weights_[i], options, &values_[i]));
+  }
+  forward_done_ = true;
+  return &values_[graph_.output];
+}
+
+template <typename T>
+absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>* gradients) {
+  if (!forward_done_) return absl::FailedPreconditionError("Backward needs a successful Forward first");
+  if (doutput.shape != values_[graph_.output].shape) {
+    return absl::InvalidArgumentError(absl::StrCat("the output gradient has shape ", ShapeString(doutput.shape),
+                                                   "; the output is ", ShapeString(values_[graph_.output].shape)));
+  }
+  const size_t n = graph_.layers.size();
+  // Which layers need an input gradient: those on a path from a variable to the output.
+  std::vector<bool> needs(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    bool trainable = false;
+    for (int v : layer_variables_[i]) trainable |= graph_.variables[v].trainable;
+    for (int j : graph_.layers[i].inputs) trainable |= needs[j];
+    needs[i] = trainable;
+  }
+  std::vector<Array<T>> grads(n);
+  grads[graph_.output] = doutput;
+  for (size_t i = n; i-- > 0;) {
+    const LayerSpec& spec = graph_.layers[i];
+    if (spec.kind == LayerKind::kInput || grads[i].shape.empty()) continue;  // no gradient reaches it
+    std::vector<const Array<T>*> in;
+    std::vector<Array<T>*> din;
+    for (int j : spec.inputs) {
+      in.push_back(&values_[j]);
+      if (needs[j] && grads[j].shape.empty()) grads[j].Reset(values_[j].shape);
+      din.push_back(needs[j] ? &grads[j] : nullptr);
+    }
+    std::vector<Array<T>*> dweights;
+    for (int v : layer_variables_[i]) {
+      const VariableSpec& var = graph_.variables[v];
+      if (!var.trainable) {
+        dweights.push_back(nullptr);
+        continue;
+      }
+      Array<T>& g = (*gradients)[var.name];
+      if (g.shape != var.shape) g.Reset(var.shape);
+      dweights.push_back(&g);
+    }
+    layers_[i]->Backward(in, weights_[i], values_[i], grads[i], din, dweights);
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+NamedArrays<T> GraphExecutor<T>::MovingUpdates() const {
+  NamedArrays<T> updates;
+  if (!forward_done_) return updates;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (graph_.layers[i].kind == LayerKind::kInput) continue;
+    for (auto& [index, value] : layers_[i]->MovingUpdates(weights_[i])) {
+      updates[graph_.variables[layer_variables_[i][index]].name] = std::move(value);
+    }
+  }
+  return updates;
+}
+
+template class GraphExecutor<float>;
+template class GraphExecutor<double>;
+
+}  // namespace pstrain

@@ -1,0 +1,59 @@
+// Runs a ModelGraph on the CPU: forward over the layers in topological order, backward in reverse,
+// adding every trainable variable's gradient. Variables are named (Keras's names) and passed in on
+// each call, never owned, so they can be pulled from ps shards; the moving statistics of
+// BatchNormalization come back as separate non-trainable updates (MovingUpdates) for the caller to
+// apply (or push).
+//
+// Float for training, double for gradient checks: GraphExecutor<float>, GraphExecutor<double>.
+// Thread-safety: one call at a time per object (the layers keep their forward state); use one
+// executor per thread.
+#ifndef PSTRAIN_WORKER_GRAPH_GRAPH_EXECUTOR_H_
+#define PSTRAIN_WORKER_GRAPH_GRAPH_EXECUTOR_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/graph/model_graph.h"
+#include "worker/graph/array.h"
+#include "worker/graph/graph_layer.h"
+
+namespace pstrain {
+
+template <typename T>
+class GraphExecutor {
+ public:
+  // REQUIRES: `graph` from ReadKerasModelJson (validated). Copies it.
+  explicit GraphExecutor(const ModelGraph& graph);
+
+  const ModelGraph& graph() const { return graph_; }
+
+  // Computes the output. `inputs`: one per model input in graph().inputs order, each
+  // [batch] + the input's shape, one batch size. `variables`: every variable of the graph by name
+  // with its shape (extra entries are ignored); they must stay alive and unchanged until Backward.
+  // InvalidArgument naming the input or variable that is missing or misshapen, or a bad value
+  // (an Embedding id out of range). The output is valid until the next Forward.
+  absl::StatusOr<const Array<T>*> Forward(const std::vector<Array<T>>& inputs, const NamedArrays<T>& variables,
+                                          const ForwardOptions& options);
+
+  // REQUIRES: a successful Forward just before. `doutput` is the loss's gradient with respect to
+  // the output. Adds each trainable variable's gradient to (*gradients)[name], creating it
+  // zero-filled when absent. InvalidArgument when doutput's shape is not the output's.
+  absl::Status Backward(const Array<T>& doutput, NamedArrays<T>* gradients);
+
+  // After a training Forward: the new values of the non-trainable variables (BatchNormalization's
+  // moving mean and variance) by name. Empty after an inference Forward.
+  NamedArrays<T> MovingUpdates() const;
+
+ private:
+  ModelGraph graph_;
+  std::vector<std::unique_ptr<GraphLayer<T>>> layers_;
+  std::vector<std::vector<int>> layer_variables_;  // per layer: indices into graph_.variables
+  std::vector<Array<T>> values_;                   // per layer: its output of the last Forward
+  std::vector<std::vector<const Array<T>*>> weights_;  // per layer: its variables of the last Forward
+  bool forward_done_ = false;
+};
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_GRAPH_GRAPH_EXECUTOR_H_

@@ -1,0 +1,57 @@
+// One layer of a graph executor: forward and backward on the CPU for one LayerSpec (model_graph.h),
+// in float or double. Weights are passed in, never owned: a layer's weights are its variables in
+// ModelGraph::variables order (Dense: kernel, then bias when use_bias), so they can come from ps
+// shards. A layer keeps what its backward pass needs from the last forward call (activations,
+// normalised values, masks, argmaxes).
+// Thread-safety: one call at a time per object; Backward follows the Forward it differentiates.
+#ifndef PSTRAIN_WORKER_GRAPH_GRAPH_LAYER_H_
+#define PSTRAIN_WORKER_GRAPH_GRAPH_LAYER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/graph/model_graph.h"
+#include "worker/graph/array.h"
+
+namespace pstrain {
+
+struct ForwardOptions {
+  bool training = false;  // Dropout drops, BatchNormalization uses the batch's statistics
+  uint64_t seed = 0;      // with `step`: Dropout's masks, reproducible
+  int64_t step = 0;
+};
+
+template <typename T>
+class GraphLayer {
+ public:
+  using Arrays = std::vector<const Array<T>*>;
+  virtual ~GraphLayer() = default;
+
+  // Writes `out` (resized) from `in` (the layer's inputs, in call order, shapes as the graph says
+  // with one batch size) and `weights`. InvalidArgument for bad values (an id outside an
+  // Embedding's table).
+  virtual absl::Status Forward(const Arrays& in, const Arrays& weights, const ForwardOptions& options,
+                               Array<T>* out) = 0;
+
+  // REQUIRES: follows Forward with the same `in`, `weights` and its `out`. Adds the gradients of
+  // the inputs to din[i] (skipped where null) and of the weights to dweights[i] (skipped where
+  // null; each sized like its weight).
+  virtual void Backward(const Arrays& in, const Arrays& weights, const Array<T>& out, const Array<T>& dout,
+                        const std::vector<Array<T>*>& din, const std::vector<Array<T>*>& dweights) = 0;
+
+  // After a training Forward: new values of the non-trainable weights (BatchNormalization's moving
+  // mean and variance, Keras's rule moving = moving * momentum + batch * (1 - momentum)), as
+  // (weight index, value) pairs. Empty for other layers.
+  virtual std::vector<std::pair<int, Array<T>>> MovingUpdates(const Arrays& weights) const { return {}; }
+};
+
+// The layer for graph.layers[index] (REQUIRES: a graph from ReadKerasModelJson; every kind has one).
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeGraphLayer(const ModelGraph& graph, int index);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_GRAPH_GRAPH_LAYER_H_

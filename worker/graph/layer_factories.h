@@ -1,0 +1,28 @@
+// The factories of graph_layer.cc's MakeGraphLayer, one per source file of layers (internal).
+// Each returns null for a kind it does not make.
+// Thread-safety: plain functions.
+#ifndef PSTRAIN_WORKER_GRAPH_LAYER_FACTORIES_H_
+#define PSTRAIN_WORKER_GRAPH_LAYER_FACTORIES_H_
+
+#include <memory>
+
+#include "worker/graph/graph_layer.h"
+
+namespace pstrain {
+
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeDenseLayer(const LayerSpec& spec);  // Dense, Activation, ReLU, Cross
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeShapeLayer(const LayerSpec& spec);  // Input, Flatten, Reshape, Dropout, Concatenate
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeMergeLayer(const LayerSpec& spec);  // Add, Subtract, Multiply, Average, Dot, DotInteraction
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeNormLayer(const LayerSpec& spec);  // LayerNormalization, BatchNormalization
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeConvLayer(const LayerSpec& spec);  // Conv2D, MaxPooling2D, AveragePooling2D
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakePoolLayer(const LayerSpec& spec);  // Embedding, global pooling
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_GRAPH_LAYER_FACTORIES_H_

@@ -1,0 +1,118 @@
+// Embedding (integer ids -> rows of a table) and the global poolings (average or max over the
+// steps, or the height and width, per channel).
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "worker/graph/layer_factories.h"
+
+namespace pstrain {
+namespace {
+
+template <typename T>
+class EmbeddingLayer : public GraphLayer<T> {
+ public:
+  explicit EmbeddingLayer(const LayerSpec& spec) : name_(spec.name), rows_(spec.config.input_dim), dim_(spec.config.output_dim) {}
+  absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
+                       const ForwardOptions&, Array<T>* out) override {
+    std::vector<int64_t> shape = in[0]->shape;
+    shape.push_back(dim_);
+    out->Reset(shape);
+    ids_.resize(in[0]->data.size());
+    const T* table = w[0]->data.data();
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      const T v = in[0]->data[i];
+      if (!(v >= T(0) && v < T(rows_)) || v != std::floor(v)) {
+        return absl::InvalidArgumentError(absl::StrCat("layer '", name_, "' (Embedding): id ", static_cast<double>(v),
+                                                       " is not an integer in [0, input_dim = ", rows_, ")"));
+      }
+      ids_[i] = static_cast<int64_t>(v);
+      std::copy(table + ids_[i] * dim_, table + (ids_[i] + 1) * dim_, out->data.begin() + i * dim_);
+    }
+    return absl::OkStatus();
+  }
+  // The ids get no gradient; the table's gradient is dense here (the sparse ps path takes rows).
+  void Backward(const typename GraphLayer<T>::Arrays&, const typename GraphLayer<T>::Arrays&, const Array<T>&,
+                const Array<T>& dout, const std::vector<Array<T>*>&, const std::vector<Array<T>*>& dw) override {
+    if (dw[0] == nullptr) return;
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      for (int64_t c = 0; c < dim_; ++c) dw[0]->data[ids_[i] * dim_ + c] += dout.data[i * dim_ + c];
+    }
+  }
+
+ private:
+  std::string name_;
+  int64_t rows_, dim_;
+  std::vector<int64_t> ids_;
+};
+
+// [batch, positions..., channels] -> [batch, channels] (keepdims: ones for the positions).
+template <typename T>
+class GlobalPoolLayer : public GraphLayer<T> {
+ public:
+  GlobalPoolLayer(const LayerSpec& spec, bool max) : out_shape_(spec.output_shape), max_(max) {}
+  absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
+                       const ForwardOptions&, Array<T>* out) override {
+    const int64_t batch = in[0]->batch(), c = in[0]->last(), positions = in[0]->size() / (batch * c);
+    std::vector<int64_t> shape = {batch};
+    shape.insert(shape.end(), out_shape_.begin(), out_shape_.end());
+    out->Reset(shape);
+    argmax_.assign(batch * c, 0);
+    for (int64_t b = 0; b < batch; ++b) {
+      const T* x = in[0]->data.data() + b * positions * c;
+      for (int64_t k = 0; k < c; ++k) {
+        T acc = x[k];
+        for (int64_t p = 1; p < positions; ++p) {
+          const T v = x[p * c + k];
+          if (!max_) {
+            acc += v;
+          } else if (v > acc) {
+            acc = v;
+            argmax_[b * c + k] = p;
+          }
+        }
+        out->data[b * c + k] = max_ ? acc : acc / T(positions);
+      }
+    }
+    return absl::OkStatus();
+  }
+  void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&, const Array<T>&,
+                const Array<T>& dout, const std::vector<Array<T>*>& din, const std::vector<Array<T>*>&) override {
+    if (din[0] == nullptr) return;
+    const int64_t batch = in[0]->batch(), c = in[0]->last(), positions = in[0]->size() / (batch * c);
+    for (int64_t b = 0; b < batch; ++b) {
+      T* dx = din[0]->data.data() + b * positions * c;
+      for (int64_t k = 0; k < c; ++k) {
+        const T g = dout.data[b * c + k];
+        if (max_) {
+          dx[argmax_[b * c + k] * c + k] += g;
+        } else {
+          for (int64_t p = 0; p < positions; ++p) dx[p * c + k] += g / T(positions);
+        }
+      }
+    }
+  }
+
+ private:
+  std::vector<int64_t> out_shape_;
+  bool max_;
+  std::vector<int64_t> argmax_;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakePoolLayer(const LayerSpec& spec) {
+  switch (spec.kind) {
+    case LayerKind::kEmbedding: return std::make_unique<EmbeddingLayer<T>>(spec);
+    case LayerKind::kGlobalAveragePooling1D:
+    case LayerKind::kGlobalAveragePooling2D: return std::make_unique<GlobalPoolLayer<T>>(spec, false);
+    case LayerKind::kGlobalMaxPooling1D:
+    case LayerKind::kGlobalMaxPooling2D: return std::make_unique<GlobalPoolLayer<T>>(spec, true);
+    default: return nullptr;
+  }
+}
+
+template std::unique_ptr<GraphLayer<float>> MakePoolLayer<float>(const LayerSpec&);
+template std::unique_ptr<GraphLayer<double>> MakePoolLayer<double>(const LayerSpec&);
+
+}  // namespace pstrain
