@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/platform/env.h"
+#include "common/platform/file_lock_posix.h"
 
 namespace pstrain {
 namespace {
@@ -207,6 +208,10 @@ class PosixEnv : public Env {
   }
 
   absl::Status SyncDir(const std::string& path) override { return FsyncPath(path, O_RDONLY | O_DIRECTORY); }
+
+  absl::StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path, absl::string_view owner) override {
+    return LockFilePosix(path, owner);
+  }
 };
 
 }  // namespace

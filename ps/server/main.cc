@@ -172,5 +172,6 @@ int main(int argc, char** argv) {
   std::cerr << "pstrain-ps: " << task << " stopped" << std::endl;
   // Every call has finished and the ps keeps nothing to flush (checkpoints are written by Save).
   // Skip the destructors: gRPC 1.51's library teardown can sit ~10 s in an idle poller's wait.
-  std::_Exit(stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitOk);
+  // A signal is an orchestrator's stop (exit 143, as every binary); the chief's Shutdown a failed job.
+  std::_Exit(stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitStoppedBySignal);
 }

@@ -92,17 +92,17 @@ PY
 for name in ../../secret.shard /etc/passwd ..; do
   restore_pristine
   edit_file "$M/ckpt-40" "$name"
-  expect_exit 1 "inspect-file-$CASES" "ckpt-40/index.json: .*only a plain file name" "$P" inspect --checkpoint="$M/ckpt-40"
-  expect_exit 1 "evaluate-file-$CASES" "only a plain file name" "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear
+  expect_exit 2 "inspect-file-$CASES" "ckpt-40/index.json: .*only a plain file name" "$P" inspect --checkpoint="$M/ckpt-40"
+  expect_exit 2 "evaluate-file-$CASES" "only a plain file name" "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear
 done
 restore_pristine
 for f in "$M"/ckpt-40/*.shard; do mv "$f" "$WORK/$(basename "$f")"; ln -s "$WORK/$(basename "$f")" "$f"; done
-expect_exit 1 inspect-symlink "is a symlink; it is not followed" "$P" inspect --checkpoint="$M/ckpt-40"
+expect_exit 2 inspect-symlink "is a symlink; it is not followed" "$P" inspect --checkpoint="$M/ckpt-40"
 expect_exit 0 evaluate-symlink "ignoring checkpoint $M/ckpt-40: .*is a symlink" "$P" evaluate --checkpoint="$M" --job=linear
 grep -q "ckpt-20 (step 20): test loss" "$WORK/evaluate-symlink.log" || fail "evaluate did not fall back to ckpt-20"
 restore_pristine
 mv "$M/ckpt-40/index.json" "$WORK/index.json" && ln -s "$WORK/index.json" "$M/ckpt-40/index.json"
-expect_exit 1 inspect-index-symlink "index.json is a symlink" "$P" inspect --checkpoint="$M/ckpt-40"
+expect_exit 2 inspect-index-symlink "index.json is a symlink" "$P" inspect --checkpoint="$M/ckpt-40"
 
 # `evaluate` reads the data of its flags or the user's job spec; the checkpoint's own is only a
 # default, printed before it is read.

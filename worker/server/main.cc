@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
             << "; cpu kernels " << pstrain::DescribeCpuLevel() << ")" << std::endl;
   const pstrain::StopReason stop = pstrain::WaitForStop();
   std::cerr << "pstrain-worker: " << task << " stopping: " << stop.description << std::endl;
-  const int exit_code = stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitOk;
+  // A signal is an orchestrator's stop (exit 143, as every binary); the chief's Shutdown a failed job.
+  const int exit_code = stop.remote ? pstrain::kExitRuntimeFailure : pstrain::kExitStoppedBySignal;
   worker.Shutdown();
   // A step blocked on a ps (a sync pull waiting for other workers) cannot be interrupted; do not
   // let it hold the exit longer than a few seconds.
