@@ -26,14 +26,15 @@ wait_pid "$FIRST" 30
 expect_exit 0 after-kill "" env TF_CONFIG="$(tf_config chief 0)" timeout 120 "$BIN/pstrain-chief" "${ARGS[@]}" --init_only
 ! grep -q "in use by another process" "$WORK/after-kill.log" || fail "a killed chief's lock outlived it"
 
-# Evaluators: one per model dir.
+# Evaluators: one per model dir (an empty one: the evaluator waits there for checkpoints).
+EVAL_DIR="$WORK/eval-model"
 EVAL_CONFIG="{\"cluster\":$CLUSTER,\"task\":{\"type\":\"evaluator\",\"index\":0}}"
-TF_CONFIG="$EVAL_CONFIG" "$BIN/pstrain-chief" --job=linear --model_dir="$MODEL" --eval_poll_secs=1 >"$WORK/evaluator-0.log" 2>&1 &
+TF_CONFIG="$EVAL_CONFIG" "$BIN/pstrain-chief" --job=linear --model_dir="$EVAL_DIR" --eval_poll_secs=1 >"$WORK/evaluator-0.log" 2>&1 &
 EVAL=$!
 PIDS+=("$EVAL")
 wait_for_line "$WORK/evaluator-0.log" "watching" 60
-expect_exit 2 second-evaluator "model dir $MODEL is in use by another process.*task evaluator:0, pid $EVAL" \
-  env TF_CONFIG="$EVAL_CONFIG" timeout 60 "$BIN/pstrain-chief" --job=linear --model_dir="$MODEL" --eval_poll_secs=1
+expect_exit 2 second-evaluator "model dir $EVAL_DIR is in use by another process.*task evaluator:0, pid $EVAL" \
+  env TF_CONFIG="$EVAL_CONFIG" timeout 60 "$BIN/pstrain-chief" --job=linear --model_dir="$EVAL_DIR" --eval_poll_secs=1
 kill -TERM "$EVAL"
 wait_pid "$EVAL" 30
 [ "$WAIT_RC" = 143 ] || fail "the evaluator exited $WAIT_RC after SIGTERM, expected 143"
