@@ -6,7 +6,8 @@
 source "$(dirname "$0")/lib.sh" "$1"
 P="$BIN/pstrain"
 M="$WORK/model"
-digest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum); }
+# owner.lock names the last chief that held the model dir: not part of what a refused run must leave alone.
+digest() { (cd "$1" && find . -type f ! -name owner.lock -print0 | sort -z | xargs -0 sha256sum | sha256sum); }
 
 train_linear "$M" 40
 [ "$TRAIN_RC" = 0 ] || fail "training failed: $(tail -5 "$WORK/chief-0.log")"
@@ -110,7 +111,7 @@ restore_pristine
 python3 - "$M/ckpt-40/index.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-d["job_spec"]["data"] = {"dataset": "csv", "train_file": "/etc/hostname", "test_file": "/etc/hostname"}
+d["job_spec"]["data"] = {"dataset": "csv", "train_file": "/etc/hosts", "test_file": "/etc/hostname"}
 json.dump(d, open(sys.argv[1], "w"))
 PY
 expect_exit 0 evaluate-users-data "ckpt-40 \(step 40\): test loss" "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear
