@@ -1,5 +1,7 @@
 #include "chief/checkpoint/model_dir.h"
 
+#include <unistd.h>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -39,6 +41,25 @@ absl::StatusOr<std::string> MoveEarlierRunAside(Env* env, const std::string& mod
     moved.push_back(name);
   }
   return aside;
+}
+
+absl::StatusOr<std::unique_ptr<FileLock>> LockModelDir(Env* env, const std::string& model_dir,
+                                                       const std::string& lock_name, const std::string& who) {
+  RETURN_IF_ERROR(env->CreateDirs(model_dir));
+  char host[256] = {0};
+  if (::gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  const std::string owner =
+      absl::StrCat(who, ", pid ", ::getpid(), " on host ", host[0] ? host : "(unknown)", ", since ",
+                   absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", env->Now(), absl::UTCTimeZone()));
+  const std::string path = absl::StrCat(model_dir, "/", lock_name);
+  absl::StatusOr<std::unique_ptr<FileLock>> lock = env->LockFile(path, owner);
+  if (lock.status().code() == absl::StatusCode::kFailedPrecondition) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the model dir ", model_dir, " is in use by another process (", lock.status().message(),
+        "): two runs in one model dir would overwrite each other's checkpoints. Stop that one, or give this run "
+        "another --model_dir"));
+  }
+  return lock;
 }
 
 }  // namespace pstrain

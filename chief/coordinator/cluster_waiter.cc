@@ -47,12 +47,15 @@ absl::Status WaitForCluster(Env* env, const std::vector<PsClient*>& ps, const st
       }
     }
     if (silent == 0) return absl::OkStatus();
-    if (env->NowMicros() >= deadline) break;
+    if (env->NowMicros() >= deadline || (options.stopping && options.stopping())) break;
     env->SleepForMicros(options.retry_interval_ms * 1000);
   }
   std::string names;
   for (const Pending& task : tasks) {
     if (!task.answered) absl::StrAppend(&names, "\n  ", task.peer, ": ", task.last_error);
+  }
+  if (options.stopping && options.stopping()) {
+    return absl::CancelledError(absl::StrCat("stopped while waiting for the cluster; still silent:", names));
   }
   return absl::DeadlineExceededError(absl::StrCat(
       "these tasks did not answer within ", options.timeout_ms / 1000.0,

@@ -21,10 +21,13 @@ struct ClusterWaitOptions {
   int64_t retry_interval_ms = 500;
   int64_t handshake_timeout_ms = 2000;
   std::string caller = "chief:0";
+  // Polled between two rounds: true ends the wait at once (SIGTERM must not wait out timeout_ms).
+  std::function<bool()> stopping;
 };
 
 // Blocks until every task answered. DeadlineExceeded naming the silent tasks on timeout;
-// FailedPrecondition when a task answers with another protocol version (mismatched binaries).
+// FailedPrecondition when a task answers with another protocol version (mismatched binaries);
+// Cancelled, naming the silent tasks, when `options.stopping` says so.
 // `log` (may be empty) receives a line each time a task answers for the first time.
 absl::Status WaitForCluster(Env* env, const std::vector<PsClient*>& ps, const std::vector<WorkerClient*>& workers,
                             const ClusterWaitOptions& options, const std::function<void(const std::string&)>& log);

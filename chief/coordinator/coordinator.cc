@@ -168,7 +168,9 @@ absl::Status Coordinator::Prepare() {
   }
   const std::vector<WorkerClient*> wait_workers = options_.init_only ? std::vector<WorkerClient*>() : workers_;
   Log(absl::StrCat("waiting for ", ps_.size(), " ps and ", wait_workers.size(), " workers"));
-  RETURN_IF_ERROR(WaitForCluster(env_, ps_, wait_workers, options_.wait, options_.log));
+  ClusterWaitOptions wait = options_.wait;
+  wait.stopping = [this] { return stop_requested_.load(); };
+  RETURN_IF_ERROR(WaitForCluster(env_, ps_, wait_workers, wait, options_.log));
   RETURN_IF_ERROR(CreateOrRestore());
   gauges_->SetPlan(budget_.total_steps, start_step_);
   tracker_start_micros_ = env_->NowMicros();
@@ -186,7 +188,9 @@ absl::Status Coordinator::Prepare() {
   if (spec_.mode == "sync") pool_options.rescue_threads = std::min(num_workers_ - 1, kMaxRescueThreads);
   pool_ = std::make_unique<WorkerPool>(
       env_, workers_, &queue_, this, [this](int worker) { return MakeConfigure(worker); }, pool_options);
-  recovery_ = std::make_unique<PsRecovery>(env_, ps_, options_.ps_probes, options_.ps_recovery);
+  PsRecoveryOptions recovery = options_.ps_recovery;
+  recovery.stopping = [this] { return stop_requested_.load(); };
+  recovery_ = std::make_unique<PsRecovery>(env_, ps_, options_.ps_probes, recovery);
   if (options_.ps_health_interval_ms > 0) {
     ps_watch_ = std::make_unique<PsHealthWatch>(
         env_, options_.ps_probes.empty() ? ps_ : options_.ps_probes, options_.ps_health_interval_ms,

@@ -111,6 +111,10 @@ absl::Status Coordinator::WaitPhase() {
   while (true) {
     absl::Status s = queue_.WaitAllFinished(absl::Now() + absl::Milliseconds(50));
     if (s.code() != absl::StatusCode::kDeadlineExceeded) return s;
+    if (stop_requested_ && pool_->NumAlive() == 0) {
+      // No worker can finish the closures out: a signal must not wait out the all-workers-lost timeout.
+      return absl::CancelledError("stopped while every worker is lost, with closures unfinished");
+    }
     MaybeReport(false);
     RETURN_IF_ERROR(CheckWorkersAlive());
     RETURN_IF_ERROR(CheckPsTrouble());

@@ -106,6 +106,10 @@ absl::StatusOr<PsRecoveryReport> PsRecovery::Recover(int ps, const std::string& 
           "); restart it at the same address (an orchestrator or deploy/local/supervise.sh does) or raise ",
           kPsRecoveryTimeoutFlag));
     }
+    if (options_.stopping && options_.stopping()) {
+      return absl::CancelledError(absl::StrCat("stopped while waiting for the lost ", report.peer,
+                                               " to answer again (last probe: ", why, ")"));
+    }
     env_->SleepForMicros(options_.poll_interval_ms * 1000);
     state = Probe(ps, shards, &why);
   }

@@ -26,6 +26,8 @@ inline constexpr char kPsRecoveryTimeoutFlag[] = "--ps_recovery_timeout_secs";
 struct PsRecoveryOptions {
   int64_t timeout_ms = 300000;       // how long a lost ps may take to answer again
   int64_t poll_interval_ms = 1000;   // between two probes of a silent ps
+  // Polled between two probes: true ends the wait at once (SIGTERM must not wait out timeout_ms).
+  std::function<bool()> stopping;
 };
 
 // Where a lost ps's shards come from when they have to be put back.
@@ -74,7 +76,8 @@ class PsRecovery {
   // Waits until ps `ps` answers (polling every poll_interval_ms, at most timeout_ms from
   // `lost_at_micros`), then: all `shards` held -> nothing restored; else the shards come back from
   // `source()` (called once, only then). Errors: Unavailable naming the ps, its cause and the flag
-  // when it never answers; the ps's error (naming it) when restoring fails.
+  // when it never answers; Cancelled when `options.stopping` says so before it answers; the ps's
+  // error (naming it) when restoring fails.
   absl::StatusOr<PsRecoveryReport> Recover(int ps, const std::string& cause, int64_t global_step,
                                            int64_t lost_at_micros, const std::vector<std::string>& shards,
                                            const std::function<absl::StatusOr<PsRestoreSource>()>& source);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "chief/checkpoint/model_dir.h"
 #include "chief/coordinator/coordinator.h"
 #include "chief/coordinator/job_shutdown.h"
 #include "chief/server/chief_service.h"
@@ -104,6 +105,19 @@ void LogLine(const std::string& who, const std::string& message) {
 int RunChief(Env* env, const ChiefConfig& config) {
   BlockStopSignals();  // before any thread starts, so every thread inherits the mask
   const ClusterSpec& cluster = config.tf_config.cluster;
+  // One chief per model dir, held until this process ends: a second one would overwrite the
+  // first's checkpoints (or resume its weights as another job).
+  std::unique_ptr<FileLock> model_dir_lock;
+  if (!config.model_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<FileLock>> lock =
+        LockModelDir(env, config.model_dir, "owner.lock",
+                     absl::StrCat("pstrain-chief, task ", config.tf_config.task->ToString()));
+    if (!lock.ok()) {
+      LogLine("chief", std::string(lock.status().message()));
+      return ExitCodeFor(lock.status());
+    }
+    model_dir_lock = *std::move(lock);
+  }
   std::vector<std::unique_ptr<PsClient>> ps_owned;
   std::vector<std::unique_ptr<WorkerClient>> workers_owned;
   std::vector<PsClient*> ps;
@@ -172,6 +186,13 @@ int RunChief(Env* env, const ChiefConfig& config) {
   SignalWatcher signals(&coordinator);
   absl::StatusOr<JobSummary> summary = coordinator.Run();
   if (server != nullptr) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  if (!summary.ok() && signals.fired() && summary.status().code() == absl::StatusCode::kCancelled) {
+    // A signal ended a wait (the cluster coming up, a lost ps): nothing could be saved since the
+    // newest checkpoint; the ps and workers keep running for the next chief.
+    LogLine("chief", absl::StrCat("stopped by a signal: ", summary.status().message(),
+                                  "; no checkpoint written (the newest one in the model dir stays)"));
+    return kExitStoppedBySignal;
+  }
   if (!summary.ok()) {
     const std::string reason(summary.status().message());
     LogLine("chief", absl::StrCat("the job failed: ", reason));

@@ -11,6 +11,7 @@
 #include "common/config/job_spec.h"
 #include "common/metrics/metrics_registry.h"
 #include "common/platform/env.h"
+#include "common/platform/exit_codes.h"
 #include "ps/transport/ps_transport.h"
 
 namespace pstrain {
@@ -37,8 +38,6 @@ struct ChiefConfig {
   TransportConfig transport;          // how to reach the ps (and with transport.tls, every task)
 };
 
-// Exit code of a signal-terminated chief (128 + SIGTERM): orchestrators treat it as retryable.
-inline constexpr int kExitStoppedBySignal = 143;
 
 // Runs the job; returns the process exit code (0 done, 2 bad configuration, 1 runtime failure,
 // 143 stopped by a signal after a checkpoint). Messages go to stderr. `env` (not owned; REQUIRES:

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "chief/checkpoint/checkpoint_manager.h"
+#include "chief/checkpoint/model_dir.h"
 #include "chief/coordinator/training_budget.h"
 #include "chief/evaluation/checkpoint_evaluator.h"
 #include "chief/records/chief_metrics.h"
@@ -49,6 +50,13 @@ int RunEvaluator(Env* env, const EvaluatorConfig& config) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // One evaluator per model dir (beside its chief): two would write eval/ over each other.
+  absl::StatusOr<std::unique_ptr<FileLock>> lock =
+      LockModelDir(env, config.model_dir, "evaluator.lock", "pstrain-chief, task evaluator:0");
+  if (!lock.ok()) {
+    LogLine("evaluator", std::string(lock.status().message()));
+    return ExitCodeFor(lock.status());
+  }
   int64_t final_step = -1;
   absl::StatusOr<int64_t> examples = TrainExamples(env, config.job.data);
   if (examples.ok()) {
@@ -97,13 +105,15 @@ int RunEvaluator(Env* env, const EvaluatorConfig& config) {
         LogLine("evaluator", absl::StrCat("cannot evaluate ", dir, ": ", r.status().message()));
         last = step;
       }
+      // A signal that came during the evaluation: checkpoints keep coming, so look now, not only
+      // when the evaluator has caught up.
+      if (WaitForStopSignal(0)) break;
       continue;
     }
-    if (WaitForStopSignal(config.poll_interval_secs)) {
-      LogLine("evaluator", "stopping on a signal");
-      return kExitOk;
-    }
+    if (WaitForStopSignal(config.poll_interval_secs)) break;
   }
+  LogLine("evaluator", "stopping on a signal");
+  return kExitStoppedBySignal;
 }
 
 }  // namespace pstrain

@@ -141,8 +141,15 @@ absl::StatusOr<TaskId> ParseTask(const nlohmann::json& task) {
   return id;
 }
 
-absl::Status ValidateTaskInCluster(const ClusterSpec& cluster, const TaskId& task) {
+// `given_type` is task.type as written ("master" for a chief named the legacy way).
+absl::Status ValidateTaskInCluster(const ClusterSpec& cluster, const TaskId& task, const std::string& given_type) {
   if (!cluster.HasJob(task.type)) {
+    if (given_type != task.type) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "task.type \"", given_type, "\" is Kubeflow's legacy name of the chief, and cluster has no chief or ",
+          given_type, ": a ps or a worker sets task.type to \"ps\" or \"worker\"; a chief adds cluster.chief with "
+          "its address"));
+    }
     // The evaluator runs outside the training cluster, as in TensorFlow.
     if (task.type == kEvaluator) {
       if (task.index != 0) {
@@ -244,6 +251,40 @@ std::vector<std::string> ClusterSpec::Addresses(absl::string_view job) const {
   return out;
 }
 
+namespace {
+
+// The form two addresses are compared in: host lower-cased, "localhost" as 127.0.0.1 (what every
+// local cluster uses), brackets of an IPv6 host dropped.
+std::string CanonicalAddress(const std::string& address) {
+  std::string host, port;
+  if (!SplitHostPort(address, &host, &port)) return address;
+  host = absl::AsciiStrToLower(host);
+  if (host == "localhost") host = "127.0.0.1";
+  return absl::StrCat(host, ":", port);
+}
+
+// Two tasks at one address would both serve there (one fails to bind, or, with SO_REUSEPORT, the
+// two split the calls): a run that mixes two tasks' shards. Refused, naming both tasks.
+absl::Status CheckDistinctAddresses(const ClusterSpec& spec) {
+  std::map<std::string, TaskId> seen;
+  for (const auto& [job, tasks] : spec.jobs()) {
+    for (const auto& [index, address] : tasks) {
+      const TaskId task{job, index};
+      auto [it, inserted] = seen.emplace(CanonicalAddress(address), task);
+      if (inserted) continue;
+      const std::string& first_address = spec.jobs().at(it->second.type).at(it->second.index);
+      const std::string spelled = first_address == address ? "" : absl::StrCat(" (as \"", first_address, "\")");
+      return absl::InvalidArgumentError(absl::StrCat("cluster gives ", it->second.ToString(), " and ", task.ToString(),
+                                                     " the same address \"", address, "\"", spelled,
+                                                     "; every task needs its own host:port (give ", task.ToString(),
+                                                     " another port)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(const nlohmann::json& cluster) {
   if (!cluster.is_object()) {
     return absl::InvalidArgumentError(
@@ -268,6 +309,7 @@ absl::StatusOr<ClusterSpec> ClusterSpec::FromJson(const nlohmann::json& cluster)
           absl::StrCat("cluster.", single, " has ", n, " entries; there must be at most one ", single));
     }
   }
+  RETURN_IF_ERROR(CheckDistinctAddresses(spec));
   return spec;
 }
 
@@ -277,6 +319,10 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text) {
     return absl::InvalidArgumentError("TF_CONFIG must be a JSON object with \"cluster\" and \"task\"");
   }
   TfConfig config;
+  std::string given_type;  // before Kubeflow's "master" is renamed
+  if (auto t = doc.find("task"); t != doc.end() && t->is_object()) {
+    if (auto type = t->find("type"); type != t->end() && type->is_string()) given_type = type->get<std::string>();
+  }
   RETURN_IF_ERROR(NormalizeKubeflowTfConfig(&doc, &config.notes, &config.sparse));
   auto cluster_it = doc.find("cluster");
   if (cluster_it == doc.end()) {
@@ -295,8 +341,9 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json_text) {
           "addresses, but the chief must reach every task: give it the whole cluster with --tf_config=FILE (a "
           "TF_CONFIG whose \"cluster\" lists every ps and worker, and the chief's own address)");
     }
-    RETURN_IF_ERROR(ValidateTaskInCluster(config.cluster, task));
+    RETURN_IF_ERROR(ValidateTaskInCluster(config.cluster, task, given_type.empty() ? task.type : given_type));
     config.task = task;
+    config.task_type_given = given_type.empty() ? task.type : given_type;
   }
   auto rpc_it = doc.find("rpc_layer");
   if (rpc_it != doc.end() && !rpc_it->is_null()) {
@@ -335,6 +382,11 @@ absl::Status ValidateTaskForRole(const TfConfig& config, absl::string_view expec
                                                    expected_type, "\", \"index\": N}", config.missing_task_hint));
   }
   if (config.task->type != expected_type) {
+    if (!config.task_type_given.empty() && config.task_type_given != config.task->type) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "task.type is \"", config.task_type_given, "\" (Kubeflow's legacy name of the chief) but this is the ",
+          expected_type, " binary; set task.type to \"", expected_type, "\", or run pstrain-chief for the chief"));
+    }
     return absl::InvalidArgumentError(absl::StrCat("task.type is \"", config.task->type, "\" but this is the ",
                                                    expected_type, " binary; run pstrain-", config.task->type,
                                                    " for that task or set task.type to \"", expected_type, "\""));

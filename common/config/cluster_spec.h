@@ -54,6 +54,7 @@ class ClusterSpec {
 struct TfConfig {
   ClusterSpec cluster;
   std::optional<TaskId> task;
+  std::string task_type_given;  // task.type as written: "master" for a chief named the legacy way
   std::string rpc_layer = "grpc";
   std::string missing_task_hint;  // when "task" is absent: a hint naming a near key ("tsak"), or ""
   // Kubeflow's shapes (common/config/kubeflow_tf_config.h): a sparseCluster names only what this task

@@ -230,6 +230,7 @@ absl::Status ParseData(JsonFields& top, DataSpec* data) {
   ASSIGN_OR_RETURN(data->train_files, f.StringList("train_files", internal_job_spec::kMaxDataFiles));
   ASSIGN_OR_RETURN(data->test_files, f.StringList("test_files", internal_job_spec::kMaxDataFiles));
   ASSIGN_OR_RETURN(data->skip_bad_lines, f.Bool("skip_bad_lines", false));
+  ASSIGN_OR_RETURN(data->allow_test_in_train, f.Bool("allow_test_in_train", false));
   ASSIGN_OR_RETURN(data->train_file, f.String("train_file", ""));
   ASSIGN_OR_RETURN(data->test_file, f.String("test_file", ""));
   ASSIGN_OR_RETURN(data->label_column,
@@ -247,6 +248,11 @@ absl::Status ParseData(JsonFields& top, DataSpec* data) {
                    "is missing: give both train_files and test_files, or neither for the default synthetic set");
   }
   if (data->dataset == "csv" && data->train_file.empty()) return Invalid("data.train_file", "is required for csv data");
+  if (data->dataset == "csv" && data->train_file == data->test_file && !data->allow_test_in_train) {
+    return Invalid("data.test_file", absl::StrCat("is the training file too (\"", data->train_file,
+                                                  "\"): the test metrics would be measured on training data; give "
+                                                  "a held-out file, or set data.allow_test_in_train to true"));
+  }
   if (synthetic && data->num_examples <= 0)
     return Invalid("data.num_examples", "must be positive for synthetic_linear data");
   return absl::OkStatus();
@@ -365,6 +371,7 @@ json JobSpecToJson(const JobSpec& spec) {
                {"train_file", d.train_file},     {"test_file", d.test_file},
                {"label_column", d.label_column}, {"header", d.header},
                {"num_examples", d.num_examples}, {"shuffle_seed", d.shuffle_seed}};
+  if (d.allow_test_in_train) data["allow_test_in_train"] = true;
   if (d.dataset == "criteo") {
     data["train_files"] = d.train_files;
     data["test_files"] = d.test_files;

@@ -113,6 +113,9 @@ struct DataSpec {
   std::vector<std::string> train_files;
   std::vector<std::string> test_files;
   bool skip_bad_lines = false;  // criteo: skip and count malformed lines instead of failing
+  // A training file that is also a test file is refused (the test metrics would mean nothing)
+  // unless this is set: "allow_test_in_train": true.
+  bool allow_test_in_train = false;
 };
 
 struct ScheduleSpec {

@@ -31,4 +31,9 @@ absl::StatusOr<uint64_t> Env::FileSize(const std::string& path) {
   return static_cast<uint64_t>(data->size());
 }
 
+absl::StatusOr<std::unique_ptr<FileLock>> Env::LockFile(const std::string& path, absl::string_view owner) {
+  (void)owner;
+  return absl::UnimplementedError(absl::StrCat("this Env cannot lock files (", path, ")"));
+}
+
 }  // namespace pstrain

@@ -6,6 +6,7 @@
 #define PSTRAIN_COMMON_PLATFORM_ENV_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,12 @@
 #include "absl/types/span.h"
 
 namespace pstrain {
+
+// An exclusive lock on a file, held until this object is destroyed or its process ends.
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+};
 
 class Env {
  public:
@@ -66,6 +73,12 @@ class Env {
   virtual absl::Status RemoveAll(const std::string& path) = 0;
   // fsync of a directory, so renames inside it are durable.
   virtual absl::Status SyncDir(const std::string& path) = 0;
+  // Takes an exclusive lock on `path` (created when missing) without waiting, and writes `owner`
+  // into it for whoever finds it taken. The kernel drops the lock with its process (flock), so a
+  // crashed owner never leaves it behind. FailedPrecondition when another holder has it, with the
+  // `owner` it wrote in the message; InvalidArgument for a symlink or a non-regular file; Internal
+  // on other errors. The default: Unimplemented (an Env with no other processes to exclude).
+  virtual absl::StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path, absl::string_view owner);
 };
 
 }  // namespace pstrain

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/platform/env.h"
+#include "common/platform/file_lock_posix.h"
 #include "common/platform/file_rules.h"
 
 namespace pstrain {
@@ -183,6 +184,10 @@ class PosixEnv : public Env {
   }
 
   absl::Status SyncDir(const std::string& path) override { return FsyncPath(path, O_RDONLY | O_DIRECTORY); }
+
+  absl::StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path, absl::string_view owner) override {
+    return LockFilePosix(path, owner);
+  }
 };
 
 }  // namespace

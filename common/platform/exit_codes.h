@@ -9,9 +9,12 @@ namespace pstrain {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRuntimeFailure = 1;
 inline constexpr int kExitBadConfiguration = 2;
+// A task stopped by SIGTERM or SIGINT (128 + SIGTERM): orchestrators treat it as retryable.
+inline constexpr int kExitStoppedBySignal = 143;
 
 // Maps a failed start-up or run to an exit code: configuration problems (InvalidArgument,
-// NotFound, FailedPrecondition, OutOfRange) exit 2, everything else 1, OK exits 0.
+// NotFound, FailedPrecondition, OutOfRange) and unusable files (DataLoss: a checkpoint or data
+// file that fails verification; restarting cannot help) exit 2, everything else 1, OK exits 0.
 inline int ExitCodeFor(const absl::Status& s) {
   if (s.ok()) return kExitOk;
   switch (s.code()) {
@@ -19,6 +22,7 @@ inline int ExitCodeFor(const absl::Status& s) {
     case absl::StatusCode::kNotFound:
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kDataLoss:
       return kExitBadConfiguration;
     default:
       return kExitRuntimeFailure;

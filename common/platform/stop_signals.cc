@@ -64,7 +64,10 @@ absl::Status RequestRemoteShutdown(const ShutdownRequest& request) {
   return absl::OkStatus();
 }
 
-int StopExitCode(const StopReason& reason) { return reason.remote && !reason.job_done ? kExitRuntimeFailure : kExitOk; }
+int StopExitCode(const StopReason& reason) {
+  if (!reason.remote) return kExitStoppedBySignal;  // an orchestrator's stop, as every binary
+  return reason.job_done ? kExitOk : kExitRuntimeFailure;
+}
 
 RemoteShutdownHandler RemoteShutdownHandlerFor(bool keep_serving, std::function<void(const std::string&)> log) {
   if (!keep_serving) return RequestRemoteShutdown;

@@ -24,7 +24,7 @@ struct StopReason {
   std::string description;   // "Terminated", or "chief:0 ended the job: <reason>"
 };
 
-// The task's exit code: 1 when the chief ended a failed job, else 0 (a signal, or a job done).
+// The task's exit code: 0 when the chief ended a job done, 1 a failed one, 143 after a signal.
 int StopExitCode(const StopReason& reason);
 
 // Blocks SIGTERM, SIGINT and SIGUSR1 in the calling thread; threads started later inherit the mask,

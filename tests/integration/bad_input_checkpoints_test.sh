@@ -6,7 +6,8 @@
 source "$(dirname "$0")/lib.sh" "$1"
 P="$BIN/pstrain"
 M="$WORK/model"
-digest() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum); }
+# owner.lock names the last chief that held the model dir: not part of what a refused run must leave alone.
+digest() { (cd "$1" && find . -type f ! -name owner.lock -print0 | sort -z | xargs -0 sha256sum | sha256sum); }
 
 train_linear "$M" 40
 [ "$TRAIN_RC" = 0 ] || fail "training failed: $(tail -5 "$WORK/chief-0.log")"
@@ -92,17 +93,17 @@ PY
 for name in ../../secret.shard /etc/passwd ..; do
   restore_pristine
   edit_file "$M/ckpt-40" "$name"
-  expect_exit 1 "inspect-file-$CASES" "ckpt-40/index.json: .*only a plain file name" "$P" inspect --checkpoint="$M/ckpt-40"
-  expect_exit 1 "evaluate-file-$CASES" "only a plain file name" "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear
+  expect_exit 2 "inspect-file-$CASES" "ckpt-40/index.json: .*only a plain file name" "$P" inspect --checkpoint="$M/ckpt-40"
+  expect_exit 2 "evaluate-file-$CASES" "only a plain file name" "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear
 done
 restore_pristine
 for f in "$M"/ckpt-40/*.shard; do mv "$f" "$WORK/$(basename "$f")"; ln -s "$WORK/$(basename "$f")" "$f"; done
-expect_exit 1 inspect-symlink "is a symlink; it is not followed" "$P" inspect --checkpoint="$M/ckpt-40"
+expect_exit 2 inspect-symlink "is a symlink; it is not followed" "$P" inspect --checkpoint="$M/ckpt-40"
 expect_exit 0 evaluate-symlink "ignoring checkpoint $M/ckpt-40: .*is a symlink" "$P" evaluate --checkpoint="$M" --job=linear
 grep -q "ckpt-20 (step 20): test loss" "$WORK/evaluate-symlink.log" || fail "evaluate did not fall back to ckpt-20"
 restore_pristine
 mv "$M/ckpt-40/index.json" "$WORK/index.json" && ln -s "$WORK/index.json" "$M/ckpt-40/index.json"
-expect_exit 1 inspect-index-symlink "index.json is a symlink" "$P" inspect --checkpoint="$M/ckpt-40"
+expect_exit 2 inspect-index-symlink "index.json is a symlink" "$P" inspect --checkpoint="$M/ckpt-40"
 
 # `evaluate` reads the data of its flags or the user's job spec; the checkpoint's own is only a
 # default, printed before it is read.
@@ -110,7 +111,7 @@ restore_pristine
 python3 - "$M/ckpt-40/index.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-d["job_spec"]["data"] = {"dataset": "csv", "train_file": "/etc/hostname", "test_file": "/etc/hostname"}
+d["job_spec"]["data"] = {"dataset": "csv", "train_file": "/etc/hosts", "test_file": "/etc/hostname"}
 json.dump(d, open(sys.argv[1], "w"))
 PY
 expect_exit 0 evaluate-users-data "ckpt-40 \(step 40\): test loss" "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear

@@ -58,5 +58,5 @@ expect_exit 2 chief-restart "model/ckpt-40: .*nests arrays and objects deeper th
   --wait_timeout_secs=30
 grep -q "none can be used" "$WORK/chief-restart.log" || fail "the chief did not say no checkpoint can be used"
 expect_exit 2 evaluate-model "none can be used" "$P" evaluate --checkpoint="$WORK/model"
-expect_exit 1 inspect-ckpt "deeper than 64" "$P" inspect --checkpoint="$WORK/model/ckpt-40"
+expect_exit 2 inspect-ckpt "deeper than 64" "$P" inspect --checkpoint="$WORK/model/ckpt-40"
 echo "PASS: $CASES cases: nesting is refused before parsing, and messages stay short"

@@ -73,8 +73,8 @@ for s in d["shards"]:
     s["rows"] = 1000000000000 if s["variable_name"].endswith("bias") else s["rows"]
 json.dump(d, open(sys.argv[1], "w"))
 PY
-expect_exit 1 inspect-huge "ckpt-40/index.json|no saved slice|holds" "$P" inspect --checkpoint="$WORK/model/ckpt-40"
-expect_exit 1 evaluate-huge "ckpt-40" "$P" evaluate --checkpoint="$WORK/model/ckpt-40" --job=linear
+expect_exit 2 inspect-huge "ckpt-40/index.json|no saved slice|holds" "$P" inspect --checkpoint="$WORK/model/ckpt-40"
+expect_exit 2 evaluate-huge "ckpt-40" "$P" evaluate --checkpoint="$WORK/model/ckpt-40" --job=linear
 # Every restart of the chief crashed on it: now it resumes from the checkpoint before and keeps the
 # edited one aside, untouched.
 make_cluster 1 1

@@ -1,6 +1,8 @@
 #include "worker/data/ctr_dataset.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "common/platform/status_macros.h"
@@ -16,6 +18,38 @@ std::string CtrCacheDir(Env* env, const DataSpec& data, const std::string& data_
   return DefaultCacheDirFromEnvironment(env);
 }
 
+namespace {
+
+// The file itself, whatever path names it ("./a.tsv", a symlink), or `path` when it cannot be resolved.
+std::string RealPath(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return path;
+  std::string out(real);
+  std::free(real);
+  return out;
+}
+
+// A glob such as "day_*.tsv" easily matches the test day too: the run would train on its test
+// set and report test metrics that mean nothing, without a word.
+absl::Status CheckTestNotInTrain(const DataSpec& data) {
+  absl::StatusOr<std::vector<std::string>> train = ExpandDataFiles(data.train_files);
+  absl::StatusOr<std::vector<std::string>> test = ExpandDataFiles(data.test_files);
+  if (!train.ok() || !test.ok()) return absl::OkStatus();  // the reader names a missing file
+  std::map<std::string, std::string> test_files;
+  for (const std::string& file : *test) test_files.emplace(RealPath(file), file);
+  for (const std::string& file : *train) {
+    auto it = test_files.find(RealPath(file));
+    if (it == test_files.end()) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.train_files matches ", file, ", which is a test file too (", it->second,
+        " from data.test_files): the model would train on its test set and its test metrics would mean nothing; "
+        "narrow the training pattern, or set data.allow_test_in_train to true in the job spec"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 bool UsesDefaultCtrData(const DataSpec& data) { return data.train_files.empty() && data.test_files.empty(); }
 
 absl::StatusOr<CtrSyntheticSummary> EnsureJobDefaultCtrData(Env* env, const DataSpec& data,
@@ -25,7 +59,10 @@ absl::StatusOr<CtrSyntheticSummary> EnsureJobDefaultCtrData(Env* env, const Data
 
 absl::StatusOr<std::vector<std::string>> CtrSplitFiles(Env* env, const DataSpec& data, Split split,
                                                        const std::string& data_dir) {
-  if (!UsesDefaultCtrData(data)) return split == Split::kTrain ? data.train_files : data.test_files;
+  if (!UsesDefaultCtrData(data)) {
+    if (!data.allow_test_in_train) RETURN_IF_ERROR(CheckTestNotInTrain(data));
+    return split == Split::kTrain ? data.train_files : data.test_files;
+  }
   ASSIGN_OR_RETURN(CtrSyntheticSummary summary, EnsureJobDefaultCtrData(env, data, data_dir));
   return std::vector<std::string>{split == Split::kTrain ? summary.train_path : summary.test_path};
 }

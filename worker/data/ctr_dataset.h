@@ -29,6 +29,8 @@ absl::StatusOr<CtrSyntheticSummary> EnsureJobDefaultCtrData(Env* env, const Data
                                                             const std::string& data_dir);
 
 // The files (paths or globs) of `split`: data.train_files / test_files, or the default set's.
+// InvalidArgument naming the file when a training pattern matches a test file too (the same file,
+// by its real path), unless data.allow_test_in_train.
 absl::StatusOr<std::vector<std::string>> CtrSplitFiles(Env* env, const DataSpec& data, Split split,
                                                        const std::string& data_dir);
 

@@ -18,9 +18,9 @@ namespace pstrain {
 namespace {
 
 // An exclusive flock(2) on a file, released when destroyed (or when the process dies).
-class FileLock {
+class DataDirLock {
  public:
-  explicit FileLock(const std::string& path) {
+  explicit DataDirLock(const std::string& path) {
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0) return;
     while (::flock(fd_, LOCK_EX) != 0) {
@@ -28,11 +28,11 @@ class FileLock {
     }
     locked_ = true;
   }
-  ~FileLock() {
+  ~DataDirLock() {
     if (fd_ >= 0) ::close(fd_);  // closing releases the lock
   }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
+  DataDirLock(const DataDirLock&) = delete;
+  DataDirLock& operator=(const DataDirLock&) = delete;
   bool locked() const { return locked_; }
 
  private:
@@ -80,7 +80,7 @@ absl::StatusOr<CtrSyntheticSummary> EnsureDefaultCtrData(Env* env, const std::st
   if (ready.ok()) return ready;
   absl::Status created = env->CreateDirs(cache_dir);
   if (!created.ok()) return CacheError(created, cache_dir);
-  const FileLock lock(absl::StrCat(final_dir, ".lock"));
+  const DataDirLock lock(absl::StrCat(final_dir, ".lock"));
   ready = ReadCtrSyntheticSummary(env, final_dir);  // another process may have made it meanwhile
   if (ready.ok()) return ready;
   if (lock.locked()) {

@@ -81,6 +81,25 @@ TEST(ClusterSpecTest, AtMostOneChiefAndEvaluator) {
   EXPECT_THAT(ErrorOf(R"({"cluster": {"evaluator": ["a:1", "b:2"]}})"), HasSubstr("at most one evaluator"));
 }
 
+// Two tasks at one address make a run that mixes their shards and says "done": refused, naming both.
+TEST(ClusterSpecTest, TheSameAddressTwiceIsRefusedNamingBothTasks) {
+  EXPECT_EQ(ErrorOf(R"({"cluster": {"worker": ["h:1", "h:1"], "ps": ["p:2"]}})"),
+            "cluster gives worker:0 and worker:1 the same address \"h:1\"; every task needs its own host:port "
+            "(give worker:1 another port)");
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"chief": ["h:1"], "ps": ["h:1"], "worker": ["w:2"]}})"),
+              HasSubstr("cluster gives chief:0 and ps:0 the same address \"h:1\""));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"evaluator": ["w:2"], "ps": ["p:1"], "worker": ["w:2"]}})"),
+              HasSubstr("evaluator:0 and worker:0 the same address"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": {"1": "h:1", "7": "h:1"}, "worker": ["w:2"]}})"),
+              HasSubstr("ps:1 and ps:7 the same address"));
+  // localhost is 127.0.0.1, and host names are not case-sensitive.
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": ["localhost:5"], "worker": ["127.0.0.1:5"]}})"),
+              HasSubstr("ps:0 and worker:0 the same address \"127.0.0.1:5\" (as \"localhost:5\")"));
+  EXPECT_THAT(ErrorOf(R"({"cluster": {"ps": ["Host:5"], "worker": ["host:5"]}})"), HasSubstr("the same address"));
+  // The same host on other ports, or other hosts on one port, are distinct tasks.
+  EXPECT_TRUE(ParseTfConfig(R"({"cluster": {"ps": ["h:1", "h:2"], "worker": ["w:1", "w2:1"]}})").ok());
+}
+
 TEST(ClusterSpecTest, MalformedAddresses) {
   EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": [""]}})"), HasSubstr("cluster.worker[0] is an empty address"));
   EXPECT_THAT(ErrorOf(R"({"cluster": {"worker": ["localhost"]}})"),
@@ -218,6 +237,19 @@ TEST(KubeflowTfConfigTest, MasterIsTheChiefWithANote) {
   EXPECT_TRUE(ValidateTaskForRole(*worker, "worker").ok());
   EXPECT_THAT(ErrorOf(R"({"cluster": {"chief": ["c:1"], "master": ["m:1"], "ps": ["p:1"], "worker": ["w:1"]}})"),
               HasSubstr("both \"chief\" and \"master\""));
+}
+
+// "master" is the chief's legacy name: a ps or worker given it is told which type to set, not to
+// add a chief to the cluster.
+TEST(KubeflowTfConfigTest, MasterGivenToAPsOrWorkerSaysWhatToSet) {
+  const std::string error = ErrorOf(R"({"cluster": {"ps": ["p:1"], "worker": ["w:1"]}, "task": {"type": "master"}})");
+  EXPECT_THAT(error, HasSubstr("task.type \"master\" is Kubeflow's legacy name of the chief"));
+  EXPECT_THAT(error, HasSubstr("a ps or a worker sets task.type to \"ps\" or \"worker\""));
+  auto c = ParseTfConfig(R"({"cluster": {"master": ["m:1"], "ps": ["p:1"], "worker": ["w:1"]}, "task": {"type": "master"}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(ValidateTaskForRole(*c, "ps").message(),
+            "task.type is \"master\" (Kubeflow's legacy name of the chief) but this is the ps binary; set task.type "
+            "to \"ps\", or run pstrain-chief for the chief");
 }
 
 TEST(KubeflowTfConfigTest, SparseClusterOfAWorker) {

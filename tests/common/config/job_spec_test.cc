@@ -103,6 +103,19 @@ TEST(JobSpecTest, EvaluationIsEveryEpochUnlessTheScheduleSays) {
   EXPECT_THAT(ErrorOf(doc), HasSubstr("schedule.eval_every_steps"));
 }
 
+// The test set is no test set when it is the training file: refused unless asked for.
+TEST(JobSpecTest, CsvTestFileThatIsTheTrainingFileIsRefused) {
+  nlohmann::json doc = *JobPresetJson("linear");
+  doc["data"] = {{"dataset", "csv"}, {"train_file", "d.csv"}, {"test_file", "d.csv"}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.test_file is the training file too (\"d.csv\")"));
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.allow_test_in_train"));
+  doc["data"]["allow_test_in_train"] = true;
+  auto spec = JobSpecFromJson(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->data.allow_test_in_train);
+  EXPECT_TRUE(JobSpecFromJson(JobSpecToJson(*spec))->data.allow_test_in_train);
+}
+
 TEST(JobSpecTest, ErrorsNameTheField) {
   auto doc = Cnn();
   doc["model"]["layers"][5]["units"] = 0;

@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/data/criteo_parser.h"
+#include "worker/data/ctr_dataset.h"
 #include "worker/data/shard_iterator.h"
 
 namespace pstrain {
@@ -396,6 +397,29 @@ TEST(ShuffleForEpochTest, DeterministicPermutationPerSeedShardAndEpoch) {
   std::vector<int64_t> c = b;
   ShuffleForEpoch(42, 1, 4, &c);
   EXPECT_NE(c, a);
+}
+
+// A training glob that also matches the test file would train on the test set without a word:
+// refused naming the file, unless the job spec allows it.
+TEST(CtrSplitFilesTest, TrainingGlobThatMatchesTheTestFileIsRefused) {
+  const std::string dir = TestDir();
+  for (const char* name : {"day_0.tsv", "day_1.tsv", "day_2.tsv"}) WriteFile(dir + "/" + name, Line(1, 7));
+  DataSpec data;
+  data.dataset = "criteo";
+  data.train_files = {dir + "/day_*.tsv"};
+  data.test_files = {dir + "/./day_2.tsv"};  // another spelling of the same file
+  for (Split split : {Split::kTrain, Split::kTest}) {
+    absl::StatusOr<std::vector<std::string>> files = CtrSplitFiles(Env::Default(), data, split, "");
+    ASSERT_FALSE(files.ok());
+    EXPECT_EQ(files.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(files.status().message(), HasSubstr(dir + "/day_2.tsv, which is a test file too"));
+    EXPECT_THAT(files.status().message(), HasSubstr("data.allow_test_in_train"));
+  }
+  data.train_files = {dir + "/day_[01].tsv"};
+  EXPECT_TRUE(CtrSplitFiles(Env::Default(), data, Split::kTrain, "").ok());
+  data.train_files = {dir + "/day_*.tsv"};
+  data.allow_test_in_train = true;
+  EXPECT_TRUE(CtrSplitFiles(Env::Default(), data, Split::kTrain, "").ok());
 }
 
 }  // namespace
