@@ -149,7 +149,7 @@ start_task() {  # start_task TYPE INDEX BINARY ARGS...
     >"$RUN_DIR/logs/$type-$index.log" 2>&1 &
   PIDS+=("$!")
 }
-for ((i = 0; i < PS; i++)); do start_task ps "$i" pstrain-ps; done
+for ((i = 0; i < PS; i++)); do start_task ps "$i" pstrain-ps --checkpoint_root="$MODEL_DIR"; done
 for ((i = 0; i < WORKERS; i++)); do start_task worker "$i" pstrain-worker --threads="$WORKER_THREADS"; done
 echo "demo: started $PS ps and $WORKERS workers; logs in $RUN_DIR/logs/ (one file per task)" >&2
 [ "$SUPERVISE" = 1 ] && echo "demo: every ps and worker runs under deploy/local/supervise.sh: a task that dies is started again" >&2
