@@ -148,6 +148,7 @@ TEST(DivergenceTest, StopsTheClusterAndKeepsTheLastGoodCheckpoint) {
   spec.optimizer.learning_rate.schedule = "piecewise_constant";
   spec.optimizer.learning_rate.boundaries = {40};
   spec.optimizer.learning_rate.values = {0.01, 1e30};
+  spec.divergence_loss_factor = 0;  // TerminateOnNaN alone: the loss-growth rule would stop it first
   spec.schedule.steps = 400;
   spec.schedule.steps_per_closure = 5;
   spec.schedule.checkpoint_every_steps = 20;
@@ -177,6 +178,7 @@ TEST(DivergenceTest, TurnedOffTheJobGoesOn) {
   spec.optimizer.learning_rate.initial = 1e30;
   spec.schedule.steps = 40;
   spec.terminate_on_nan = false;
+  spec.divergence_loss_factor = 0;
   InProcessCluster cluster(1, 1);
   absl::StatusOr<JobSummary> summary = cluster.Run(spec, FreshDir("diverge_off"));
   ASSERT_TRUE(summary.ok()) << summary.status();

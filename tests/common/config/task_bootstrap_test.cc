@@ -191,7 +191,7 @@ TEST(TaskBootstrapTest, NotesComeBeforeARefusal) {
           "task": {"type": "master", "index": 0}})";
   Outcome run = Start({}, {kWorker}, {{"TF_CONFIG", tf_config}});
   ASSERT_FALSE(run.setup.ok());
-  EXPECT_THAT(std::string(run.setup.status().message()), HasSubstr("task.type is \"chief\""));
+  EXPECT_THAT(std::string(run.setup.status().message()), HasSubstr("task.type is \"master\" (Kubeflow's legacy name of the chief)"));
   ASSERT_EQ(run.notes.size(), 2u);
   EXPECT_THAT(run.notes[0], HasSubstr("cluster.master is the chief"));
   EXPECT_THAT(run.notes[1], HasSubstr("is run as the chief"));

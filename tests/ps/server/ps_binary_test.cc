@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/platform/exit_codes.h"
 #include "common/wire/protocol_version.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/client_unary_call.h"
@@ -158,7 +159,7 @@ TEST(PsBinary, ServesOverGrpcAndStopsOnSigterm) {
   const auto stop = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   guard.reaped = true;  // WaitExit reaps it (or kills and reaps it on timeout)
-  EXPECT_EQ(WaitExit(pid, 10), 0);
+  EXPECT_EQ(WaitExit(pid, 10), kExitStoppedBySignal);
   std::cerr << "pstrain-ps stopped "
             << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - stop).count()
             << " ms after SIGTERM\n";
@@ -283,7 +284,7 @@ TEST(PsBinary, PlaintextWarnsAndAForeignCertificateExitsTwo) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ::kill(plain, SIGTERM);
   guard.reaped = true;
-  EXPECT_EQ(WaitExit(plain, 10), 0);
+  EXPECT_EQ(WaitExit(plain, 10), kExitStoppedBySignal);
   std::ifstream plain_in(dir + "/plain.log");
   const std::string plain_log((std::istreambuf_iterator<char>(plain_in)), std::istreambuf_iterator<char>());
   EXPECT_NE(plain_log.find("WARNING: plaintext"), std::string::npos) << plain_log;

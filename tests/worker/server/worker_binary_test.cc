@@ -16,6 +16,7 @@
 #include "common/plan/model_variables.h"
 #include "common/plan/variable_planner.h"
 #include "common/wire/protocol_version.h"
+#include "common/platform/exit_codes.h"
 #include "gtest/gtest.h"
 #include "ps/client/grpc_ps_client.h"
 #include "ps/store/optimizer.h"
@@ -129,8 +130,8 @@ TEST(WorkerBinaryTest, TrainsWithARealPsAndStopsOnSigterm) {
   EXPECT_LT(after.loss_sum(), before.loss_sum());
   ::kill(c.worker, SIGTERM);
   ::kill(c.ps, SIGTERM);
-  EXPECT_EQ(WaitExit(c.worker, 20), 0);
-  EXPECT_EQ(WaitExit(c.ps, 20), 0);
+  EXPECT_EQ(WaitExit(c.worker, 20), kExitStoppedBySignal);
+  EXPECT_EQ(WaitExit(c.ps, 20), kExitStoppedBySignal);
 }
 
 TEST(WorkerBinaryTest, SigtermWhileWaitingForOtherSyncWorkersStillExits) {
@@ -151,10 +152,10 @@ TEST(WorkerBinaryTest, SigtermWhileWaitingForOtherSyncWorkersStillExits) {
   for (int i = 0; i < 3000 && pushes() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_GT(pushes(), 0);
   ::kill(c.worker, SIGTERM);
-  EXPECT_EQ(WaitExit(c.worker, 15), 0);
+  EXPECT_EQ(WaitExit(c.worker, 15), kExitStoppedBySignal);
   stuck.join();
   ::kill(c.ps, SIGTERM);
-  EXPECT_EQ(WaitExit(c.ps, 20), 0);
+  EXPECT_EQ(WaitExit(c.ps, 20), kExitStoppedBySignal);
 }
 
 TEST(WorkerBinaryTest, BadConfigurationExitsTwo) {
