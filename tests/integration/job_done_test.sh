@@ -34,5 +34,5 @@ kill -0 "$PS1" 2>/dev/null || fail "ps:1 (--keep_serving) exited after the job w
   || fail "ps:1 (--keep_serving) does not answer its health check: $(cat "$WORK/health.log")"
 kill -TERM "$PS1"
 wait_pid "$PS1" 30
-[ "$WAIT_RC" = 0 ] || fail "ps:1 exited $WAIT_RC on SIGTERM"
+[ "$WAIT_RC" = 143 ] || fail "ps:1 exited $WAIT_RC on SIGTERM (want 143)"
 echo "PASS: the done job's ps and workers exited 0; the --keep_serving ps served on until SIGTERM"

@@ -8,7 +8,9 @@
 source "$(dirname "$0")/lib.sh" "$1"
 
 make_cluster 1 2
-start_servers 1 2 --threads=1
+# --keep_serving: the same tasks serve the three chiefs below (a job done would end them).
+start ps 0 pstrain-ps --keep_serving
+for i in 0 1; do start worker "$i" pstrain-worker --threads=1 --keep_serving; WORKER_PIDS[$i]=$LAST_PID; done
 MODEL="$WORK/model"
 ARGS=(--job=linear --steps=200000 --steps_per_closure=5 --model_dir="$MODEL" --progress_secs=1 --wait_timeout_secs=30)
 start chief 0 pstrain-chief "${ARGS[@]}"

@@ -31,5 +31,5 @@ done
 set +e
 out=$(bash deploy/local/supervise.sh --max_restarts=-1 -- true 2>&1); rc=$?
 set -e
-[ "$rc" = 2 ] && grep -q "max_restarts needs" <<<"$out" || fail "supervise.sh --max_restarts=-1: exit $rc: $out"
+[ "$rc" = 2 ] && grep -q "max_restarts \"-1\" must be an integer" <<<"$out" || fail "supervise.sh --max_restarts=-1: exit $rc: $out"
 echo "PASS: deploy scripts take --flag=value (args.sh); unknown flags are named"
