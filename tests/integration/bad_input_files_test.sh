@@ -35,7 +35,7 @@ done
 csv_job() {  # csv_job FILE TRAIN_FILE
   write_job "$1" "{\"model\": {\"input_shape\": [1], \"loss\": \"mse\", \"layers\": [{\"type\": \"dense\", \"units\": 1}]},
     \"optimizer\": {\"type\": \"sgd\", \"learning_rate\": 0.01}, \"batch_size\": 4,
-    \"data\": {\"dataset\": \"csv\", \"train_file\": \"$2\", \"test_file\": \"$2\", \"header\": false},
+    \"data\": {\"dataset\": \"csv\", \"train_file\": \"$2\", \"test_file\": \"$2\", \"header\": false, \"allow_test_in_train\": true},
     \"schedule\": {\"steps\": 2}}"
 }
 for f in "$WORK/fifo" /dev/zero "$WORK/zero-link"; do

@@ -36,7 +36,7 @@ printf '1,2\n1,TOPSECRET\n' >"$WORK/secret2.csv"
 for f in "$WORK/secret.txt" "$WORK/secret2.csv"; do
   write_job "$WORK/leak.json" "{\"model\": {\"input_shape\": [1], \"loss\": \"sparse_categorical_crossentropy\",
     \"layers\": [{\"type\": \"dense\", \"units\": 2}]}, \"optimizer\": {\"type\": \"sgd\", \"learning_rate\": 0.01},
-    \"batch_size\": 1, \"data\": {\"dataset\": \"csv\", \"train_file\": \"$f\", \"test_file\": \"$f\", \"header\": false},
+    \"batch_size\": 1, \"data\": {\"dataset\": \"csv\", \"train_file\": \"$f\", \"test_file\": \"$f\", \"header\": false, \"allow_test_in_train\": true},
     \"schedule\": {\"steps\": 1}}"
   expect_exit 2 "leak-$(basename "$f")" "$f:[12]: .*(is not a finite number|is not a class id)" "$P" train --job="$WORK/leak.json"
   ! grep -q TOPSECRET "$WORK/leak-$(basename "$f").log" || fail "an error shows the data file's content"

@@ -17,8 +17,8 @@ job() {  # job STRATEGY: a small CTR job whose one global batch is the whole tra
            "fields": [{"vocabulary_size": 50000, "embedding_dim": 8, "count": 26}],
            "layers": [{"type": "dense", "units": 32, "activation": "relu"}, {"type": "dense", "units": 1}]},
  "optimizer": {"type": "adagrad", "learning_rate": 0.05, "initial_accumulator_value": 1e-6},
- "data": {"dataset": "criteo", "train_files": ["$WORK/data/train.txt"], "test_files": ["$WORK/data/train.txt", "$WORK/data/test.txt"]},
- "batch_size": 512, "schedule": {"steps": 6, "steps_per_closure": 2},
+ "data": {"dataset": "criteo", "train_files": ["$WORK/data/train.txt"], "test_files": ["$WORK/data/train.txt", "$WORK/data/test.txt"], "allow_test_in_train": true},
+ "batch_size": 512, "schedule": {"steps": 6, "steps_per_closure": 2, "eval_every_steps": 0},
  "partitioner": {"type": "fixed_shards", "num_shards": 2, "strategy": "$1"},
  "mode": "sync", "seed": 5}
 JSON

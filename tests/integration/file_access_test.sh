@@ -42,21 +42,21 @@ PY
 
 restore_pristine
 edit_index "$M/ckpt-40" 'for s in d["shards"]: s["file"] = "../../outside/secret.shard"'
-traced climb "$M" "$WORK/outside/secret.shard" 1 "$P" inspect --checkpoint="$M/ckpt-40"
-traced climb-eval "$M" "$WORK/outside/secret.shard" 1 "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear
+traced climb "$M" "$WORK/outside/secret.shard" 2 "$P" inspect --checkpoint="$M/ckpt-40"
+traced climb-eval "$M" "$WORK/outside/secret.shard" 2 "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear
 restore_pristine
 edit_index "$M/ckpt-40" 'for s in d["shards"]: s["file"] = "/etc/passwd"'
-traced absolute "$M" "/etc/passwd" 1 "$P" inspect --checkpoint="$M/ckpt-40"
+traced absolute "$M" "/etc/passwd" 2 "$P" inspect --checkpoint="$M/ckpt-40"
 restore_pristine
 for f in "$M"/ckpt-40/*.shard; do cp "$f" "$WORK/outside/$(basename "$f")"; rm "$f"; ln -s "$WORK/outside/$(basename "$f")" "$f"; done
 forbidden=$(ls "$WORK"/outside/*.shard | tr '\n' ':')
-traced symlink "$M" "$forbidden" 1 "$P" inspect --checkpoint="$M/ckpt-40"
+traced symlink "$M" "$forbidden" 2 "$P" inspect --checkpoint="$M/ckpt-40"
 traced symlink-eval "$M" "$forbidden" 0 "$P" evaluate --checkpoint="$M" --job=linear
 restore_pristine
-edit_index "$M/ckpt-40" 'd["job_spec"]["data"] = {"dataset": "csv", "train_file": "/etc/passwd", "test_file": "/etc/passwd"}'
+edit_index "$M/ckpt-40" 'd["job_spec"]["data"] = {"dataset": "csv", "train_file": "/etc/group", "test_file": "/etc/passwd"}'
 traced user-data "$M" "/etc/passwd" 0 "$P" evaluate --checkpoint="$M/ckpt-40" --job=linear
 python3 -c "import sys; p=sys.argv[1]; t=open(p).read(); open(p,'w').write(t.replace('\"job_spec\":', '\"job_spec\": ' + '['*100000 + ']'*100000 + ', \"x\":', 1))" "$M/ckpt-40/index.json"
-traced nested-index "$M" "" 1 "$P" inspect --checkpoint="$M/ckpt-40"
+traced nested-index "$M" "" 2 "$P" inspect --checkpoint="$M/ckpt-40"
 
 # The chief over unusable checkpoints, and over an earlier run with --restore=false: it writes
 # nothing but its own model dir (and only what it appends there), reads nothing else of the user's.
