@@ -15,8 +15,9 @@ run_job() {
   local name=$1 mode=$2 steps=$3 i t0
   mkdir -p "$WORK/$name"
   make_cluster 2 2
-  for i in 0 1; do start ps "$i" pstrain-ps; PS_PIDS[$i]=$LAST_PID; done
-  for i in 0 1; do start worker "$i" pstrain-worker --threads=1; W_PIDS[$i]=$LAST_PID; done
+  # --keep_serving: the test stops them itself, after reading the chief's result.
+  for i in 0 1; do start ps "$i" pstrain-ps --keep_serving; PS_PIDS[$i]=$LAST_PID; done
+  for i in 0 1; do start worker "$i" pstrain-worker --threads=1 --keep_serving; W_PIDS[$i]=$LAST_PID; done
   start chief 0 pstrain-chief --job=mlp --steps="$steps" --steps_per_closure=5 --ps_replicas=1 --eval_every_steps=250 \
     --model_dir="$WORK/$name/model" --progress_secs=1 --wait_timeout_secs=30
   local chief=$LAST_PID
@@ -27,7 +28,7 @@ run_job() {
     wait_for_line "$WORK/chief-0.log" "ps:1 lost: [0-9]+ backup shards promoted" 60
     SWITCH_SECONDS=$(python3 -c "import sys, time; print('%.1f' % (time.time() - float(sys.argv[1])))" "$t0")
     if [ "$mode" = return ]; then
-      start ps 1 pstrain-ps  # the same TF_CONFIG, the same address
+      start ps 1 pstrain-ps --keep_serving  # the same TF_CONFIG, the same address
       PS_PIDS[1]=$LAST_PID
       wait_for_line "$WORK/chief-0.log" "ps:1 is back: it backs up [0-9]+ shards again" 120
     fi
