@@ -3,27 +3,18 @@
 // naming the layer and the key.
 #include "common/graph/keras_json.h"
 
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/common/graph/keras_fixture.h"
 
 namespace pstrain {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(std::string(PSTRAIN_GRAPH_TESTDATA) + "/" + name);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 ModelGraph Load(const std::string& name) {
   absl::StatusOr<ModelGraph> graph = ReadKerasModelJson(ReadFixture(name), name);

@@ -3,11 +3,9 @@
 // against finite differences, BatchNormalization's moving statistics, Dropout's masks, bad input.
 #include "worker/graph/graph_executor.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/common/graph/keras_fixture.h"
 #include "tests/worker/graph/graph_test_util.h"
 #include "worker/graph/losses.h"
 
@@ -16,14 +14,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using nlohmann::json;
-
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(std::string(PSTRAIN_GRAPH_TESTDATA) + "/" + name);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // a [2] -> Dense(2) "da"; b [1] -> Dense(1, relu) "db"; Concatenate; Dense(1) "out".
 constexpr char kTwoInputs[] = R"({"class_name": "Functional", "config": {"name": "m", "layers": [
