@@ -21,6 +21,7 @@ fi
 # The ISA-specific sources are checked once, at the baseline level (the analysis does not depend on it).
 FLAGS=(-std=c++17 -fsyntax-only -Wthread-safety -Werror=thread-safety -Wno-unknown-warning-option
        -DPSTRAIN_ISA_NS=isa_baseline -DPSTRAIN_BIN_DIR='"build/bin"' -DPSTRAIN_PS_BINARY='"build/bin/pstrain-ps"'
+       -DPSTRAIN_GRAPH_TESTDATA='"tests/common/graph/testdata"'
        -I. -Ibuild -I/usr/include/eigen3
        $(pkg-config --cflags grpc++ protobuf))
 log=$(mktemp -d)
