@@ -70,7 +70,7 @@ absl::Status CriteoParser::EndLine(absl::string_view line) {
   absl::Status status;
   if (Owned()) {
     if (partial_bytes_ > format_.max_line_bytes) {
-      status = BadLine(line, absl::StrCat("the line is ", partial_bytes_, " bytes, longer than the limit of ",
+      status = BadLine(absl::StrCat("the line is ", partial_bytes_, " bytes, longer than the limit of ",
                                           format_.max_line_bytes, " (a Criteo line is a few hundred)"));
     } else {
       Block* writable = WritableBlock();
@@ -88,7 +88,7 @@ absl::Status CriteoParser::EndLine(absl::string_view line) {
       if (parsed.ok()) {
         ++block.rows;
       } else {
-        status = BadLine(line, parsed.message());
+        status = BadLine(parsed.message());
       }
     }
   }
@@ -100,9 +100,10 @@ absl::Status CriteoParser::EndLine(absl::string_view line) {
   return status;
 }
 
-absl::Status CriteoParser::BadLine(absl::string_view line, absl::string_view why) {
-  // The line's bytes are not shown (see FieldError in criteo_line.cc).
-  std::string message = absl::StrCat(file_, ":", file_line_, ": ", why, "; the line has ", line.size(), " bytes");
+absl::Status CriteoParser::BadLine(absl::string_view why) {
+  // The line's bytes are not shown (see FieldError in criteo_line.cc). Its length is the count
+  // of every byte fed, not of the kept prefix, so the message does not depend on chunking.
+  std::string message = absl::StrCat(file_, ":", file_line_, ": ", why, "; the line has ", partial_bytes_, " bytes");
   if (options_.skip_bad_lines) {
     if (bad_lines_++ == 0) first_bad_line_ = std::move(message);
     return absl::OkStatus();

@@ -59,7 +59,7 @@ class CriteoParser {
   bool Owned() const { return options_.num_parts == 1 || line_index_ % options_.num_parts == options_.part; }
   void AppendPartial(absl::string_view piece);
   absl::Status EndLine(absl::string_view line);
-  absl::Status BadLine(absl::string_view line, absl::string_view why);
+  absl::Status BadLine(absl::string_view why);
   // The block the next row goes into; null when there is no memory for a new one.
   Block* WritableBlock();
 
