@@ -130,11 +130,11 @@ std::string LayerName(const json& layer) {
   return "";
 }
 
-absl::StatusOr<LayerSpec> ReadLayer(const json& layer, size_t position) {
+absl::StatusOr<GraphLayerSpec> ReadLayer(const json& layer, size_t position) {
   if (!layer.is_object() || !layer.contains("class_name") || !layer["class_name"].is_string()) {
     return Bad(absl::StrCat("layer #", position, ": needs a string 'class_name'"));
   }
-  LayerSpec spec;
+  GraphLayerSpec spec;
   spec.name = LayerName(layer);
   if (spec.name.empty()) return Bad(absl::StrCat("layer #", position, ": has no name"));
   if (spec.name.size() > kMaxLayerName) {
@@ -156,7 +156,7 @@ absl::Status ReadSequential(const json& config, ModelGraph* graph) {
   }
   const json& layers = config["layers"];
   for (size_t i = 0; i < layers.size(); ++i) {
-    ASSIGN_OR_RETURN(LayerSpec spec, ReadLayer(layers[i], i));
+    ASSIGN_OR_RETURN(GraphLayerSpec spec, ReadLayer(layers[i], i));
     if (i == 0 && spec.kind != LayerKind::kInput) {
       // Keras 2 without an InputLayer: the first layer carries the input shape.
       const json& c = layers[0].contains("config") ? layers[0]["config"] : json::object();
@@ -164,7 +164,7 @@ absl::Status ReadSequential(const json& config, ModelGraph* graph) {
         return Bad(absl::StrCat("Sequential model: its first layer '", spec.name,
                                 "' has no input shape; build the model with keras.Input(shape=...) first"));
       }
-      LayerSpec input;
+      GraphLayerSpec input;
       input.name = spec.name + "_input";
       json input_config = {{"batch_input_shape", c.contains("batch_input_shape") ? c["batch_input_shape"]
                                                                                  : c["batch_shape"]}};
@@ -209,7 +209,7 @@ absl::Status SortTopologically(ModelGraph* graph) {
   }
   std::vector<int> new_index(n);
   for (int i = 0; i < n; ++i) new_index[order[i]] = i;
-  std::vector<LayerSpec> sorted;
+  std::vector<GraphLayerSpec> sorted;
   for (int old : order) {
     sorted.push_back(std::move(graph->layers[old]));
     for (int& in : sorted.back().inputs) in = new_index[in];
@@ -225,7 +225,7 @@ absl::Status ReadFunctional(const json& config, ModelGraph* graph) {
   const json& layers = config["layers"];
   std::map<std::string, int> index;
   for (size_t i = 0; i < layers.size(); ++i) {
-    ASSIGN_OR_RETURN(LayerSpec spec, ReadLayer(layers[i], i));
+    ASSIGN_OR_RETURN(GraphLayerSpec spec, ReadLayer(layers[i], i));
     if (!index.emplace(spec.name, static_cast<int>(i)).second) {
       return Bad(absl::StrCat("two layers are named '", spec.name, "'"));
     }
@@ -247,7 +247,7 @@ absl::Status ReadFunctional(const json& config, ModelGraph* graph) {
     return it->second;
   };
   for (size_t i = 0; i < layers.size(); ++i) {
-    LayerSpec& spec = graph->layers[i];
+    GraphLayerSpec& spec = graph->layers[i];
     const json nodes = layers[i].contains("inbound_nodes") && layers[i]["inbound_nodes"].is_array()
                            ? layers[i]["inbound_nodes"] : json::array();
     if (spec.kind == LayerKind::kInput) continue;

@@ -15,7 +15,7 @@ using nlohmann::json;
 // Reads config values of one layer; every error names the layer and the key.
 class ConfigReader {
  public:
-  ConfigReader(const LayerSpec& spec, const json& config) : spec_(spec), config_(config) {}
+  ConfigReader(const GraphLayerSpec& spec, const json& config) : spec_(spec), config_(config) {}
 
   absl::Status Error(const std::string& key, const std::string& what) const {
     return absl::InvalidArgumentError(
@@ -118,7 +118,7 @@ class ConfigReader {
   }
 
  private:
-  const LayerSpec& spec_;
+  const GraphLayerSpec& spec_;
   const json& config_;
 };
 
@@ -253,7 +253,7 @@ const char* SupportedLayerClasses() {
          "GlobalMaxPooling1D/2D, Cross and DotInteraction (TensorFlow Recommenders)";
 }
 
-absl::Status ParseLayerConfig(const std::string& class_name, const json& config, LayerSpec* spec) {
+absl::Status ParseLayerConfig(const std::string& class_name, const json& config, GraphLayerSpec* spec) {
   spec->class_name = class_name;
   if (!config.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat("layer '", spec->name, "': its config must be an object"));

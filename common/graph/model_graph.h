@@ -56,7 +56,7 @@ struct LayerConfig {
   bool same_padding = false;                            // Conv2D, pooling: "same" (else "valid")
 };
 
-struct LayerSpec {
+struct GraphLayerSpec {
   std::string name;        // the Keras layer name, unique in the model
   std::string class_name;  // as in the JSON, for messages
   LayerKind kind = LayerKind::kInput;
@@ -65,7 +65,7 @@ struct LayerSpec {
   std::vector<int64_t> output_shape;   // per example (no batch dimension)
 };
 
-struct VariableSpec {
+struct GraphVariableSpec {
   std::string name;  // Keras's: "<layer>/<weight>"
   std::vector<int64_t> shape;
   bool trainable = true;  // false: BatchNormalization's moving statistics
@@ -74,10 +74,10 @@ struct VariableSpec {
 
 struct ModelGraph {
   std::string name;
-  std::vector<LayerSpec> layers;      // topological order
+  std::vector<GraphLayerSpec> layers;      // topological order
   std::vector<int> inputs;            // InputLayer indices, the model's input order
   int output = 0;                     // the output layer
-  std::vector<VariableSpec> variables;  // in layer order, each layer's in Keras's order
+  std::vector<GraphVariableSpec> variables;  // in layer order, each layer's in Keras's order
 
   // The index of the variable called `name`, or -1.
   int FindVariable(const std::string& name) const;

@@ -69,7 +69,7 @@ class Inferrer {
 
  private:
   ModelGraph* graph_;
-  LayerSpec& spec_;
+  GraphLayerSpec& spec_;
   int index_;
 };
 

@@ -31,7 +31,7 @@ struct Geometry {
 template <typename T>
 class Conv2DLayer : public GraphLayer<T> {
  public:
-  explicit Conv2DLayer(const LayerSpec& spec) : spec_(spec) {}
+  explicit Conv2DLayer(const GraphLayerSpec& spec) : spec_(spec) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
                        const ForwardOptions&, Array<T>* out) override {
     const Array<T>& x = *in[0];
@@ -96,14 +96,14 @@ class Conv2DLayer : public GraphLayer<T> {
   }
 
  private:
-  LayerSpec spec_;
+  GraphLayerSpec spec_;
   Array<T> patches_, pre_;  // [output pixels, kh * kw * channels] and the pre-activation
 };
 
 template <typename T>
 class Pooling2DLayer : public GraphLayer<T> {
  public:
-  Pooling2DLayer(const LayerSpec& spec, bool max) : spec_(spec), max_(max) {}
+  Pooling2DLayer(const GraphLayerSpec& spec, bool max) : spec_(spec), max_(max) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
                        const ForwardOptions&, Array<T>* out) override {
     const Array<T>& x = *in[0];
@@ -163,7 +163,7 @@ class Pooling2DLayer : public GraphLayer<T> {
   }
 
  private:
-  LayerSpec spec_;
+  GraphLayerSpec spec_;
   bool max_;
   std::vector<int64_t> argmax_;  // per output value: the input offset that won (max)
   std::vector<int64_t> count_;   // per output pixel: the window positions inside the input
@@ -172,7 +172,7 @@ class Pooling2DLayer : public GraphLayer<T> {
 }  // namespace
 
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakeConvLayer(const LayerSpec& spec) {
+std::unique_ptr<GraphLayer<T>> MakeConvLayer(const GraphLayerSpec& spec) {
   switch (spec.kind) {
     case LayerKind::kConv2D: return std::make_unique<Conv2DLayer<T>>(spec);
     case LayerKind::kMaxPooling2D: return std::make_unique<Pooling2DLayer<T>>(spec, true);
@@ -181,7 +181,7 @@ std::unique_ptr<GraphLayer<T>> MakeConvLayer(const LayerSpec& spec) {
   }
 }
 
-template std::unique_ptr<GraphLayer<float>> MakeConvLayer<float>(const LayerSpec&);
-template std::unique_ptr<GraphLayer<double>> MakeConvLayer<double>(const LayerSpec&);
+template std::unique_ptr<GraphLayer<float>> MakeConvLayer<float>(const GraphLayerSpec&);
+template std::unique_ptr<GraphLayer<double>> MakeConvLayer<double>(const GraphLayerSpec&);
 
 }  // namespace pstrain

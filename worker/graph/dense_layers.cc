@@ -29,7 +29,7 @@ T* DataOrNull(Array<T>* a) { return a == nullptr ? nullptr : a->data.data(); }
 template <typename T>
 class DenseLayer : public GraphLayer<T> {
  public:
-  explicit DenseLayer(const LayerSpec& spec) : spec_(spec) {}
+  explicit DenseLayer(const GraphLayerSpec& spec) : spec_(spec) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
                        const ForwardOptions&, Array<T>* out) override {
     const Array<T>& x = *in[0];
@@ -54,7 +54,7 @@ class DenseLayer : public GraphLayer<T> {
   }
 
  private:
-  LayerSpec spec_;
+  GraphLayerSpec spec_;
   Array<T> pre_, dpre_;  // the pre-activation and its gradient
 };
 
@@ -190,7 +190,7 @@ class CrossLayer : public GraphLayer<T> {
 }  // namespace
 
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakeDenseLayer(const LayerSpec& spec) {
+std::unique_ptr<GraphLayer<T>> MakeDenseLayer(const GraphLayerSpec& spec) {
   switch (spec.kind) {
     case LayerKind::kDense: return std::make_unique<DenseLayer<T>>(spec);
     case LayerKind::kActivation: return std::make_unique<ActivationLayer<T>>(spec.config.activation);
@@ -200,7 +200,7 @@ std::unique_ptr<GraphLayer<T>> MakeDenseLayer(const LayerSpec& spec) {
   }
 }
 
-template std::unique_ptr<GraphLayer<float>> MakeDenseLayer<float>(const LayerSpec&);
-template std::unique_ptr<GraphLayer<double>> MakeDenseLayer<double>(const LayerSpec&);
+template std::unique_ptr<GraphLayer<float>> MakeDenseLayer<float>(const GraphLayerSpec&);
+template std::unique_ptr<GraphLayer<double>> MakeDenseLayer<double>(const GraphLayerSpec&);
 
 }  // namespace pstrain

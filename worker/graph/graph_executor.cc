@@ -28,7 +28,7 @@ absl::StatusOr<const Array<T>*> GraphExecutor<T>::Forward(const std::vector<Arra
   const int64_t batch = inputs.empty() || inputs[0].shape.empty() ? 0 : inputs[0].shape[0];
   if (batch <= 0) return absl::InvalidArgumentError("the batch is empty");
   for (size_t k = 0; k < inputs.size(); ++k) {
-    const LayerSpec& spec = graph_.layers[graph_.inputs[k]];
+    const GraphLayerSpec& spec = graph_.layers[graph_.inputs[k]];
     std::vector<int64_t> want = {batch};
     want.insert(want.end(), spec.output_shape.begin(), spec.output_shape.end());
     if (inputs[k].shape != want || inputs[k].size() != Array<T>::Count(want)) {
@@ -38,10 +38,10 @@ absl::StatusOr<const Array<T>*> GraphExecutor<T>::Forward(const std::vector<Arra
     values_[graph_.inputs[k]] = inputs[k];
   }
   for (size_t i = 0; i < graph_.layers.size(); ++i) {
-    const LayerSpec& spec = graph_.layers[i];
+    const GraphLayerSpec& spec = graph_.layers[i];
     weights_[i].clear();
     for (int v : layer_variables_[i]) {
-      const VariableSpec& var = graph_.variables[v];
+      const GraphVariableSpec& var = graph_.variables[v];
       auto it = variables.find(var.name);
       if (it == variables.end()) return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' is missing"));
       if (it->second.shape != var.shape || it->second.size() != Array<T>::Count(var.shape)) {
@@ -79,7 +79,7 @@ absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>*
   std::vector<Array<T>> grads(n);
   grads[graph_.output] = doutput;
   for (size_t i = n; i-- > 0;) {
-    const LayerSpec& spec = graph_.layers[i];
+    const GraphLayerSpec& spec = graph_.layers[i];
     if (spec.kind == LayerKind::kInput || grads[i].shape.empty()) continue;  // no gradient reaches it
     std::vector<const Array<T>*> in;
     std::vector<Array<T>*> din;
@@ -90,7 +90,7 @@ absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>*
     }
     std::vector<Array<T>*> dweights;
     for (int v : layer_variables_[i]) {
-      const VariableSpec& var = graph_.variables[v];
+      const GraphVariableSpec& var = graph_.variables[v];
       if (!var.trainable) {
         dweights.push_back(nullptr);
         continue;

@@ -6,7 +6,7 @@ namespace pstrain {
 
 template <typename T>
 std::unique_ptr<GraphLayer<T>> MakeGraphLayer(const ModelGraph& graph, int index) {
-  const LayerSpec& spec = graph.layers[index];
+  const GraphLayerSpec& spec = graph.layers[index];
   for (auto make : {&MakeDenseLayer<T>, &MakeShapeLayer<T>, &MakeMergeLayer<T>, &MakeNormLayer<T>, &MakePoolLayer<T>,
                     &MakeConvLayer<T>}) {
     if (std::unique_ptr<GraphLayer<T>> layer = make(spec)) return layer;

@@ -1,4 +1,4 @@
-// One layer of a graph executor: forward and backward on the CPU for one LayerSpec (model_graph.h),
+// One layer of a graph executor: forward and backward on the CPU for one GraphLayerSpec (model_graph.h),
 // in float or double. Weights are passed in, never owned: a layer's weights are its variables in
 // ModelGraph::variables order (Dense: kernel, then bias when use_bias), so they can come from ps
 // shards. A layer keeps what its backward pass needs from the last forward call (activations,

@@ -11,17 +11,17 @@
 namespace pstrain {
 
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakeDenseLayer(const LayerSpec& spec);  // Dense, Activation, ReLU, Cross
+std::unique_ptr<GraphLayer<T>> MakeDenseLayer(const GraphLayerSpec& spec);  // Dense, Activation, ReLU, Cross
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakeShapeLayer(const LayerSpec& spec);  // Input, Flatten, Reshape, Dropout, Concatenate
+std::unique_ptr<GraphLayer<T>> MakeShapeLayer(const GraphLayerSpec& spec);  // Input, Flatten, Reshape, Dropout, Concatenate
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakeMergeLayer(const LayerSpec& spec);  // Add, Subtract, Multiply, Average, Dot, DotInteraction
+std::unique_ptr<GraphLayer<T>> MakeMergeLayer(const GraphLayerSpec& spec);  // Add, Subtract, Multiply, Average, Dot, DotInteraction
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakeNormLayer(const LayerSpec& spec);  // LayerNormalization, BatchNormalization
+std::unique_ptr<GraphLayer<T>> MakeNormLayer(const GraphLayerSpec& spec);  // LayerNormalization, BatchNormalization
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakeConvLayer(const LayerSpec& spec);  // Conv2D, MaxPooling2D, AveragePooling2D
+std::unique_ptr<GraphLayer<T>> MakeConvLayer(const GraphLayerSpec& spec);  // Conv2D, MaxPooling2D, AveragePooling2D
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakePoolLayer(const LayerSpec& spec);  // Embedding, global pooling
+std::unique_ptr<GraphLayer<T>> MakePoolLayer(const GraphLayerSpec& spec);  // Embedding, global pooling
 
 }  // namespace pstrain
 

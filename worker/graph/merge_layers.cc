@@ -117,7 +117,7 @@ class DotLayer : public GraphLayer<T> {
 template <typename T>
 class DotInteractionLayer : public GraphLayer<T> {
  public:
-  explicit DotInteractionLayer(const LayerSpec& spec) : c_(spec.config), width_(spec.output_shape[0]) {}
+  explicit DotInteractionLayer(const GraphLayerSpec& spec) : c_(spec.config), width_(spec.output_shape[0]) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
                        const ForwardOptions&, Array<T>* out) override {
     const int64_t rows = in[0]->rows(), d = in[0]->last(), f = static_cast<int64_t>(in.size());
@@ -166,7 +166,7 @@ class DotInteractionLayer : public GraphLayer<T> {
 }  // namespace
 
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakeMergeLayer(const LayerSpec& spec) {
+std::unique_ptr<GraphLayer<T>> MakeMergeLayer(const GraphLayerSpec& spec) {
   switch (spec.kind) {
     case LayerKind::kAdd:
     case LayerKind::kSubtract:
@@ -179,7 +179,7 @@ std::unique_ptr<GraphLayer<T>> MakeMergeLayer(const LayerSpec& spec) {
   }
 }
 
-template std::unique_ptr<GraphLayer<float>> MakeMergeLayer<float>(const LayerSpec&);
-template std::unique_ptr<GraphLayer<double>> MakeMergeLayer<double>(const LayerSpec&);
+template std::unique_ptr<GraphLayer<float>> MakeMergeLayer<float>(const GraphLayerSpec&);
+template std::unique_ptr<GraphLayer<double>> MakeMergeLayer<double>(const GraphLayerSpec&);
 
 }  // namespace pstrain

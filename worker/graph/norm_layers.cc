@@ -11,7 +11,7 @@ namespace {
 // moving_mean and moving_variance.
 struct NormWeights {
   int gamma = -1, beta = -1, moving_mean = -1, moving_variance = -1;
-  explicit NormWeights(const LayerSpec& spec) {
+  explicit NormWeights(const GraphLayerSpec& spec) {
     int next = 0;
     if (spec.config.scale) gamma = next++;
     if (spec.config.center) beta = next++;
@@ -31,7 +31,7 @@ const T* WeightOrNull(const typename GraphLayer<T>::Arrays& w, int i) {
 template <typename T>
 class LayerNormLayer : public GraphLayer<T> {
  public:
-  explicit LayerNormLayer(const LayerSpec& spec) : eps_(spec.config.epsilon), w_(spec) {}
+  explicit LayerNormLayer(const GraphLayerSpec& spec) : eps_(spec.config.epsilon), w_(spec) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
                        const ForwardOptions&, Array<T>* out) override {
     const int64_t rows = in[0]->rows(), d = in[0]->last();
@@ -94,7 +94,7 @@ class LayerNormLayer : public GraphLayer<T> {
 template <typename T>
 class BatchNormLayer : public GraphLayer<T> {
  public:
-  explicit BatchNormLayer(const LayerSpec& spec) : eps_(spec.config.epsilon), momentum_(spec.config.momentum), w_(spec) {}
+  explicit BatchNormLayer(const GraphLayerSpec& spec) : eps_(spec.config.epsilon), momentum_(spec.config.momentum), w_(spec) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
                        const ForwardOptions& options, Array<T>* out) override {
     const int64_t rows = in[0]->rows(), d = in[0]->last();
@@ -180,7 +180,7 @@ class BatchNormLayer : public GraphLayer<T> {
 }  // namespace
 
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakeNormLayer(const LayerSpec& spec) {
+std::unique_ptr<GraphLayer<T>> MakeNormLayer(const GraphLayerSpec& spec) {
   switch (spec.kind) {
     case LayerKind::kLayerNormalization: return std::make_unique<LayerNormLayer<T>>(spec);
     case LayerKind::kBatchNormalization: return std::make_unique<BatchNormLayer<T>>(spec);
@@ -188,7 +188,7 @@ std::unique_ptr<GraphLayer<T>> MakeNormLayer(const LayerSpec& spec) {
   }
 }
 
-template std::unique_ptr<GraphLayer<float>> MakeNormLayer<float>(const LayerSpec&);
-template std::unique_ptr<GraphLayer<double>> MakeNormLayer<double>(const LayerSpec&);
+template std::unique_ptr<GraphLayer<float>> MakeNormLayer<float>(const GraphLayerSpec&);
+template std::unique_ptr<GraphLayer<double>> MakeNormLayer<double>(const GraphLayerSpec&);
 
 }  // namespace pstrain

@@ -11,7 +11,7 @@ namespace {
 template <typename T>
 class EmbeddingLayer : public GraphLayer<T> {
  public:
-  explicit EmbeddingLayer(const LayerSpec& spec) : name_(spec.name), rows_(spec.config.input_dim), dim_(spec.config.output_dim) {}
+  explicit EmbeddingLayer(const GraphLayerSpec& spec) : name_(spec.name), rows_(spec.config.input_dim), dim_(spec.config.output_dim) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
                        const ForwardOptions&, Array<T>* out) override {
     std::vector<int64_t> shape = in[0]->shape;
@@ -49,7 +49,7 @@ class EmbeddingLayer : public GraphLayer<T> {
 template <typename T>
 class GlobalPoolLayer : public GraphLayer<T> {
  public:
-  GlobalPoolLayer(const LayerSpec& spec, bool max) : out_shape_(spec.output_shape), max_(max) {}
+  GlobalPoolLayer(const GraphLayerSpec& spec, bool max) : out_shape_(spec.output_shape), max_(max) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
                        const ForwardOptions&, Array<T>* out) override {
     const int64_t batch = in[0]->batch(), c = in[0]->last(), positions = in[0]->size() / (batch * c);
@@ -101,7 +101,7 @@ class GlobalPoolLayer : public GraphLayer<T> {
 }  // namespace
 
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakePoolLayer(const LayerSpec& spec) {
+std::unique_ptr<GraphLayer<T>> MakePoolLayer(const GraphLayerSpec& spec) {
   switch (spec.kind) {
     case LayerKind::kEmbedding: return std::make_unique<EmbeddingLayer<T>>(spec);
     case LayerKind::kGlobalAveragePooling1D:
@@ -112,7 +112,7 @@ std::unique_ptr<GraphLayer<T>> MakePoolLayer(const LayerSpec& spec) {
   }
 }
 
-template std::unique_ptr<GraphLayer<float>> MakePoolLayer<float>(const LayerSpec&);
-template std::unique_ptr<GraphLayer<double>> MakePoolLayer<double>(const LayerSpec&);
+template std::unique_ptr<GraphLayer<float>> MakePoolLayer<float>(const GraphLayerSpec&);
+template std::unique_ptr<GraphLayer<double>> MakePoolLayer<double>(const GraphLayerSpec&);
 
 }  // namespace pstrain

@@ -17,7 +17,7 @@ std::vector<int64_t> WithBatch(int64_t batch, const std::vector<int64_t>& shape)
 template <typename T>
 class ReshapeLayer : public GraphLayer<T> {
  public:
-  explicit ReshapeLayer(const LayerSpec& spec) : shape_(spec.output_shape) {}
+  explicit ReshapeLayer(const GraphLayerSpec& spec) : shape_(spec.output_shape) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
                        const ForwardOptions&, Array<T>* out) override {
     out->shape = WithBatch<T>(in[0]->batch(), shape_);
@@ -87,7 +87,7 @@ class DropoutLayer : public GraphLayer<T> {
 template <typename T>
 class ConcatenateLayer : public GraphLayer<T> {
  public:
-  explicit ConcatenateLayer(const LayerSpec& spec) : spec_(spec) {}
+  explicit ConcatenateLayer(const GraphLayerSpec& spec) : spec_(spec) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
                        const ForwardOptions&, Array<T>* out) override {
     out->Reset(WithBatch<T>(in[0]->batch(), spec_.output_shape));
@@ -133,13 +133,13 @@ class ConcatenateLayer : public GraphLayer<T> {
     }
   }
 
-  LayerSpec spec_;
+  GraphLayerSpec spec_;
 };
 
 }  // namespace
 
 template <typename T>
-std::unique_ptr<GraphLayer<T>> MakeShapeLayer(const LayerSpec& spec) {
+std::unique_ptr<GraphLayer<T>> MakeShapeLayer(const GraphLayerSpec& spec) {
   switch (spec.kind) {
     case LayerKind::kInput:
     case LayerKind::kFlatten:
@@ -154,7 +154,7 @@ std::unique_ptr<GraphLayer<T>> MakeShapeLayer(const LayerSpec& spec) {
   }
 }
 
-template std::unique_ptr<GraphLayer<float>> MakeShapeLayer<float>(const LayerSpec&);
-template std::unique_ptr<GraphLayer<double>> MakeShapeLayer<double>(const LayerSpec&);
+template std::unique_ptr<GraphLayer<float>> MakeShapeLayer<float>(const GraphLayerSpec&);
+template std::unique_ptr<GraphLayer<double>> MakeShapeLayer<double>(const GraphLayerSpec&);
 
 }  // namespace pstrain

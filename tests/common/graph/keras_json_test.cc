@@ -38,13 +38,13 @@ TEST_P(KerasJsonTest, TwoInputsFunctional) {
   EXPECT_EQ(g.layers[g.inputs[0]].name, "a");
   EXPECT_EQ(g.layers[g.inputs[1]].name, "b");
   EXPECT_EQ(g.layers[g.output].name, "out");
-  const LayerSpec& concat = g.layers[FindLayer(g, "concat")];
+  const GraphLayerSpec& concat = g.layers[FindLayer(g, "concat")];
   EXPECT_EQ(concat.kind, LayerKind::kConcatenate);
   ASSERT_EQ(concat.inputs.size(), 2u);
   EXPECT_EQ(g.layers[concat.inputs[0]].name, "dense_a");
   EXPECT_EQ(g.layers[concat.inputs[1]].name, "dense_b");
   EXPECT_EQ(concat.output_shape, std::vector<int64_t>({6}));
-  const LayerSpec& dense_b = g.layers[FindLayer(g, "dense_b")];
+  const GraphLayerSpec& dense_b = g.layers[FindLayer(g, "dense_b")];
   EXPECT_FALSE(dense_b.config.use_bias);
   EXPECT_EQ(dense_b.config.activation, ActivationKind::kTanh);
   EXPECT_EQ(g.layers[g.output].config.activation, ActivationKind::kSigmoid);
@@ -71,13 +71,13 @@ TEST_P(KerasJsonTest, SequentialChainsItsLayers) {
 
 TEST_P(KerasJsonTest, ManyLayersKeepKerasConfigValues) {
   const ModelGraph g = Load(GetParam() + "_many_layers.json");
-  const LayerSpec& bn = g.layers[FindLayer(g, "batch_norm")];
+  const GraphLayerSpec& bn = g.layers[FindLayer(g, "batch_norm")];
   EXPECT_EQ(bn.kind, LayerKind::kBatchNormalization);
   EXPECT_DOUBLE_EQ(bn.config.momentum, 0.99);
   EXPECT_DOUBLE_EQ(bn.config.epsilon, 1e-3);
-  const LayerSpec& ln = g.layers[FindLayer(g, "layer_norm")];
+  const GraphLayerSpec& ln = g.layers[FindLayer(g, "layer_norm")];
   EXPECT_DOUBLE_EQ(ln.config.epsilon, 1e-3);
-  const LayerSpec& emb = g.layers[FindLayer(g, "embedding")];
+  const GraphLayerSpec& emb = g.layers[FindLayer(g, "embedding")];
   EXPECT_EQ(emb.output_shape, std::vector<int64_t>({5, 4}));
   EXPECT_TRUE(g.layers[g.layers[FindLayer(g, "embedding")].inputs[0]].config.int_input);
   EXPECT_TRUE(g.layers[FindLayer(g, "cosine")].config.normalize);
@@ -98,7 +98,7 @@ TEST_P(KerasJsonTest, VariablesAreKerasWeights) {
     const nlohmann::json record = nlohmann::json::parse(ReadFixture(base + ".predict.json"));
     std::map<std::string, std::vector<int64_t>> keras, ours;
     for (const auto& [name, w] : record["weights"].items()) keras[name] = w["shape"].get<std::vector<int64_t>>();
-    for (const VariableSpec& v : g.variables) {
+    for (const GraphVariableSpec& v : g.variables) {
       ours[v.name] = v.shape;
       EXPECT_EQ(v.trainable, v.name.find("moving_") == std::string::npos) << v.name;
     }
@@ -126,7 +126,7 @@ INSTANTIATE_TEST_SUITE_P(Flavors, KerasJsonTest, ::testing::Values("keras2", "ke
 
 TEST(KerasJsonTest, RecommendersLayersAndCrossSecondInput) {
   const ModelGraph g = Load("keras2_recommenders.json");
-  const LayerSpec& low = g.layers[FindLayer(g, "cross_low")];
+  const GraphLayerSpec& low = g.layers[FindLayer(g, "cross_low")];
   EXPECT_EQ(low.kind, LayerKind::kCross);
   EXPECT_EQ(low.config.projection_dim, 2);
   EXPECT_DOUBLE_EQ(low.config.diag_scale, 0.5);
@@ -134,7 +134,7 @@ TEST(KerasJsonTest, RecommendersLayersAndCrossSecondInput) {
   EXPECT_EQ(g.layers[low.inputs[0]].name, "features");
   EXPECT_EQ(g.layers[low.inputs[1]].name, "cross_full");
   EXPECT_EQ(g.layers[FindLayer(g, "cross_full")].inputs.size(), 1u);
-  const LayerSpec& inter = g.layers[FindLayer(g, "dot_interaction")];
+  const GraphLayerSpec& inter = g.layers[FindLayer(g, "dot_interaction")];
   EXPECT_EQ(inter.kind, LayerKind::kDotInteraction);
   EXPECT_EQ(inter.output_shape, std::vector<int64_t>({3}));  // 3 features: 3 pairs
 }

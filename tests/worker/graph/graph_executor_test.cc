@@ -141,7 +141,7 @@ TEST_P(KerasFixtureTest, GradientsOfEveryVariableMatchFiniteDifferences) {
     return *ComputeLoss(loss, **o, labels, &unused);
   };
   int checked = 0;
-  for (const VariableSpec& v : graph.variables) {
+  for (const GraphVariableSpec& v : graph.variables) {
     if (!v.trainable) {
       EXPECT_EQ(grads.count(v.name), 0u) << v.name;
       continue;
@@ -169,7 +169,7 @@ TEST(GraphExecutorTest, ATensorUsedTwiceGetsBothGradients) {
     "input_layers": [["x", 0, 0]], "output_layers": [["sum", 0, 0]]}})");
   std::mt19937 rng(4);
   NamedArrays<double> vars;
-  for (const VariableSpec& v : graph.variables) vars[v.name] = RandomArray<double>(v.shape, &rng);
+  for (const GraphVariableSpec& v : graph.variables) vars[v.name] = RandomArray<double>(v.shape, &rng);
   const std::vector<Array<double>> x = {RandomArray<double>({2, 3}, &rng)};
   GraphExecutor<double> exec(graph);
   absl::StatusOr<const Array<double>*> out = exec.Forward(x, vars, ForwardOptions());

@@ -43,7 +43,7 @@ TEST_P(GraphLayerGradientTest, BackwardMatchesFiniteDifferences) {
     }
   }
   std::vector<Array<double>> weights;
-  for (const VariableSpec& v : graph.variables) {
+  for (const GraphVariableSpec& v : graph.variables) {
     const bool positive = v.name.find("variance") != std::string::npos;
     weights.push_back(RandomArray<double>(v.shape, &rng, positive ? 0.5 : -1.0, positive ? 1.5 : 1.0));
   }
