@@ -72,6 +72,8 @@ ABSL_FLAG(bool, init_only, false,
           "needed): for inspecting initial weights or re-partitioning a checkpoint");
 ABSL_FLAG(std::string, data_dir, "",
           "data directory (overrides the job's data.dir; criteo: the cache of the default synthetic set)");
+ABSL_FLAG(std::string, model_json, "",
+          "a Keras model's to_json() file: replaces the job's model, keeping its loss and data");
 ABSL_FLAG(std::string, train_files, "",
           "criteo jobs: comma-separated training files or globs (overrides data.train_files)");
 ABSL_FLAG(std::string, test_files, "", "criteo jobs: comma-separated test files or globs (overrides data.test_files)");
@@ -100,6 +102,7 @@ absl::Status Override(const absl::Flag<T>& flag, const IntRange& range, int64_t*
 
 absl::StatusOr<JobSpec> JobFromFlags() {
   ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(absl::GetFlag(FLAGS_job)));
+  RETURN_IF_ERROR(OverrideModelJson(absl::GetFlag(FLAGS_model_json), "--model_json", &job));
   ScheduleSpec& s = job.schedule;
   const IntRange count = IntBetween(0, kMaxDimension);
   if (Given(FLAGS_epochs) && Given(FLAGS_steps))

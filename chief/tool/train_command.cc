@@ -25,6 +25,7 @@ namespace {
 const std::vector<FlagDef>& TrainFlags() {
   static const auto* flags = new std::vector<FlagDef>{
       {"job", "cnn", "job spec: a preset (linear, mlp, cnn, ctr) or a JSON file"},
+      {"model_json", "", "a Keras model's to_json() file: replaces the job's model, keeping its loss and data"},
       {"epochs", "", "epochs to train (overrides the job's schedule)"},
       {"steps", "", "steps to train (overrides the job's schedule and --epochs)"},
       {"threads", "", "compute threads (default: all cores)"},
@@ -103,6 +104,7 @@ std::string EpochLine(const EpochReport& r, int64_t epochs, bool classification,
 
 absl::Status RunTrain(Env* env, const CommandLine& cl) {
   ASSIGN_OR_RETURN(JobSpec job, LoadJobSpec(cl.Get("job")));
+  RETURN_IF_ERROR(OverrideModelJson(cl.Get("model_json"), "--model_json", &job));
   LocalTrainOptions options;
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   ASSIGN_OR_RETURN(int64_t threads,

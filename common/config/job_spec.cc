@@ -73,8 +73,16 @@ absl::Status ParseModel(JsonFields& top, ModelSpec* model) {
   JsonFields f(*value, "model", kPrefix);
   // The model's keys are declared before any check between them, so a misspelt key ("feilds") is
   // named as such rather than reported as the dense or CTR model it leaves.
-  for (const char* key : {"input_shape", "fields", "numeric_inputs", "loss", "layers"}) f.Find(key);
+  for (const char* key : {"input_shape", "fields", "numeric_inputs", "loss", "layers", "keras_model", "keras_json",
+                          "from_logits"}) {
+    f.Find(key);
+  }
   RETURN_IF_ERROR(f.NoUnknownKeys());
+  if (internal_job_spec::HasKerasModel(f)) return internal_job_spec::ParseKerasModel(f, model);
+  if (f.Find("from_logits") != nullptr) {
+    return Invalid("model.from_logits", "is for Keras models (keras_model / keras_json); the layers' models "
+                                        "always give logits");
+  }
   RETURN_IF_ERROR(internal_job_spec::ParseCtrModel(f, model));
   if (!model->is_ctr()) {
     ASSIGN_OR_RETURN(model->input_shape, f.IntList("input_shape", DimensionRange(), kMaxRank));
@@ -319,7 +327,11 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
   RETURN_IF_ERROR(ParseModel(top, &spec.model));
   RETURN_IF_ERROR(ParseOptimizer(top, &spec.optimizer));
   RETURN_IF_ERROR(ParseData(top, &spec.data));
-  if (spec.model.is_ctr() != (spec.data.dataset == "criteo")) {
+  if (spec.model.is_graph() && spec.data.dataset == "criteo") {
+    return Invalid("data.dataset", "criteo feeds CTR models (model.fields); a Keras model is trained on "
+                                   "fashion_mnist, csv or synthetic_linear data for now");
+  }
+  if (!spec.model.is_graph() && spec.model.is_ctr() != (spec.data.dataset == "criteo")) {
     return Invalid("data.dataset", spec.model.is_ctr() ? "must be criteo for a model with fields (CTR)"
                                                        : "criteo needs a CTR model (model.fields)");
   }
@@ -367,6 +379,7 @@ json JobSpecToJson(const JobSpec& spec) {
   const DataSpec& d = spec.data;
   json model = {{"input_shape", spec.model.input_shape}, {"layers", layers}, {"loss", spec.model.loss}};
   internal_job_spec::CtrModelToJson(spec.model, &model);
+  internal_job_spec::KerasModelToJson(spec.model, &model);
   json data = {{"dataset", d.dataset},           {"dir", d.dir},
                {"train_file", d.train_file},     {"test_file", d.test_file},
                {"label_column", d.label_column}, {"header", d.header},
@@ -450,6 +463,7 @@ absl::StatusOr<JobSpec> LoadJobSpec(const std::string& name_or_path) {
         absl::StrCat("job \"", name_or_path, "\" is neither a preset (", JobPresetNames(), ") nor a JSON file path"));
   }
   ASSIGN_OR_RETURN(json doc, ReadJsonFile(name_or_path));
+  RETURN_IF_ERROR(internal_job_spec::InlineKerasJson(name_or_path, &doc));
   return JobSpecFromJson(doc);
 }
 

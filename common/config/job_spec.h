@@ -7,25 +7,18 @@
 #define PSTRAIN_COMMON_CONFIG_JOB_SPEC_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/config/initializer_spec.h"
 #include "common/plan/partitioner.h"
 #include "nlohmann/json.hpp"
 
 namespace pstrain {
 
-// Keras initializer and its arguments (Keras defaults).
-struct InitializerSpec {
-  std::string type = "zeros";  // zeros, ones, constant, random_normal, random_uniform (alias
-                               // "uniform", Keras's name), truncated_normal, glorot_uniform, he_normal
-  double value = 0.0;          // constant
-  double mean = 0.0;           // random_normal, truncated_normal
-  double stddev = 0.05;        // random_normal, truncated_normal
-  double minval = -0.05;       // random_uniform
-  double maxval = 0.05;        // random_uniform
-};
+struct ModelGraph;  // common/graph/model_graph.h
 
 struct LayerSpec {
   std::string type;            // dense, conv2d, max_pool2d, flatten, relu
@@ -65,6 +58,16 @@ struct ModelSpec {
   int64_t numeric_inputs = 0;
   std::vector<EmbeddingFieldSpec> fields;
   bool is_ctr() const { return !fields.empty(); }
+  // A model read from a Keras to_json() ("keras_model" / "keras_json" / --model_json): its graph
+  // (validated, variables with Keras's names) and the document (carried inline in the canonical
+  // form, so workers and checkpoints need no file). `layers` is then empty and `input_shape` is the
+  // model's one input. Losses: sparse_categorical_crossentropy, binary_crossentropy, mse.
+  std::shared_ptr<const ModelGraph> graph;
+  nlohmann::json keras_model;
+  // Whether the output is logits (the loss applies softmax / sigmoid) or probabilities. Inferred
+  // when not given: probabilities when the output layer's activation is softmax or sigmoid.
+  bool from_logits = true;
+  bool is_graph() const { return graph != nullptr; }
 };
 
 struct LearningRateSpec {
@@ -167,11 +170,22 @@ nlohmann::json JobSpecToJson(const JobSpec& spec);
 absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::string& test_files,
                                   const std::string& flag_prefix, JobSpec* job);
 
+// Makes `model` the Keras model `doc` (a to_json() document), keeping its loss; `what` prefixes
+// errors. InvalidArgument for a model the graph reader refuses (naming the layer and key) or one
+// that a job's dataset cannot feed (several inputs, integer inputs) or whose variables the ps
+// cannot update (moving statistics).
+absl::Status SetKerasModel(const nlohmann::json& doc, const std::string& what, ModelSpec* model);
+
+// --model_json=PATH (`flag` names it in errors): replaces the job's model with the Keras model in
+// PATH, keeping the loss; "" leaves the job as it is.
+absl::Status OverrideModelJson(const std::string& path, const std::string& flag, JobSpec* job);
+
 // OK when `spec.ps_replicas` fits a cluster of `num_ps` ps tasks (each shard's backups on other ps
 // tasks than its primary); InvalidArgument naming the limit otherwise.
 absl::Status CheckPsReplicas(const JobSpec& spec, int num_ps);
 
-// Loads `name_or_path`: a preset name (see job_presets.h) or a JSON file path.
+// Loads `name_or_path`: a preset name (see job_presets.h) or a JSON file path. A file's
+// model.keras_json (a path, relative to the job file's folder) is read here into model.keras_model.
 absl::StatusOr<JobSpec> LoadJobSpec(const std::string& name_or_path);
 
 }  // namespace pstrain

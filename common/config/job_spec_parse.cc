@@ -19,9 +19,10 @@ absl::StatusOr<InitializerSpec> ParseInitializer(JsonFields& parent, const std::
   const json* value = parent.Find(key);
   if (value == nullptr) return spec;
   const std::string where = parent.Where(key);
-  const std::vector<std::string> types = {"zeros",          "ones",    "constant",         "random_normal",
-                                          "random_uniform", "uniform", "truncated_normal", "glorot_uniform",
-                                          "he_normal"};
+  const std::vector<std::string> types = {"zeros",         "ones",          "constant",       "random_normal",
+                                          "random_uniform", "uniform",       "truncated_normal", "glorot_uniform",
+                                          "glorot_normal", "he_normal",     "he_uniform",     "lecun_normal",
+                                          "lecun_uniform"};
   if (value->is_string()) {
     spec = InitializerSpec{value->get<std::string>()};
     if (std::find(types.begin(), types.end(), spec.type) == types.end()) {

@@ -36,6 +36,15 @@ absl::Status ParseCtrModel(JsonFields& model, ModelSpec* spec);
 // Writes the CTR part of `spec` into the canonical model object (nothing for dense models).
 void CtrModelToJson(const ModelSpec& spec, nlohmann::json* model);
 
+// The Keras part (job_spec_keras.cc): whether model has keras_model or keras_json; parses them with
+// loss and from_logits (refusing the keys of the other model kinds); the canonical form.
+bool HasKerasModel(JsonFields& model);
+absl::Status ParseKerasModel(JsonFields& model, ModelSpec* spec);
+void KerasModelToJson(const ModelSpec& spec, nlohmann::json* model);
+// A job file's model.keras_json (a path, relative to `spec_path`'s folder) read into
+// model.keras_model; errors name the key and the file.
+absl::Status InlineKerasJson(const std::string& spec_path, nlohmann::json* doc);
+
 }  // namespace internal_job_spec
 }  // namespace pstrain
 

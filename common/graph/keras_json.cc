@@ -84,6 +84,9 @@ absl::StatusOr<std::vector<TensorRef>> ReadNode(const json& node, const std::str
     if (!kwargs->is_object()) return Bad(where + ": 'kwargs' must be an object");
     for (const auto& [key, value] : kwargs->items()) {
       if (value.is_null()) continue;
+      // Keras 3 records the training flag a layer was built with; fit and predict pass their own,
+      // which wins over it, so it never decides how the layer runs.
+      if (key == "training" && value.is_boolean()) continue;
       if (key == "x" && (value.is_array() || IsKeras3Tensor(value))) {
         if (IsKeras3Tensor(value)) {
           RETURN_IF_ERROR(CollectKeras3(value, where, &refs));

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/config/json_util.h"
+#include "common/graph/keras_initializer.h"
 #include "common/platform/status_macros.h"
 
 namespace pstrain {
@@ -245,6 +246,17 @@ absl::Status ParsePooling2D(const ConfigReader& r, LayerConfig* c) {
   return Padding(r, c);
 }
 
+absl::Status ParseInitializers(const ConfigReader& r, LayerConfig* c) {
+  for (const char* key : {"kernel_initializer", "bias_initializer", "embeddings_initializer", "gamma_initializer",
+                          "beta_initializer", "moving_mean_initializer", "moving_variance_initializer"}) {
+    if (!r.Has(key)) continue;
+    absl::StatusOr<InitializerSpec> spec = ParseKerasInitializer(r.At(key));
+    if (!spec.ok()) return r.Error(key, std::string(spec.status().message()));
+    c->initializers[key] = *spec;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const char* SupportedLayerClasses() {
@@ -253,8 +265,8 @@ const char* SupportedLayerClasses() {
          "GlobalMaxPooling1D/2D, Cross and DotInteraction (TensorFlow Recommenders)";
 }
 
-absl::Status ParseLayerConfig(const std::string& class_name, const json& config, GraphLayerSpec* spec) {
-  spec->class_name = class_name;
+// The kind and the kind's config values.
+absl::Status ParseKind(const std::string& class_name, const json& config, GraphLayerSpec* spec) {
   if (!config.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat("layer '", spec->name, "': its config must be an object"));
   }
@@ -378,6 +390,15 @@ absl::Status ParseLayerConfig(const std::string& class_name, const json& config,
   if (class_name == "Lambda") why = "is not supported (its Python code cannot run here)";
   return absl::InvalidArgumentError(absl::StrCat("layer '", spec->name, "': class '", class_name, "' ", why,
                                                  "; supported classes: ", SupportedLayerClasses()));
+}
+
+absl::Status ParseLayerConfig(const std::string& class_name, const json& config, GraphLayerSpec* spec) {
+  spec->class_name = class_name;
+  if (!config.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat("layer '", spec->name, "': its config must be an object"));
+  }
+  RETURN_IF_ERROR(ParseKind(class_name, config, spec));
+  return ParseInitializers(ConfigReader(*spec, config), &spec->config);
 }
 
 }  // namespace pstrain

@@ -13,7 +13,10 @@
 
 #include <cstdint>
 #include <string>
+#include <map>
 #include <vector>
+
+#include "common/config/initializer_spec.h"
 
 namespace pstrain {
 
@@ -54,6 +57,9 @@ struct LayerConfig {
   int64_t window_h = 1, window_w = 1;                   // Conv2D kernel_size, pooling pool_size
   int64_t stride_h = 1, stride_w = 1;                   // Conv2D, pooling (pooling: defaults to the window)
   bool same_padding = false;                            // Conv2D, pooling: "same" (else "valid")
+  // The config's initializers by key ("kernel_initializer", ...); absent or null keys are not here
+  // (the weight then gets Keras's default, keras_initializer.h).
+  std::map<std::string, InitializerSpec> initializers;
 };
 
 struct GraphLayerSpec {
@@ -70,6 +76,7 @@ struct GraphVariableSpec {
   std::vector<int64_t> shape;
   bool trainable = true;  // false: BatchNormalization's moving statistics
   int layer = 0;          // index into ModelGraph::layers
+  InitializerSpec initializer;  // the layer's, or Keras's default for this weight
 };
 
 struct ModelGraph {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/graph/keras_initializer.h"
 #include "common/platform/checked_math.h"
 #include "common/platform/status_macros.h"
 #include "common/tensor/tensor.h"
@@ -61,7 +62,12 @@ class Inferrer {
   absl::Status Variable(const std::string& weight, Shape shape, bool trainable = true) {
     const std::string name = absl::StrCat(spec_.name, "/", weight);
     RETURN_IF_ERROR(Count(shape, "variable " + name).status());
-    graph_->variables.push_back({name, std::move(shape), trainable, index_});
+    GraphVariableSpec variable{name, std::move(shape), trainable, index_};
+    auto given = spec_.config.initializers.find(InitializerKeyForWeight(weight));
+    variable.initializer = given != spec_.config.initializers.end()
+                               ? given->second
+                               : DefaultInitializerForWeight(weight, spec_.kind == LayerKind::kCross);
+    graph_->variables.push_back(std::move(variable));
     return absl::OkStatus();
   }
 

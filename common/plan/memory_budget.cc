@@ -123,6 +123,7 @@ absl::StatusOr<ComputeBytes> EstimateComputeBytes(const ModelSpec& model, int64_
   for (size_t i = 0; i < outputs.size(); ++i) {
     ASSIGN_OR_RETURN(int64_t out_bytes, CheckedNumBytes(outputs[i], 2 * sizeof(float), what));
     ASSIGN_OR_RETURN(per_example, CheckedSizeSum(per_example, out_bytes, what));
+    if (model.is_graph()) continue;  // its layers are model.graph's
     const LayerSpec& layer = model.layers[i];
     if (layer.type == "conv2d" && in.size() == 3 && outputs[i].size() == 3) {
       ASSIGN_OR_RETURN(int64_t patches,

@@ -1,6 +1,7 @@
 #include "common/plan/model_variables.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/graph/model_graph.h"
 #include "common/platform/checked_math.h"
 #include "common/platform/status_macros.h"
 #include "common/tensor/tensor.h"
@@ -47,6 +48,12 @@ absl::StatusOr<std::vector<int64_t>> OutputShape(size_t i, const LayerSpec& laye
 
 absl::StatusOr<std::vector<std::vector<int64_t>>> LayerOutputShapes(const ModelSpec& model) {
   std::vector<std::vector<int64_t>> out;
+  if (model.is_graph()) {  // shapes the graph reader inferred and checked
+    for (const GraphLayerSpec& layer : model.graph->layers) {
+      if (layer.kind != LayerKind::kInput) out.push_back(layer.output_shape);
+    }
+    return out;
+  }
   std::vector<int64_t> shape = model.input_shape;
   for (size_t i = 0; i < model.layers.size(); ++i) {
     ASSIGN_OR_RETURN(shape, OutputShape(i, model.layers[i], shape));
@@ -56,6 +63,13 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> LayerOutputShapes(const ModelS
 }
 
 absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model) {
+  if (model.is_graph()) {
+    std::vector<VariableSpec> vars;
+    for (const GraphVariableSpec& v : model.graph->variables) {
+      if (v.trainable) vars.push_back({v.name, v.shape, DType::kFloat32, v.initializer});
+    }
+    return vars;
+  }
   ASSIGN_OR_RETURN(auto outputs, LayerOutputShapes(model));
   RETURN_IF_ERROR(CheckedNumElements(model.input_shape, "job spec: model.input_shape").status());
   for (size_t i = 0; i < outputs.size(); ++i) {

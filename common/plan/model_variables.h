@@ -1,4 +1,5 @@
-// The trainable variables a model declares, in creation order, with shapes inferred layer by layer
+// The trainable variables a model declares (a Keras model: its graph's trainable variables, in
+// graph order, with the initializers its to_json names), in creation order, with shapes inferred layer by layer
 // from the input shape (Keras naming: "conv2d/kernel", "conv2d/bias", "dense_1/kernel", ...). A
 // CTR model declares its embedding tables first ("embedding/embeddings", "embedding_1/embeddings",
 // ... in field order), then the dense tower's variables.

@@ -144,13 +144,23 @@ absl::Status InitializeRows(const ShardSpecProto& spec, Tensor* out) {
   } else if (type == "glorot_uniform") {
     const double limit = std::sqrt(6.0 / std::max(1.0, fan_in + fan_out));
     FillRows(spec, out, [&](uint64_t e) { return static_cast<float>(limit * (2.0 * Uniform01(key, e, 0) - 1.0)); });
-  } else if (type == "he_normal") {
-    const double stddev = std::sqrt(2.0 / std::max(1.0, fan_in)) / 0.87962566103423978;
+  } else if (type == "he_normal" || type == "glorot_normal" || type == "lecun_normal") {
+    // Keras's VarianceScaling, truncated normal: stddev = sqrt(scale / n) / 0.8796... (the truncated
+    // distribution's own standard deviation).
+    const double scale_over_n = type == "he_normal"       ? 2.0 / std::max(1.0, fan_in)
+                                : type == "glorot_normal" ? 2.0 / std::max(1.0, fan_in + fan_out)
+                                                          : 1.0 / std::max(1.0, fan_in);
+    const double stddev = std::sqrt(scale_over_n) / 0.87962566103423978;
     FillRows(spec, out, [&](uint64_t e) { return static_cast<float>(stddev * TruncatedNormal(key, e)); });
+  } else if (type == "he_uniform" || type == "lecun_uniform") {
+    // VarianceScaling, uniform: limit = sqrt(3 * scale / n).
+    const double limit = std::sqrt((type == "he_uniform" ? 6.0 : 3.0) / std::max(1.0, fan_in));
+    FillRows(spec, out, [&](uint64_t e) { return static_cast<float>(limit * (2.0 * Uniform01(key, e, 0) - 1.0)); });
   } else {
     return Invalid(spec, absl::StrCat("unknown initializer \"", type,
                                       "\" (zeros, ones, constant, random_normal, random_uniform, "
-                                      "truncated_normal, glorot_uniform, he_normal)"));
+                                      "truncated_normal, glorot_uniform, glorot_normal, he_normal, he_uniform, "
+                                      "lecun_normal, lecun_uniform)"));
   }
   return absl::OkStatus();
 }

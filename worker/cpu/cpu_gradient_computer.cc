@@ -7,6 +7,7 @@
 #include "worker/cpu/cpu_kernels.h"
 #include "worker/cpu/cpu_model.h"
 #include "worker/cpu/ctr_gradient_computer.h"
+#include "worker/cpu/graph_gradient_computer.h"
 #include "worker/cpu/thread_pool.h"
 
 namespace pstrain {
@@ -140,6 +141,7 @@ absl::Status CpuGradientComputer::Evaluate(absl::Span<const Tensor> params, cons
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GradientComputer>> NewCpuGradientComputer(const ModelSpec& model, int threads) {
+  if (model.is_graph()) return NewGraphGradientComputer(model, threads);
   if (model.is_ctr()) return NewCpuCtrGradientComputer(model, threads);
   if (threads < 1) return absl::InvalidArgumentError(absl::StrCat("threads must be at least 1, got ", threads));
   std::vector<std::unique_ptr<CpuModel>> replicas;

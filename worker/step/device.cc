@@ -14,6 +14,10 @@ absl::StatusOr<GradientComputerFactory> ComputeFactoryForDevice(const std::strin
     ASSIGN_OR_RETURN(CudaComputerFactory cuda, CudaFactoryForDevice(device, std::max(1, replicas)));
     return GradientComputerFactory(
         [cuda = std::move(cuda)](const ModelSpec& model, int threads) -> absl::StatusOr<std::unique_ptr<GradientComputer>> {
+          if (model.is_graph()) {
+            return absl::InvalidArgumentError(
+                "Keras models (model.keras_model) compute on the CPU only for now: run with --device=cpu");
+          }
           if (model.is_ctr()) {
             return absl::InvalidArgumentError(
                 "CTR models (model.fields) compute on the CPU only: run with --device=cpu");

@@ -80,7 +80,8 @@ TEST_P(PartitionInvariance, OneTwoFourShardsOnOneOrThreePsAssembleTheSameTensor)
 
 INSTANTIATE_TEST_SUITE_P(AllInitializers, PartitionInvariance,
                          ::testing::Values("zeros", "ones", "random_normal", "random_uniform", "truncated_normal",
-                                           "glorot_uniform", "he_normal"));
+                                           "glorot_uniform", "he_normal", "glorot_normal", "he_uniform",
+                                           "lecun_normal", "lecun_uniform"));
 
 // A "mod" shard i of n (row_offset i, row_stride n) holds global rows i, i+n, ...: its values are
 // those rows of the whole variable, for every initializer and shard count.
@@ -163,6 +164,31 @@ TEST(Initializers, HeNormalIsTruncatedWithKerasStddev) {
   const double n = static_cast<double>(t.num_elements());
   // A normal truncated at 2 stddev has variance 0.774 stddev^2: the Keras constant makes it 2/fan_in.
   EXPECT_NEAR(sq / n - (sum / n) * (sum / n), 2.0 / 200.0, 0.05 * 2.0 / 200.0);
+}
+
+// Keras's VarianceScaling family: each fills a [200, 400] kernel with the variance scale / n
+// (fan_in 200, fan_out 400), the normals truncated at 2 stddev, the uniforms within sqrt(3 * variance).
+TEST(Initializers, VarianceScalingFamilyHasKerasVariances) {
+  struct Case {
+    const char* type;
+    double variance;
+    bool uniform;
+  };
+  for (const Case& c : {Case{"glorot_normal", 2.0 / 600.0, false}, Case{"lecun_normal", 1.0 / 200.0, false},
+                        Case{"he_uniform", 2.0 / 200.0, true}, Case{"lecun_uniform", 1.0 / 200.0, true},
+                        Case{"glorot_uniform", 2.0 / 600.0, true}}) {
+    Tensor t;
+    ASSERT_TRUE(InitializeRows(Spec("k", {200, 400}, 0, 200, c.type), &t).ok()) << c.type;
+    const double bound = c.uniform ? std::sqrt(3.0 * c.variance) : 2.0 * std::sqrt(c.variance) / 0.87962566103423978;
+    double sum = 0, sq = 0;
+    for (float f : t.flat()) {
+      ASSERT_LE(std::fabs(f), bound + 1e-6) << c.type;
+      sum += f;
+      sq += static_cast<double>(f) * f;
+    }
+    const double n = static_cast<double>(t.num_elements());
+    EXPECT_NEAR(sq / n - (sum / n) * (sum / n), c.variance, 0.05 * c.variance) << c.type;
+  }
 }
 
 TEST(Initializers, SeedAndNameChangeTheValues) {

@@ -113,6 +113,24 @@ g = L.Concatenate(name="pools")([L.GlobalAveragePooling2D(name="gap")(p2), L.Glo
 write("cnn", keras.Model(img, L.Dense(3, activation="softmax", name="classes")(g)),
       {"image": rng.normal(size=(B, 9, 8, 3)).astype("float32")})
 
+# Trained by jobs (to_json only): on Fashion-MNIST the seeds' CNN as the cnn preset has it (logits
+# out) and a functional residual MLP (probabilities out); on synthetic_linear a small regression MLP.
+# Layer names as a fresh Keras session gives them (and the preset has them).
+write("seeds_cnn", keras.Sequential([keras.Input(shape=(28, 28, 1)),
+                                     L.Conv2D(32, 3, activation="relu", name="conv2d"),
+                                     L.MaxPooling2D(name="max_pooling2d"),
+                                     L.Conv2D(64, 3, activation="relu", name="conv2d_1"),
+                                     L.MaxPooling2D(name="max_pooling2d_1"), L.Flatten(name="flatten"),
+                                     L.Dense(64, activation="relu", name="dense"), L.Dense(10, name="dense_1")],
+                                    name="seeds_cnn"))
+xy = keras.Input(shape=(2,), name="xy")
+write("regression_mlp", keras.Model(xy, L.Dense(1, name="y")(L.Dense(8, activation="tanh", name="hidden")(xy))))
+pixels = keras.Input(shape=(28, 28, 1), name="pixels")
+h = L.Dense(128, activation="relu", name="embed")(L.Flatten(name="flatten")(pixels))
+r = L.Dense(128, activation="gelu", kernel_initializer="he_normal", name="block")(L.LayerNormalization(name="norm")(h))
+h = L.Dropout(0.1, seed=1, name="drop")(L.Add(name="residual")([h, r]))
+write("residual_mlp", keras.Model(pixels, L.Dense(10, activation="softmax", name="classes")(h)))
+
 # The recommenders' interaction layers (Keras 2 with TensorFlow Recommenders only).
 if FLAVOR == "keras2":
     import tensorflow_recommenders as tfrs

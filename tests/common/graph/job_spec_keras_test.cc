@@ -1,0 +1,173 @@
+// A job spec with a Keras model: read inline (keras_model), from a file beside the job
+// (keras_json) or from --model_json; its canonical form carries the model; the variables are the
+// graph's with Keras's initializers; what a job cannot train yet is refused naming the layer.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "common/config/job_spec.h"
+#include "common/graph/model_graph.h"
+#include "common/plan/model_variables.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/common/graph/keras_fixture.h"
+
+namespace pstrain {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+json Job(const json& model) {
+  return json{{"name", "keras"}, {"model", model}, {"data", {{"dataset", "fashion_mnist"}}},
+              {"schedule", {{"steps", 10}}}};
+}
+
+json Fixture(const std::string& name) { return json::parse(ReadFixture(name)); }
+
+TEST(JobSpecKerasTest, InlineModelGivesTheGraphsVariablesWithKerasNamesAndInitializers) {
+  for (const char* flavor : {"keras2", "keras3"}) {
+    auto spec = JobSpecFromJson(Job({{"keras_model", Fixture(std::string(flavor) + "_seeds_cnn.json")}}));
+    ASSERT_TRUE(spec.ok()) << flavor << ": " << spec.status();
+    ASSERT_TRUE(spec->model.is_graph());
+    EXPECT_EQ(spec->model.input_shape, (std::vector<int64_t>{28, 28, 1}));
+    EXPECT_TRUE(spec->model.from_logits) << "Dense(10) without activation gives logits";
+    EXPECT_EQ(spec->model.loss, "sparse_categorical_crossentropy");
+    auto vars = ModelVariables(spec->model);
+    ASSERT_TRUE(vars.ok()) << vars.status();
+    ASSERT_EQ(vars->size(), 8u);
+    // The cnn preset's variables, names and shapes: the same model.
+    auto preset = LoadJobSpec("cnn");
+    ASSERT_TRUE(preset.ok());
+    auto preset_vars = ModelVariables(preset->model);
+    ASSERT_TRUE(preset_vars.ok());
+    for (size_t i = 0; i < vars->size(); ++i) {
+      EXPECT_EQ((*vars)[i].name, (*preset_vars)[i].name) << flavor;
+      EXPECT_EQ((*vars)[i].shape, (*preset_vars)[i].shape) << (*vars)[i].name;
+      EXPECT_EQ((*vars)[i].initializer.type, (*preset_vars)[i].initializer.type) << (*vars)[i].name;
+      EXPECT_FALSE((*vars)[i].sparse);
+    }
+  }
+}
+
+TEST(JobSpecKerasTest, ProbabilitiesAreInferredAndInitializersRead) {
+  auto spec = JobSpecFromJson(Job({{"keras_model", Fixture("keras3_residual_mlp.json")}}));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->model.from_logits) << "Dense(10, softmax) gives probabilities";
+  auto vars = ModelVariables(spec->model);
+  ASSERT_TRUE(vars.ok());
+  std::map<std::string, std::string> init;
+  for (const VariableSpec& v : *vars) init[v.name] = v.initializer.type;
+  EXPECT_EQ(init["block/kernel"], "he_normal");
+  EXPECT_EQ(init["embed/kernel"], "glorot_uniform");
+  EXPECT_EQ(init["norm/gamma"], "ones");
+  EXPECT_EQ(init["norm/beta"], "zeros");
+  // An explicit from_logits wins over the inference.
+  auto explicit_logits = JobSpecFromJson(Job({{"keras_model", Fixture("keras3_residual_mlp.json")}, {"from_logits", true}}));
+  ASSERT_TRUE(explicit_logits.ok());
+  EXPECT_TRUE(explicit_logits->model.from_logits);
+}
+
+TEST(JobSpecKerasTest, CanonicalFormCarriesTheModelAndRoundTrips) {
+  auto spec = JobSpecFromJson(Job({{"keras_model", Fixture("keras2_residual_mlp.json")}, {"loss", "sparse_categorical_crossentropy"}}));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const json canonical = JobSpecToJson(*spec);
+  EXPECT_EQ(canonical["model"]["keras_model"], Fixture("keras2_residual_mlp.json"));
+  EXPECT_FALSE(canonical["model"].contains("layers"));
+  auto again = JobSpecFromJson(canonical);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(JobSpecToJson(*again), canonical);
+  EXPECT_EQ(again->model.graph->variables.size(), spec->model.graph->variables.size());
+}
+
+TEST(JobSpecKerasTest, KerasJsonIsReadBesideTheJobFileAndModelJsonReplacesAModel) {
+  const std::string dir = ::testing::TempDir();
+  {
+    std::ofstream model(dir + "/model.json");
+    model << ReadFixture("keras3_residual_mlp.json");
+    std::ofstream job(dir + "/job.json");
+    job << Job({{"keras_json", "model.json"}}).dump();
+  }
+  auto spec = LoadJobSpec(dir + "/job.json");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->model.is_graph());
+  EXPECT_EQ(spec->model.graph->layers.size(), Fixture("keras3_residual_mlp.json")["config"]["layers"].size());
+
+  auto mlp = LoadJobSpec("mlp");
+  ASSERT_TRUE(mlp.ok());
+  ASSERT_TRUE(OverrideModelJson(dir + "/model.json", "--model_json", &*mlp).ok());
+  EXPECT_TRUE(mlp->model.is_graph());
+  EXPECT_EQ(mlp->model.loss, "sparse_categorical_crossentropy");
+  EXPECT_EQ(mlp->optimizer.type, "adam") << "the rest of the job is kept";
+
+  absl::Status missing = OverrideModelJson(dir + "/absent.json", "--model_json", &*mlp);
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("absent.json"));
+  {
+    std::ofstream job(dir + "/job_missing.json");
+    job << Job({{"keras_json", "nowhere.json"}}).dump();
+  }
+  absl::StatusOr<JobSpec> bad = LoadJobSpec(dir + "/job_missing.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("model.keras_json"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("nowhere.json"));
+  std::remove((dir + "/model.json").c_str());
+  std::remove((dir + "/job.json").c_str());
+  std::remove((dir + "/job_missing.json").c_str());
+}
+
+TEST(JobSpecKerasTest, WhatAJobCannotTrainIsRefusedNamingIt) {
+  struct Case {
+    json model;
+    json data;
+    const char* expected;
+  };
+  const json mnist = {{"dataset", "fashion_mnist"}};
+  const Case cases[] = {
+      {{{"keras_model", Fixture("keras3_two_inputs.json")}}, mnist, "must have one input"},
+      {{{"keras_model", Fixture("keras3_many_layers.json")}}, mnist, "inputs"},
+      {{{"keras_model", Fixture("keras3_lambda.json")}}, mnist, "Lambda"},
+      {{{"keras_model", Fixture("keras3_seeds_cnn.json")}, {"layers", json::array()}}, mnist, "model.layers"},
+      {{{"keras_json", "x.json"}}, mnist, "model.keras_json"},
+      {{{"keras_model", "not an object"}}, mnist, "to_json"},
+      {{{"keras_model", Fixture("keras3_seeds_cnn.json")}, {"loss", "hinge"}}, mnist, "model.loss"},
+      {{{"keras_model", Fixture("keras3_seeds_cnn.json")}}, {{"dataset", "criteo"}}, "data.dataset"},
+      {{{"input_shape", {2}}, {"layers", {{{"type", "dense"}, {"units", 1}}}}, {"from_logits", true}},
+       {{"dataset", "synthetic_linear"}, {"num_examples", 8}}, "model.from_logits"},
+  };
+  for (const Case& c : cases) {
+    json job = Job(c.model);
+    job["data"] = c.data;
+    absl::StatusOr<JobSpec> spec = JobSpecFromJson(job);
+    ASSERT_FALSE(spec.ok()) << c.expected;
+    EXPECT_THAT(std::string(spec.status().message()), HasSubstr(c.expected));
+  }
+}
+
+TEST(JobSpecKerasTest, BatchNormalizationAndUnsupportedInitializersAreRefusedNamingTheLayer) {
+  json bn = Fixture("keras3_residual_mlp.json");
+  // Make the residual block's normalization a BatchNormalization (moving statistics).
+  for (json& layer : bn["config"]["layers"]) {
+    if (layer["config"]["name"] == "norm") {
+      layer["class_name"] = "BatchNormalization";
+      layer["config"].erase("rms_scaling");
+    }
+  }
+  absl::StatusOr<JobSpec> spec = JobSpecFromJson(Job({{"keras_model", bn}}));
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("'norm' (BatchNormalization)"));
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("moving_mean"));
+
+  json orthogonal = Fixture("keras3_residual_mlp.json");
+  for (json& layer : orthogonal["config"]["layers"]) {
+    if (layer["config"]["name"] == "block") layer["config"]["kernel_initializer"] = {{"class_name", "Orthogonal"}};
+  }
+  spec = JobSpecFromJson(Job({{"keras_model", orthogonal}}));
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("layer 'block'"));
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("kernel_initializer"));
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("GlorotUniform"));
+}
+
+}  // namespace
+}  // namespace pstrain

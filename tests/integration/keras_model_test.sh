@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Keras models trained on the cluster (2 ps, 2 workers), read from real Keras to_json files
+# (tests/common/graph/testdata):
+#   1. a Keras 2 functional residual MLP named by a job file's model.keras_json (relative to the job
+#      file), async: it learns Fashion-MNIST, its variables carry Keras's names in the plan and the
+#      checkpoint, and `pstrain evaluate` of the final checkpoint gives the chief's final figures;
+#   2. a Keras 3 regression MLP in sync mode on the full synthetic set: the cluster's test loss equals
+#      `pstrain train`'s (the same global batches, so the same steps).
+#   keras_model_test.sh BIN_DIR
+source "$(dirname "$0")/lib.sh" "$1"
+FIXTURES="$(cd "$(dirname "$0")/../common/graph/testdata" && pwd)"
+
+mkdir -p "$WORK/job"
+cp "$FIXTURES/keras2_residual_mlp.json" "$WORK/job/model.json"
+cat >"$WORK/job/job.json" <<'JSON'
+{"name": "keras-residual-mlp",
+ "model": {"keras_json": "model.json"},
+ "optimizer": {"type": "adam", "learning_rate": 0.001},
+ "data": {"dataset": "fashion_mnist"},
+ "batch_size": 64, "schedule": {"steps": 400, "steps_per_closure": 10},
+ "partitioner": {"type": "min_size", "min_shard_bytes": 65536, "max_shards": 4}}
+JSON
+"$BIN/pstrain" plan --job="$WORK/job/job.json" --num_ps=2 >"$WORK/plan.txt" 2>&1 || fail "pstrain plan failed: $(cat "$WORK/plan.txt")"
+for name in embed/kernel block/kernel norm/gamma classes/bias; do
+  grep -q "$name" "$WORK/plan.txt" || fail "the plan does not list the Keras variable $name"
+done
+grep -q "embed/kernel/part_1" "$WORK/plan.txt" || fail "embed/kernel (401 KB) was not partitioned: $(cat "$WORK/plan.txt")"
+
+make_cluster 2 2
+start_servers 2 2 --threads=1
+MODEL="$WORK/model"
+start chief 0 pstrain-chief --job="$WORK/job/job.json" --model_dir="$MODEL" --wait_timeout_secs=30
+wait_pid "$LAST_PID" 180
+[ "$WAIT_RC" = 0 ] || fail "the chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+accuracy=$(json_get "$MODEL/summary.json" "d['final_test_accuracy']")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.72 else 1)" "$accuracy" \
+  || fail "the Keras residual MLP reached test accuracy $accuracy after 400 steps (want >= 0.72; chance is 0.10)"
+ckpt=$(ls -d "$MODEL"/ckpt-400)
+python3 -c "import json,sys; names=json.dumps(json.load(open(sys.argv[1]))); sys.exit(0 if 'block/kernel' in names else 1)" \
+  "$ckpt/index.json" || fail "the checkpoint's index does not name block/kernel"
+"$BIN/pstrain" evaluate --checkpoint="$ckpt" --format=json >"$WORK/evaluate.json" 2>"$WORK/evaluate.log" \
+  || fail "pstrain evaluate failed: $(cat "$WORK/evaluate.log")"
+final=$(json_get "$MODEL/summary.json" "d['final_test_loss']")
+single=$(json_get "$WORK/evaluate.json" "d['test_loss']")
+python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 1e-5*max(1,abs(a)) else 1)" \
+  "$final" "$single" || fail "the chief's final test loss $final differs from pstrain evaluate's $single"
+# The done job's ps and workers exit on their own.
+for pid in "${PIDS[@]}"; do wait_pid "$pid" 30; done
+PIDS=()
+
+# 2. Sync mode: 2 workers x half of each global batch == one process with the whole batch (the full
+# data set, so both see the same batches).
+cp "$FIXTURES/keras3_regression_mlp.json" "$WORK/job/regression.json"
+cat >"$WORK/job/sync.json" <<'JSON'
+{"name": "keras-regression-full-batch",
+ "model": {"keras_json": "regression.json", "loss": "mse"},
+ "optimizer": {"type": "adam", "learning_rate": 0.05},
+ "data": {"dataset": "synthetic_linear", "num_examples": 64},
+ "batch_size": 64, "schedule": {"steps": 8, "steps_per_closure": 2}, "mode": "sync", "seed": 5}
+JSON
+make_cluster 2 2
+start_servers 2 2 --threads=1
+SYNC="$WORK/sync"
+start chief 0 pstrain-chief --job="$WORK/job/sync.json" --model_dir="$SYNC" --wait_timeout_secs=30
+wait_pid "$LAST_PID" 120
+[ "$WAIT_RC" = 0 ] || fail "the sync chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+"$BIN/pstrain" train --job="$WORK/job/sync.json" --threads=1 >"$WORK/train.out" 2>"$WORK/train.log" \
+  || fail "pstrain train failed: $(tail -n 3 "$WORK/train.log")"
+tail -n 1 "$WORK/train.out" >"$WORK/train.json"
+cluster=$(json_get "$SYNC/summary.json" "d['final_test_loss']")
+single=$(json_get "$WORK/train.json" "d['final_test_loss']")
+first=$(python3 -c "import json,sys; print([json.loads(l)['test_loss'] for l in open(sys.argv[1]) if json.loads(l).get('kind')=='eval'][0])" "$SYNC/metrics.jsonl")
+python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 1e-4*max(abs(a),1e-3) else 1)" \
+  "$cluster" "$single" || fail "the sync cluster's test loss $cluster differs from pstrain train's $single"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) < 0.8 * float(sys.argv[1]) else 1)" "$first" "$cluster" \
+  || fail "the regression MLP did not learn: test loss $first after the first step, $cluster at the end"
+echo "PASS: Keras residual MLP accuracy $accuracy on the cluster, evaluate $single == chief $final;" \
+  "Keras regression MLP in sync mode: cluster $cluster == pstrain train $single"

@@ -1,0 +1,189 @@
+#include "worker/cpu/graph_gradient_computer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/graph/model_graph.h"
+#include "common/platform/status_macros.h"
+#include "common/plan/model_variables.h"
+#include "worker/cpu/thread_pool.h"
+#include "worker/graph/graph_executor.h"
+#include "worker/graph/losses.h"
+
+namespace pstrain {
+namespace {
+
+class GraphGradientComputer : public GradientComputer {
+ public:
+  GraphGradientComputer(const ModelSpec& model, LossSpec loss, std::vector<VariableSpec> variables, int threads)
+      : loss_(loss), variables_(std::move(variables)), pool_(threads) {
+    input_shape_ = model.input_shape;
+    output_size_ = 1;
+    for (int64_t d : model.graph->layers[model.graph->output].output_shape) output_size_ *= d;
+    for (int t = 0; t < threads; ++t) executors_.push_back(std::make_unique<GraphExecutor<float>>(*model.graph));
+    chunk_grads_.resize(threads);
+    chunk_metrics_.resize(threads);
+    chunk_status_.resize(threads);
+  }
+
+  absl::Status Compute(absl::Span<const Tensor> params, const Batch& batch, float loss_scale,
+                       std::vector<Tensor>* grads, BatchMetrics* metrics) override {
+    RETURN_IF_ERROR(Check(params, batch));
+    grads->clear();
+    for (const Tensor& p : params) grads->emplace_back(DType::kFloat32, p.shape());
+    if (batch.size() == 0) return absl::OkStatus();
+    SetVariables(params);
+    ++calls_;
+    return Run(batch, /*training=*/true, loss_scale, grads, metrics);
+  }
+
+  absl::Status Evaluate(absl::Span<const Tensor> params, const Batch& batch, BatchMetrics* metrics) override {
+    RETURN_IF_ERROR(Check(params, batch));
+    if (batch.size() == 0) return absl::OkStatus();
+    SetVariables(params);
+    return Run(batch, /*training=*/false, 0.0f, nullptr, metrics);
+  }
+
+ private:
+  bool Sparse() const { return loss_.kind == LossKind::kSparseCategoricalCrossentropy; }
+
+  absl::Status Check(absl::Span<const Tensor> params, const Batch& batch) const {
+    if (params.size() != variables_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("the model has ", variables_.size(), " variables but ",
+                                                     params.size(), " parameters were given"));
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i].dtype() != DType::kFloat32 || params[i].shape() != variables_[i].shape) {
+        return absl::InvalidArgumentError(absl::StrCat("parameter ", variables_[i].name, " has shape ",
+                                                       ShapeString(params[i].shape()), ", the model needs float32 ",
+                                                       ShapeString(variables_[i].shape)));
+      }
+    }
+    const int64_t n = batch.size();
+    int64_t in_size = 1;
+    for (int64_t d : input_shape_) in_size *= d;
+    if (n > 0 && (batch.inputs.dtype() != DType::kFloat32 || batch.inputs.num_elements() != n * in_size)) {
+      return absl::InvalidArgumentError(absl::StrCat("batch inputs of shape ", ShapeString(batch.inputs.shape()),
+                                                     " do not fit the model's input ", ShapeString(input_shape_)));
+    }
+    const size_t want = Sparse() ? static_cast<size_t>(n) : static_cast<size_t>(n * output_size_);
+    const size_t have = Sparse() ? batch.labels.size() : batch.targets.size();
+    if (have != want) {
+      return absl::InvalidArgumentError(absl::StrCat("batch has ", n, " examples but ", have,
+                                                     Sparse() ? " labels" : " targets", " (", want, " expected)"));
+    }
+    return absl::OkStatus();
+  }
+
+  // The parameters as the executor's named arrays (one copy per call, shared by the threads).
+  void SetVariables(absl::Span<const Tensor> params) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      Array<float>& a = variables_by_name_[variables_[i].name];
+      a.shape = variables_[i].shape;
+      a.data.assign(params[i].data<float>(), params[i].data<float>() + params[i].num_elements());
+    }
+  }
+
+  absl::Status Run(const Batch& batch, bool training, float loss_scale, std::vector<Tensor>* grads,
+                   BatchMetrics* metrics) {
+    int64_t in_size = 1;
+    for (int64_t d : input_shape_) in_size *= d;
+    const int chunks = pool_.RunChunks(batch.size(), [&](int t, int64_t begin, int64_t count) {
+      chunk_metrics_[t] = BatchMetrics{};
+      chunk_status_[t] = RunChunk(*executors_[t], batch, begin, count, in_size, training, loss_scale,
+                                  grads == nullptr ? nullptr : &chunk_grads_[t], &chunk_metrics_[t]);
+    });
+    for (int t = 0; t < chunks; ++t) RETURN_IF_ERROR(chunk_status_[t]);
+    for (int t = 0; t < chunks; ++t) {
+      AddBatchMetrics(chunk_metrics_[t], metrics);
+      if (grads == nullptr) continue;
+      for (size_t i = 0; i < variables_.size(); ++i) {
+        auto it = chunk_grads_[t].find(variables_[i].name);
+        if (it == chunk_grads_[t].end()) continue;  // a variable the output does not depend on
+        float* out = (*grads)[i].data<float>();
+        const std::vector<float>& g = it->second.data;
+        for (size_t e = 0; e < g.size(); ++e) out[e] += g[e];
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RunChunk(GraphExecutor<float>& executor, const Batch& batch, int64_t begin, int64_t count,
+                        int64_t in_size, bool training, float loss_scale, NamedArrays<float>* grads,
+                        BatchMetrics* metrics) const {
+    std::vector<Array<float>> inputs(1);
+    inputs[0].shape = {count};
+    inputs[0].shape.insert(inputs[0].shape.end(), input_shape_.begin(), input_shape_.end());
+    const float* x = batch.inputs.data<float>() + begin * in_size;
+    inputs[0].data.assign(x, x + count * in_size);
+    ForwardOptions options;
+    options.training = training;
+    options.seed = static_cast<uint64_t>(begin);
+    options.step = calls_;
+    ASSIGN_OR_RETURN(const Array<float>* output, executor.Forward(inputs, variables_by_name_, options));
+    Array<float> labels;
+    if (Sparse()) {
+      labels.shape = {count};
+      for (int64_t i = 0; i < count; ++i) labels.data.push_back(static_cast<float>(batch.labels[begin + i]));
+    } else {
+      labels.shape = output->shape;
+      const float* y = batch.targets.data() + begin * output_size_;
+      labels.data.assign(y, y + count * output_size_);
+    }
+    Array<float> doutput;
+    ASSIGN_OR_RETURN(const double mean_loss, ComputeLoss(loss_, *output, labels, &doutput));
+    Score(*output, labels, count, metrics);
+    metrics->loss_sum += mean_loss * static_cast<double>(count);
+    if (grads == nullptr) return absl::OkStatus();
+    const float scale = static_cast<float>(count) * loss_scale;
+    for (float& d : doutput.data) d *= scale;
+    grads->clear();
+    return executor.Backward(doutput, grads);
+  }
+
+  void Score(const Array<float>& output, const Array<float>& labels, int64_t count, BatchMetrics* metrics) const {
+    metrics->examples += count;
+    const int64_t cols = output_size_;
+    for (int64_t i = 0; i < count; ++i) {
+      const float* row = output.data.data() + i * cols;
+      if (Sparse()) {
+        const int64_t predicted = std::max_element(row, row + cols) - row;
+        metrics->correct += predicted == static_cast<int64_t>(labels.data[i]);
+      } else if (loss_.kind == LossKind::kBinaryCrossentropy) {
+        // AUC ranks examples, so probabilities are mapped back to logits (a monotone map).
+        const float p = std::clamp(row[0], 1e-7f, 1.0f - 1e-7f);
+        const float logit = loss_.from_logits ? row[0] : std::log(p / (1.0f - p));
+        const float label = labels.data[i * cols];
+        metrics->correct += (logit > 0.0f) == (label > 0.5f);
+        metrics->logits.push_back(logit);
+        metrics->labels.push_back(label);
+      }
+    }
+  }
+
+  const LossSpec loss_;
+  const std::vector<VariableSpec> variables_;
+  std::vector<int64_t> input_shape_;
+  int64_t output_size_ = 1;
+  ThreadPool pool_;
+  std::vector<std::unique_ptr<GraphExecutor<float>>> executors_;
+  NamedArrays<float> variables_by_name_;
+  std::vector<NamedArrays<float>> chunk_grads_;
+  std::vector<BatchMetrics> chunk_metrics_;
+  std::vector<absl::Status> chunk_status_;
+  int64_t calls_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GradientComputer>> NewGraphGradientComputer(const ModelSpec& model, int threads) {
+  if (threads < 1) return absl::InvalidArgumentError(absl::StrCat("threads must be at least 1, got ", threads));
+  ASSIGN_OR_RETURN(LossSpec loss, ParseLoss(model.loss, model.from_logits));
+  ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(model));
+  return std::unique_ptr<GradientComputer>(new GraphGradientComputer(model, loss, std::move(variables), threads));
+}
+
+}  // namespace pstrain

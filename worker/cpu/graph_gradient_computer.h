@@ -1,0 +1,25 @@
+// The CPU GradientComputer of a Keras model (ModelSpec::graph): one GraphExecutor per thread, each
+// running a contiguous chunk of the batch, their gradients summed. Parameters are the graph's
+// trainable variables in ModelVariables() order. Loss scaling as GradientComputer says: the
+// executor's loss is the chunk's mean, so its output gradient is scaled by chunk size * loss_scale.
+// Metrics: sparse_categorical_crossentropy counts argmax == label; binary_crossentropy counts
+// (output past 0, or 0.5 for probabilities) == label and reports each example's logit for AUC.
+// Dropout draws its masks from the chunk's first example index and a count of calls.
+// Thread-safety: one Compute/Evaluate at a time per object (GradientComputer's rule).
+#ifndef PSTRAIN_WORKER_CPU_GRAPH_GRADIENT_COMPUTER_H_
+#define PSTRAIN_WORKER_CPU_GRAPH_GRADIENT_COMPUTER_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "common/config/job_spec.h"
+#include "worker/step/gradient_computer.h"
+
+namespace pstrain {
+
+// REQUIRES: model.is_graph(). InvalidArgument for threads < 1 or a loss the executor lacks.
+absl::StatusOr<std::unique_ptr<GradientComputer>> NewGraphGradientComputer(const ModelSpec& model, int threads);
+
+}  // namespace pstrain
+
+#endif  // PSTRAIN_WORKER_CPU_GRAPH_GRADIENT_COMPUTER_H_
