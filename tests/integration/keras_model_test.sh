@@ -41,9 +41,9 @@ python3 -c "import json,sys; names=json.dumps(json.load(open(sys.argv[1]))); sys
 "$BIN/pstrain" evaluate --checkpoint="$ckpt" --format=json >"$WORK/evaluate.json" 2>"$WORK/evaluate.log" \
   || fail "pstrain evaluate failed: $(cat "$WORK/evaluate.log")"
 final=$(json_get "$MODEL/summary.json" "d['final_test_loss']")
-single=$(json_get "$WORK/evaluate.json" "d['test_loss']")
+evaluated=$(json_get "$WORK/evaluate.json" "d['test_loss']")
 python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 1e-5*max(1,abs(a)) else 1)" \
-  "$final" "$single" || fail "the chief's final test loss $final differs from pstrain evaluate's $single"
+  "$final" "$evaluated" || fail "the chief's final test loss $final differs from pstrain evaluate's $evaluated"
 # The done job's ps and workers exit on their own.
 for pid in "${PIDS[@]}"; do wait_pid "$pid" 30; done
 PIDS=()
@@ -74,5 +74,5 @@ python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if
   "$cluster" "$single" || fail "the sync cluster's test loss $cluster differs from pstrain train's $single"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) < 0.8 * float(sys.argv[1]) else 1)" "$first" "$cluster" \
   || fail "the regression MLP did not learn: test loss $first after the first step, $cluster at the end"
-echo "PASS: Keras residual MLP accuracy $accuracy on the cluster, evaluate $single == chief $final;" \
+echo "PASS: Keras residual MLP accuracy $accuracy on the cluster, evaluate $evaluated == chief $final;" \
   "Keras regression MLP in sync mode: cluster $cluster == pstrain train $single"
