@@ -2,7 +2,7 @@
 // the ONNX export maps, beyond what the real Keras fixtures cover: ReLU's max_value, negative_slope
 // and threshold, every activation, "same" and "valid" Conv2D and poolings with odd windows and
 // strides, keepdims, Concatenate on an inner axis, normalisation without scale or center,
-// BatchNormalization on images, Dot without normalize, Cross on two inputs, DotInteraction with
+// BatchNormalization on images, Dot without normalize and below its floor, integer ids as values, Cross on two inputs, DotInteraction with
 // self_interaction and skip_gather, Embedding of 2-D ids, Reshape with -1. Shared by the export's
 // unit test and the tool of the ONNX Runtime test.
 // Thread-safety: plain functions.
@@ -98,7 +98,8 @@ inline std::vector<std::pair<std::string, std::string>> OnnxExportCases() {
       {"Multiply", "mul3", J::object(), {"avg3", "gap", "rs"}},
       {"Subtract", "sub", J::object(), {"mul3", "gap"}},
       {"Dot", "dot", {{"axes", -1}, {"normalize", false}}, {"sub", "avg3"}},
-      {"Concatenate", "out", {{"axis", -1}}, {"dot", "sub"}}}));
+      {"Reshape", "ids_as_values", {{"target_shape", {3}}}, {"ids"}},  // integer ids read as numbers
+      {"Concatenate", "out", {{"axis", -1}}, {"dot", "sub", "ids_as_values"}}}));
   cases.emplace_back("interactions", CaseModelJson("interactions", {
       In("a", {5}), In("b", {5}), In("c", {5}),
       {"Cross", "cross2", {{"use_bias", false}, {"preactivation", "relu"}}, {"a", "b"}},
@@ -107,7 +108,10 @@ inline std::vector<std::pair<std::string, std::string>> OnnxExportCases() {
       {"DotInteraction", "di_skip", {{"skip_gather", true}}, {"a", "b", "cross_low"}},
       {"DotInteraction", "di_both", {{"skip_gather", true}, {"self_interaction", true}}, {"c", "a"}},
       {"Dot", "cos", {{"axes", -1}, {"normalize", true}}, {"a", "cross_low"}},
-      {"Concatenate", "out", {{"axis", -1}}, {"di_self", "di_skip", "di_both", "cos"}}}));
+      // Values of about 1e-7: |x|^2 below normalize's floor of 1e-12.
+      {"ReLU", "tiny", {{"threshold", 3.0}, {"negative_slope", 1e-7}}, {"b"}},
+      {"Dot", "cos_tiny", {{"axes", -1}, {"normalize", true}}, {"tiny", "c"}},
+      {"Concatenate", "out", {{"axis", -1}}, {"di_self", "di_skip", "di_both", "cos", "cos_tiny"}}}));
   return cases;
 }
 
