@@ -202,8 +202,11 @@ class LayerEmitter {
     if (c.threshold == 0.0 && c.negative_slope == 0.0 && c.max_value < 0) return b_.Node("Relu", {x});
     const std::string t = b_.FloatScalar(static_cast<float>(c.threshold));
     const std::string above =
-        c.max_value >= 0 ? b_.Node("Clip", {x, b_.FloatScalar(0.0f), b_.FloatScalar(static_cast<float>(c.max_value))}) : x;
-    const std::string below = b_.Node("Mul", {b_.FloatScalar(static_cast<float>(c.negative_slope)), b_.Node("Sub", {x, t})});
+        c.max_value >= 0
+            ? b_.Node("Clip", {x, b_.FloatScalar(0.0f), b_.FloatScalar(static_cast<float>(c.max_value))})
+            : x;
+    const std::string slope = b_.FloatScalar(static_cast<float>(c.negative_slope));
+    const std::string below = b_.Node("Mul", {slope, b_.Node("Sub", {x, t})});
     return b_.Node("Where", {b_.Node("Greater", {x, t}), above, below});
   }
 

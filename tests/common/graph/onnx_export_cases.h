@@ -2,9 +2,10 @@
 // the ONNX export maps, beyond what the real Keras fixtures cover: ReLU's max_value, negative_slope
 // and threshold, every activation, "same" and "valid" Conv2D and poolings with odd windows and
 // strides, keepdims, Concatenate on an inner axis, normalisation without scale or center,
-// BatchNormalization on images, Dot without normalize and below its floor, integer ids as values, Cross on two inputs, DotInteraction with
-// self_interaction and skip_gather, Embedding of 2-D ids, Reshape with -1. Shared by the export's
-// unit test and the tool of the ONNX Runtime test.
+// BatchNormalization on images, Dot without normalize and below its floor, integer ids as values,
+// Cross on two inputs, DotInteraction with self_interaction and skip_gather, Embedding of a
+// sequence of ids, Reshape with -1. Shared by the export's unit test and the tool of the ONNX
+// Runtime test.
 // Thread-safety: plain functions.
 #ifndef PSTRAIN_TESTS_COMMON_GRAPH_ONNX_EXPORT_CASES_H_
 #define PSTRAIN_TESTS_COMMON_GRAPH_ONNX_EXPORT_CASES_H_
@@ -77,7 +78,8 @@ inline std::vector<std::pair<std::string, std::string>> OnnxExportCases() {
       {"BatchNormalization", "bn", {{"axis", -1}, {"epsilon", 0.01}, {"scale", false}}, {"c_same"}},
       {"Conv2D", "c_stride", {{"filters", 5}, {"kernel_size", {2, 3}}, {"strides", {2, 3}}, {"padding", "same"},
                               {"activation", "sigmoid"}, {"use_bias", false}}, {"bn"}},
-      {"AveragePooling2D", "avg_valid", {{"pool_size", {2, 2}}, {"strides", {1, 1}}, {"padding", "valid"}}, {"c_stride"}},
+      {"AveragePooling2D", "avg_valid", {{"pool_size", {2, 2}}, {"strides", {1, 1}}, {"padding", "valid"}},
+       {"c_stride"}},
       {"MaxPooling2D", "max_same", {{"pool_size", {2, 2}}, {"strides", {1, 1}}, {"padding", "same"}}, {"avg_valid"}},
       {"AveragePooling2D", "avg_same", {{"pool_size", {3, 3}}, {"strides", {2, 2}}, {"padding", "same"}}, {"bn"}},
       {"GlobalAveragePooling2D", "gap", {{"keepdims", true}}, {"avg_same"}},

@@ -119,7 +119,8 @@ int Main(int argc, char** argv) {
   std::vector<std::string> fixtures;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string f = e.path().filename().string();
-    if (absl::EndsWith(f, ".predict.json")) fixtures.push_back(f.substr(0, f.size() - std::string(".predict.json").size()));
+    const std::string suffix = ".predict.json";
+    if (absl::EndsWith(f, suffix)) fixtures.push_back(f.substr(0, f.size() - suffix.size()));
   }
   int written = 0;
   for (const std::string& name : fixtures) {
