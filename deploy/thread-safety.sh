@@ -2,8 +2,8 @@
 # Clang's thread-safety analysis (-Wthread-safety, as errors) over every C++ source of pstrain:
 # each lock's ABSL_GUARDED_BY / ABSL_EXCLUSIVE_LOCKS_REQUIRED contract is checked at every use.
 # Syntax-only (no code generated), so it costs a fraction of a build: about 3 minutes on 2 cores.
-# Needs the generated protobuf headers: it builds the `pstrain_proto` target of build/ first
-# (deploy/build.sh configures build/).
+# Needs the generated protobuf headers: it builds the `pstrain_proto` and `pstrain_onnx_proto` targets
+# of build/ first (deploy/build.sh configures build/).
 #
 # Usage: bash deploy/thread-safety.sh [FILE...]   (default: every .cc under common, ps, chief, worker, tests)
 set -euo pipefail
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 bash deploy/install-deps.sh clang
 [ -f build/build.ninja ] || bash deploy/build.sh -DPSTRAIN_BUILD_BENCHMARKS=OFF >/dev/null
-cmake --build build --target pstrain_proto >/dev/null
+cmake --build build --target pstrain_proto pstrain_onnx_proto >/dev/null
 
 FILES=("$@")
 if [ ${#FILES[@]} -eq 0 ]; then
