@@ -1,10 +1,10 @@
 """Real Keras against pstrain's Keras weight files (keras_weights_test.sh).
 
-  python keras_weights_check.py make  keras3|keras2 DIR   # models: NAME.json, NAME.<ext> (Keras's own
-                                                          # save_weights), NAME.saved.npz (by name)
-  python keras_weights_check.py check keras3|keras2 DIR   # loads pstrain's NAME.pstrain.weights.h5
-                                                          # (Keras 3 only) and NAME.pstrain.h5 into
-                                                          # the model and compares every weight
+  python keras_weights_check.py keras3|keras2 DIR TOOL
+
+Builds the models and writes NAME.json (to_json) and Keras's own save_weights file; runs TOOL
+(keras_weights_tool: pstrain reads that file and writes NAME.pstrain.weights.h5, Keras 3 only, and
+NAME.pstrain.h5); loads pstrain's files into the model rebuilt from its JSON and compares every weight.
 
 keras3: Keras 3 (KERAS_BACKEND=jax), its .weights.h5 layout. keras2: TensorFlow 2.15's tf.keras,
 the legacy .h5 layout (a Cross model too when tensorflow_recommenders imports).
@@ -13,11 +13,12 @@ variable names in sorted order) exactly (float32), the shift keras_weights_tool 
 read into or written from another variable fails. Exits non-zero otherwise.
 """
 import os
+import subprocess
 import sys
 
 import numpy as np
 
-MODE, FLAVOR, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
+FLAVOR, OUT, TOOL = sys.argv[1], sys.argv[2], sys.argv[3]
 if FLAVOR == "keras2":
     import tensorflow as tf
     keras = tf.keras
@@ -78,9 +79,9 @@ def var_name(w, model):
     return name.split(":")[0]
 
 
-def make():
+def make(built):
     rng = np.random.default_rng(11)
-    for name, model in models().items():
+    for name, model in built.items():
         saved = {}
         for w in model.weights:
             value = rng.uniform(-1, 1, size=tuple(w.shape)).astype("float32")
@@ -96,10 +97,18 @@ def make():
     print("made", FLAVOR, "models in", OUT)
 
 
-def check():
+def run_pstrain(names):
+    for name in names:
+        # A Keras 2 model's JSON does not load in Keras 3: only the legacy layout for it.
+        out3 = os.path.join(OUT, name + ".pstrain.weights.h5") if FLAVOR == "keras3" else "-"
+        subprocess.run([TOOL, os.path.join(OUT, name + ".json"), weight_file(name, "keras"), out3,
+                        os.path.join(OUT, name + ".pstrain.h5")], check=True, timeout=60)
+
+
+def check(names):
     failures = 0
     checked = 0
-    for name in sorted(models()):
+    for name in names:
         with open(os.path.join(OUT, name + ".json")) as f:
             text = f.read()
         saved = np.load(os.path.join(OUT, name + ".saved.npz"))
@@ -119,21 +128,26 @@ def check():
             # process-wide counter, so the model rebuilt here may name them otherwise.
             with open(os.path.join(OUT, name + ".names")) as f:
                 order = f.read().split("\n")
-            names = []
+            loaded = []
             for i, w in enumerate(model.weights):
                 n = order[i] if i < len(order) else var_name(w, model)
-                names.append(n)
+                loaded.append(n)
                 got = np.asarray(w.numpy() if hasattr(w, "numpy") else w)
                 want = saved[n] + shift[n] if n in saved.files else None
                 if want is None or got.shape != want.shape or not np.array_equal(got, want):
                     print(f"FAIL {path}: weight {n}: not the expected values", file=sys.stderr)
                     failures += 1
                 checked += 1
-            if sorted(names) != sorted(saved.files):
-                print(f"FAIL {path}: weights {sorted(names)}, expected {sorted(saved.files)}", file=sys.stderr)
+            if sorted(loaded) != sorted(saved.files):
+                print(f"FAIL {path}: weights {sorted(loaded)}, expected {sorted(saved.files)}", file=sys.stderr)
                 failures += 1
     print(f"{FLAVOR}: checked {checked} weights, {failures} failures")
     sys.exit(1 if failures or checked == 0 else 0)
 
 
-make() if MODE == "make" else check()
+built = models()
+if len(built) < 4:
+    sys.exit(f"FAIL: only {len(built)} models built")
+make(built)
+run_pstrain(sorted(built))
+check(sorted(built))
