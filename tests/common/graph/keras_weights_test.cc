@@ -14,6 +14,7 @@
 #include "common/graph/keras_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/common/graph/keras_fixture.h"
 
 namespace pstrain {
@@ -83,6 +84,29 @@ TEST_F(KerasWeightsTest, RoundTripsBothLayouts) {
         EXPECT_EQ(read->at(name).shape, value.shape) << name;
         EXPECT_EQ(read->at(name).values, value.values) << fixture << " " << name;
       }
+    }
+  }
+}
+
+// Files Keras itself wrote (make_keras_fixtures.py) hold the values of the fixture's predict.json,
+// read into the variables of the same names.
+TEST_F(KerasWeightsTest, ReadsFilesKerasWrote) {
+  for (const std::string file : {"keras3_two_inputs.weights.h5", "keras3_sequential_mlp.weights.h5",
+                                 "keras3_many_layers.weights.h5", "keras3_cnn.weights.h5", "keras2_two_inputs.h5",
+                                 "keras2_sequential_mlp.h5", "keras2_many_layers.h5", "keras2_cnn.h5",
+                                 "keras2_recommenders.h5"}) {
+    const std::string base = file.substr(0, file.find('.'));
+    const ModelGraph graph = Load(base + ".json");
+    absl::StatusOr<NamedWeights> read = ReadKerasWeights(graph, std::string(PSTRAIN_GRAPH_TESTDATA) + "/" + file);
+    ASSERT_TRUE(read.ok()) << read.status();
+    const nlohmann::json want = nlohmann::json::parse(ReadFixture(base + ".predict.json"))["weights"];
+    ASSERT_EQ(read->size(), want.size()) << file;
+    for (const auto& [name, value] : want.items()) {
+      ASSERT_EQ(read->count(name), 1u) << file << " " << name;
+      EXPECT_EQ(read->at(name).shape, value["shape"].get<std::vector<int64_t>>()) << file << " " << name;
+      std::vector<float> values;
+      for (double v : value["values"]) values.push_back(static_cast<float>(v));
+      EXPECT_EQ(read->at(name).values, values) << file << " " << name;
     }
   }
 }
