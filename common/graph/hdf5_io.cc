@@ -148,9 +148,9 @@ absl::Status Hdf5WriteStrings(hid_t obj, const std::string& name, const std::vec
 absl::Status Hdf5WriteFloats(hid_t parent, const std::string& name, const std::vector<int64_t>& shape,
                              const std::vector<float>& values) {
   std::vector<hsize_t> dims(shape.begin(), shape.end());
-  Hdf5Handle space(dims.empty() ? H5Screate(H5S_SCALAR)
-                                : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                   H5Sclose);
+  Hdf5Handle space(
+      dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+      H5Sclose);
   Hdf5Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
   H5Pset_create_intermediate_group(lcpl.get(), 1);
   Hdf5Handle set(H5Dcreate2(parent, name.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),

@@ -31,9 +31,8 @@ std::vector<std::vector<int>> VariablesByLayer(const ModelGraph& graph) {
   std::vector<std::vector<int>> out(graph.layers.size());
   for (size_t i = 0; i < graph.variables.size(); ++i) out[graph.variables[i].layer].push_back(static_cast<int>(i));
   for (std::vector<int>& vars : out) {
-    std::stable_sort(vars.begin(), vars.end(), [&](int a, int b) {
-      return graph.variables[a].trainable && !graph.variables[b].trainable;
-    });
+    std::stable_sort(vars.begin(), vars.end(),
+                     [&](int a, int b) { return graph.variables[a].trainable && !graph.variables[b].trainable; });
   }
   return out;
 }
@@ -69,9 +68,10 @@ std::vector<std::string> Keras3LayerGroups(const ModelGraph& graph) {
 absl::Status CheckKeras3Layers(const ModelGraph& graph) {
   for (const GraphLayerSpec& layer : graph.layers) {
     if (layer.kind == LayerKind::kCross) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "layer '", layer.name, "' is a TensorFlow Recommenders Cross layer, which exists only in Keras 2; "
-          "use the Keras 2 (.h5) weights format for this model"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("layer '", layer.name,
+                       "' is a TensorFlow Recommenders Cross layer, which exists only in Keras 2; "
+                       "use the Keras 2 (.h5) weights format for this model"));
     }
   }
   return absl::OkStatus();
@@ -82,8 +82,9 @@ absl::Status CheckWeights(const ModelGraph& graph, const NamedWeights& weights) 
     auto it = weights.find(var.name);
     if (it == weights.end()) return absl::InvalidArgumentError(absl::StrCat("no value for variable '", var.name, "'"));
     if (it->second.shape != var.shape) {
-      return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' has shape ", ShapeText(it->second.shape),
-                                                     "; the model's is ", ShapeText(var.shape)));
+      return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' has shape ",
+                                                     ShapeText(it->second.shape), "; the model's is ",
+                                                     ShapeText(var.shape)));
     }
     if (static_cast<int64_t>(it->second.values.size()) != Elements(var.shape)) {
       return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' has ", it->second.values.size(),
@@ -109,7 +110,8 @@ absl::Status WriteKeras3(const ModelGraph& graph, const NamedWeights& weights, h
     Hdf5Handle vars_group(group.ok() ? H5Gcreate2(group.get(), "vars", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) : -1,
                           H5Gclose);
     if (!vars_group.ok()) return absl::InternalError(absl::StrCat("group 'layers/", groups[i], "' cannot be created"));
-    if (absl::Status s = Hdf5WriteStrings(vars_group.get(), "name", {graph.layers[i].name}, true, true); !s.ok()) return s;
+    if (absl::Status s = Hdf5WriteStrings(vars_group.get(), "name", {graph.layers[i].name}, true, true); !s.ok())
+      return s;
     for (size_t k = 0; k < vars[i].size(); ++k) {
       const GraphVariableSpec& var = graph.variables[vars[i][k]];
       const WeightValue& value = weights.at(var.name);
@@ -161,8 +163,10 @@ absl::Status ReadVariable(const GraphVariableSpec& var, hid_t group, const std::
   }
   if (info->shape != var.shape) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": variable '", var.name, "' (dataset '", dataset,
-                                                   "') has shape ", ShapeText(info->shape), " in the file; the model "
-                                                   "expects ", ShapeText(var.shape)));
+                                                   "') has shape ", ShapeText(info->shape),
+                                                   " in the file; the model "
+                                                   "expects ",
+                                                   ShapeText(var.shape)));
   }
   absl::StatusOr<std::vector<float>> values = Hdf5ReadFloats(group, dataset, Elements(var.shape));
   if (!values.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", values.status().message()));
@@ -171,7 +175,8 @@ absl::Status ReadVariable(const GraphVariableSpec& var, hid_t group, const std::
 }
 
 absl::StatusOr<NamedWeights> ReadKeras3(const ModelGraph& graph, hid_t file, const std::string& path) {
-  if (absl::Status s = CheckKeras3Layers(graph); !s.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+  if (absl::Status s = CheckKeras3Layers(graph); !s.ok())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
   const std::vector<std::vector<int>> vars = VariablesByLayer(graph);
   const std::vector<std::string> groups = Keras3LayerGroups(graph);
   NamedWeights out;
@@ -190,8 +195,8 @@ absl::StatusOr<NamedWeights> ReadKeras3(const ModelGraph& graph, hid_t file, con
         if (held.ok() && held->empty()) continue;
       }
       return absl::InvalidArgumentError(absl::StrCat(
-          path, ": has a layer group 'layers/", member, "' that model '", graph.name, "' does not have (its groups: ",
-          absl::StrJoin(groups, ", "), "); the file is from another model"));
+          path, ": has a layer group 'layers/", member, "' that model '", graph.name,
+          "' does not have (its groups: ", absl::StrJoin(groups, ", "), "); the file is from another model"));
     }
   }
   for (size_t i = 0; i < graph.layers.size(); ++i) {
@@ -205,8 +210,8 @@ absl::StatusOr<NamedWeights> ReadKeras3(const ModelGraph& graph, hid_t file, con
     absl::StatusOr<std::vector<std::string>> held = Hdf5LinkNames(group.get(), where);
     if (!held.ok()) return held.status();
     if (held->size() != vars[i].size()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": holds ", held->size(), " variables; the model's layer has ",
-                                                     vars[i].size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": holds ", held->size(), " variables; the model's layer has ", vars[i].size()));
     }
     for (size_t k = 0; k < vars[i].size(); ++k) {
       if (absl::Status s = ReadVariable(graph.variables[vars[i][k]], group.get(), std::to_string(k), where, &out);
@@ -258,7 +263,8 @@ absl::StatusOr<NamedWeights> ReadKeras2(const ModelGraph& graph, hid_t base, con
       if (!Hdf5HasLink(group.get(), it->second[k])) {
         return absl::InvalidArgumentError(absl::StrCat(where, ": weight '", it->second[k], "' has no dataset"));
       }
-      if (absl::Status s = ReadVariable(graph.variables[vars[i][k]], group.get(), it->second[k], where, &out); !s.ok()) {
+      if (absl::Status s = ReadVariable(graph.variables[vars[i][k]], group.get(), it->second[k], where, &out);
+          !s.ok()) {
         return s;
       }
     }
@@ -333,8 +339,9 @@ absl::StatusOr<NamedWeights> ReadKerasWeights(const ModelGraph& graph, const std
   }
   if (Hdf5IsGroup(file.get(), "layers") || Hdf5IsGroup(file.get(), "vars")) return ReadKeras3(graph, file.get(), path);
   return absl::InvalidArgumentError(absl::StrCat(
-      path, ": an HDF5 file but not Keras weights (no 'layers' group as Keras 3 writes, no 'layer_names' attribute "
-            "as Keras 2 writes)"));
+      path,
+      ": an HDF5 file but not Keras weights (no 'layers' group as Keras 3 writes, no 'layer_names' attribute "
+      "as Keras 2 writes)"));
 }
 
 }  // namespace pstrain

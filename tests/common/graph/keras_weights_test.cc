@@ -91,10 +91,10 @@ TEST_F(KerasWeightsTest, RoundTripsBothLayouts) {
 // Files Keras itself wrote (make_keras_fixtures.py) hold the values of the fixture's predict.json,
 // read into the variables of the same names.
 TEST_F(KerasWeightsTest, ReadsFilesKerasWrote) {
-  for (const std::string file : {"keras3_two_inputs.weights.h5", "keras3_sequential_mlp.weights.h5",
-                                 "keras3_many_layers.weights.h5", "keras3_cnn.weights.h5", "keras2_two_inputs.h5",
-                                 "keras2_sequential_mlp.h5", "keras2_many_layers.h5", "keras2_cnn.h5",
-                                 "keras2_recommenders.h5"}) {
+  for (const std::string file :
+       {"keras3_two_inputs.weights.h5", "keras3_sequential_mlp.weights.h5", "keras3_many_layers.weights.h5",
+        "keras3_cnn.weights.h5", "keras2_two_inputs.h5", "keras2_sequential_mlp.h5", "keras2_many_layers.h5",
+        "keras2_cnn.h5", "keras2_recommenders.h5"}) {
     const std::string base = file.substr(0, file.find('.'));
     const ModelGraph graph = Load(base + ".json");
     absl::StatusOr<NamedWeights> read = ReadKerasWeights(graph, std::string(PSTRAIN_GRAPH_TESTDATA) + "/" + file);
@@ -267,8 +267,9 @@ TEST_F(KerasWeightsTest, Keras2FileOfAnotherModelIsRefusedNamingTheLayer) {
   rewrite();  // a missing layer: the file lists other layers
   EditFile(path, [](hid_t file) {
     H5Adelete(file, "layer_names");
-    EXPECT_TRUE(Hdf5WriteStrings(file, "layer_names", {"embedding", "layer_norm", "batch_norm", "d3", "logits"},
-                                 false, false).ok());
+    EXPECT_TRUE(
+        Hdf5WriteStrings(file, "layer_names", {"embedding", "layer_norm", "batch_norm", "d3", "logits"}, false, false)
+            .ok());
   });
   r = ReadKerasWeights(graph, path);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
@@ -279,7 +280,8 @@ TEST_F(KerasWeightsTest, Keras2FileOfAnotherModelIsRefusedNamingTheLayer) {
     H5Adelete(file, "layer_names");
     EXPECT_TRUE(Hdf5WriteStrings(file, "layer_names",
                                  {"embedding", "layer_norm", "batch_norm", "proj", "d3", "logits", "extra"}, false,
-                                 false).ok());
+                                 false)
+                    .ok());
     hid_t g = H5Gcreate2(file, "extra", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     EXPECT_TRUE(Hdf5WriteStrings(g, "weight_names", {"extra/kernel:0"}, false, false).ok());
     EXPECT_TRUE(Hdf5WriteFloats(g, "extra/kernel:0", {1}, {1.0f}).ok());
