@@ -20,6 +20,11 @@ constexpr char kKeras2Version[] = "2.15.0";  // the tf.keras whose legacy layout
 
 std::string ShapeText(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
 
+// A name or list read from the file, cut for an error message.
+std::string Cut(const std::string& text, size_t max_chars = 200) {
+  return text.size() <= max_chars ? text : text.substr(0, max_chars) + "...";
+}
+
 int64_t Elements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -180,7 +185,13 @@ absl::StatusOr<NamedWeights> ReadKeras3(const ModelGraph& graph, hid_t file, con
   const std::vector<std::vector<int>> vars = VariablesByLayer(graph);
   const std::vector<std::string> groups = Keras3LayerGroups(graph);
   NamedWeights out;
-  std::set<std::string> expected(groups.begin(), groups.end());
+  std::set<std::string> expected;
+  std::vector<std::string> kept;  // the groups the model has, for messages
+  for (const std::string& group : groups) {
+    if (group.empty()) continue;
+    expected.insert(group);
+    kept.push_back(group);
+  }
   if (Hdf5IsGroup(file, "layers")) {
     Hdf5Handle layers(H5Gopen2(file, "layers", H5P_DEFAULT), H5Gclose);
     absl::StatusOr<std::vector<std::string>> members = Hdf5LinkNames(layers.get(), path + ": group 'layers'");
@@ -195,8 +206,8 @@ absl::StatusOr<NamedWeights> ReadKeras3(const ModelGraph& graph, hid_t file, con
         if (held.ok() && held->empty()) continue;
       }
       return absl::InvalidArgumentError(absl::StrCat(
-          path, ": has a layer group 'layers/", member, "' that model '", graph.name,
-          "' does not have (its groups: ", absl::StrJoin(groups, ", "), "); the file is from another model"));
+          path, ": has a layer group 'layers/", Cut(member), "' that model '", graph.name,
+          "' does not have (its groups: ", absl::StrJoin(kept, ", "), "); the file is from another model"));
     }
   }
   for (size_t i = 0; i < graph.layers.size(); ++i) {
@@ -230,11 +241,11 @@ absl::StatusOr<NamedWeights> ReadKeras2(const ModelGraph& graph, hid_t base, con
   std::map<std::string, std::vector<std::string>> file_layers;
   for (const std::string& name : *names) {
     if (!Hdf5IsGroup(base, name)) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": lists layer '", name, "' but has no group for it"));
+      return absl::InvalidArgumentError(absl::StrCat(path, ": lists layer '", Cut(name), "' but has no group for it"));
     }
     Hdf5Handle group(H5Gopen2(base, name.c_str(), H5P_DEFAULT), H5Gclose);
     absl::StatusOr<std::vector<std::string>> weight_names =
-        Hdf5ReadStrings(group.get(), "weight_names", absl::StrCat(path, ": layer '", name, "'"));
+        Hdf5ReadStrings(group.get(), "weight_names", absl::StrCat(path, ": layer '", Cut(name), "'"));
     if (!weight_names.ok()) return absl::InvalidArgumentError(weight_names.status().message());
     if (!weight_names->empty()) file_layers[name] = std::move(*weight_names);
   }
@@ -249,19 +260,20 @@ absl::StatusOr<NamedWeights> ReadKeras2(const ModelGraph& graph, hid_t base, con
     if (it == file_layers.end()) {
       std::vector<std::string> have;
       for (const auto& [n, w] : file_layers) have.push_back(n);
-      return absl::InvalidArgumentError(absl::StrCat(where, ": missing from the file (its layers with weights: ",
-                                                     absl::StrJoin(have, ", "), "); the file is from another model"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": missing from the file (its layers with weights: ", Cut(absl::StrJoin(have, ", ")),
+                       "); the file is from another model"));
     }
     used.insert(name);
     if (it->second.size() != vars[i].size()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": the file has ", it->second.size(), " weights (",
-                                                     absl::StrJoin(it->second, ", "), "); the model's layer has ",
+                                                     Cut(absl::StrJoin(it->second, ", ")), "); the model's layer has ",
                                                      vars[i].size()));
     }
     Hdf5Handle group(H5Gopen2(base, name.c_str(), H5P_DEFAULT), H5Gclose);
     for (size_t k = 0; k < vars[i].size(); ++k) {
       if (!Hdf5HasLink(group.get(), it->second[k])) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": weight '", it->second[k], "' has no dataset"));
+        return absl::InvalidArgumentError(absl::StrCat(where, ": weight '", Cut(it->second[k]), "' has no dataset"));
       }
       if (absl::Status s = ReadVariable(graph.variables[vars[i][k]], group.get(), it->second[k], where, &out);
           !s.ok()) {
@@ -271,7 +283,7 @@ absl::StatusOr<NamedWeights> ReadKeras2(const ModelGraph& graph, hid_t base, con
   }
   for (const auto& [name, weight_names] : file_layers) {
     if (used.count(name) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": has weights for layer '", name, "' that model '",
+      return absl::InvalidArgumentError(absl::StrCat(path, ": has weights for layer '", Cut(name), "' that model '",
                                                      graph.name, "' does not have; the file is from another model"));
     }
   }
