@@ -149,6 +149,27 @@ TEST_F(KerasWeightsTest, Keras3GroupsAreWhereKerasLooks) {
   });
 }
 
+// Keras's model.layers of a Sequential model leaves its InputLayer out: no group for it in either layout.
+TEST_F(KerasWeightsTest, SequentialModelsHaveNoInputLayerGroup) {
+  const ModelGraph graph = Load("keras3_sequential_mlp.json");
+  ASSERT_TRUE(graph.sequential);
+  const NamedWeights weights = MakeWeights(graph);
+  ASSERT_TRUE(WriteKerasWeights(graph, weights, KerasWeightsFormat::kKeras3, Path("s.weights.h5")).ok());
+  ASSERT_TRUE(WriteKerasWeights(graph, weights, KerasWeightsFormat::kKeras2, Path("s.h5")).ok());
+  EditFile(Path("s.weights.h5"), [](hid_t file) {
+    Hdf5Handle layers(H5Gopen2(file, "layers", H5P_DEFAULT), H5Gclose);
+    absl::StatusOr<std::vector<std::string>> groups = Hdf5LinkNames(layers.get(), "layers");
+    ASSERT_TRUE(groups.ok());
+    EXPECT_EQ(*groups, (std::vector<std::string>{"dense", "dense_1", "dense_2", "dropout"}));
+  });
+  EditFile(Path("s.h5"), [&](hid_t file) {
+    absl::StatusOr<std::vector<std::string>> names = Hdf5ReadStrings(file, "layer_names", "root");
+    ASSERT_TRUE(names.ok());
+    ASSERT_EQ(names->size(), graph.layers.size() - 1);
+    EXPECT_EQ(names->front(), graph.layers[1].name);
+  });
+}
+
 TEST_F(KerasWeightsTest, RefusesWeightsThatDoNotFitTheGraph) {
   const ModelGraph graph = Load("keras3_sequential_mlp.json");
   NamedWeights weights = MakeWeights(graph);
