@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <regex>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -47,13 +46,45 @@ bool InModelLayers(const ModelGraph& graph, int layer) {
   return !(graph.sequential && graph.layers[layer].kind == LayerKind::kInput);
 }
 
-// Keras 3's keras.src.utils.naming.to_snake_case.
+bool Upper(char c) { return c >= 'A' && c <= 'Z'; }
+bool Lower(char c) { return c >= 'a' && c <= 'z'; }
+
+// Keras 3's naming.to_snake_case for ASCII names: drops non-word characters, then (as its regular
+// expressions do, left to right) "(.)([A-Z][a-z]+)" -> "\1_\2" and "([a-z])([A-Z])" -> "\1_\2",
+// then lowercases.
 std::string SnakeCase(const std::string& name) {
-  std::string s = std::regex_replace(name, std::regex("[^A-Za-z0-9_]+"), "");
-  s = std::regex_replace(s, std::regex("(.)([A-Z][a-z]+)"), "$1_$2");
-  s = std::regex_replace(s, std::regex("([a-z])([A-Z])"), "$1_$2");
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
+  std::string word;
+  for (char c : name) {
+    if (Upper(c) || Lower(c) || (c >= '0' && c <= '9') || c == '_') word += c;
+  }
+  std::string split;
+  for (size_t i = 0; i < word.size();) {
+    if (i + 2 < word.size() && Upper(word[i + 1]) && Lower(word[i + 2])) {
+      size_t end = i + 3;
+      while (end < word.size() && Lower(word[end])) ++end;
+      split += word[i];
+      split += '_';
+      split += word.substr(i + 1, end - i - 1);
+      i = end;
+    } else {
+      split += word[i++];
+    }
+  }
+  std::string out;
+  for (size_t i = 0; i < split.size();) {
+    if (i + 1 < split.size() && Lower(split[i]) && Upper(split[i + 1])) {
+      out += split[i];
+      out += '_';
+      out += split[i + 1];
+      i += 2;
+    } else {
+      out += split[i++];
+    }
+  }
+  for (char& c : out) {
+    if (Upper(c)) c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
 }
 
 // Keras 3's group of each layer under `layers/` ("" for a layer not in model.layers): its class in
