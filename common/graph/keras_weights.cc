@@ -200,9 +200,7 @@ absl::Status ReadVariable(const GraphVariableSpec& var, hid_t group, const std::
   if (info->shape != var.shape) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": variable '", var.name, "' (dataset '", dataset,
                                                    "') has shape ", ShapeText(info->shape),
-                                                   " in the file; the model "
-                                                   "expects ",
-                                                   ShapeText(var.shape)));
+                                                   " in the file; the model expects ", ShapeText(var.shape)));
   }
   absl::StatusOr<std::vector<float>> values = Hdf5ReadFloats(group, dataset, Elements(var.shape));
   if (!values.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", values.status().message()));
