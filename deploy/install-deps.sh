@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3
   libssl-dev                        # TLS: the tensor channel, pstrain certs
+  libhdf5-dev                       # Keras weight files (.weights.h5, .h5) in and out
   docker-compose nftables iproute2  # deploy tests: compose file check, several-hosts cluster
   strace                            # the file-access test of bad inputs
   prometheus                        # the metrics test scrapes a cluster with the real server

@@ -23,7 +23,7 @@ FLAGS=(-std=c++17 -fsyntax-only -Wthread-safety -Werror=thread-safety -Wno-unkno
        -DPSTRAIN_ISA_NS=isa_baseline -DPSTRAIN_BIN_DIR='"build/bin"' -DPSTRAIN_PS_BINARY='"build/bin/pstrain-ps"'
        -DPSTRAIN_GRAPH_TESTDATA='"tests/common/graph/testdata"'
        -I. -Ibuild -I/usr/include/eigen3
-       $(pkg-config --cflags grpc++ protobuf))
+       $(pkg-config --cflags grpc++ protobuf hdf5))
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 export log

@@ -181,6 +181,7 @@ absl::Status ReadSequential(const json& config, ModelGraph* graph) {
   }
   graph->inputs = {0};
   graph->output = static_cast<int>(graph->layers.size()) - 1;
+  graph->sequential = true;
   return absl::OkStatus();
 }
 

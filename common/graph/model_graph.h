@@ -84,6 +84,7 @@ struct ModelGraph {
   std::vector<GraphLayerSpec> layers;      // topological order
   std::vector<int> inputs;            // InputLayer indices, the model's input order
   int output = 0;                     // the output layer
+  bool sequential = false;            // a Sequential model: Keras's model.layers leaves its InputLayer out
   std::vector<GraphVariableSpec> variables;  // in layer order, each layer's in Keras's order
 
   // The index of the variable called `name`, or -1.

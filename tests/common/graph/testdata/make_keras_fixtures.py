@@ -6,8 +6,9 @@ of them inputs, weights and Keras's predictions (inference mode).
   python make_keras_fixtures.py keras3 OUT_DIR   # Keras 3 (any backend; numpy suffices)
 
 Files: <flavor>_<model>.json (to_json) and <flavor>_<model>.predict.json ({"inputs": {name: {shape,
-values}}, "weights": {name: {shape, values}}, "output": {shape, values}}). Refused models only get the
-to_json file.
+values}}, "weights": {name: {shape, values}}, "output": {shape, values}}) with Keras's save_weights of
+the same weights (keras3_<model>.weights.h5, keras2_<model>.h5). Refused models only get the to_json
+file.
 """
 import json
 import os
@@ -48,6 +49,8 @@ def write(name, model, inputs=None):
             value = rng.uniform(0.5, 1.5, size=tuple(w.shape)).astype("float32")
         w.assign(value)
         weights[var_name(w, model)] = {"shape": list(value.shape), "values": value.ravel().tolist()}
+    # Keras's own weight file of these values: Keras 3's .weights.h5, Keras 2's legacy .h5.
+    model.save_weights(os.path.join(OUT, f"{FLAVOR}_{name}" + (".weights.h5" if FLAVOR == "keras3" else ".h5")))
     out = np.asarray(model(inputs, training=False))
     record = {
         "inputs": {k: {"shape": list(v.shape), "values": np.asarray(v, "float64").ravel().tolist()}
