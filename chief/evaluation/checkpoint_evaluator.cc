@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "chief/checkpoint/checkpoint_manager.h"
 #include "common/config/json_util.h"
 #include "common/metrics/binary_metrics.h"
 #include "common/plan/model_variables.h"
@@ -42,6 +43,16 @@ absl::StatusOr<std::vector<Tensor>> LoadModelVariables(Env* env, const std::stri
 absl::StatusOr<JobSpec> JobSpecOfCheckpoint(const CheckpointIndex& index) {
   ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(index.job_spec_json, "the checkpoint's job spec"));
   return JobSpecFromJson(doc);
+}
+
+absl::StatusOr<std::string> ResolveCheckpoint(Env* env, const std::string& path, std::vector<std::string>* warnings) {
+  if (env->FileExists(path + "/index.json")) return path;
+  CheckpointManager manager(env, path, 1, {});
+  ASSIGN_OR_RETURN(std::optional<FoundCheckpoint> found, manager.FindLatest(warnings, /*remove_incomplete=*/false));
+  if (!found.has_value()) {
+    return absl::NotFoundError(absl::StrCat(path, " is neither a checkpoint (no index.json) nor a model dir with one"));
+  }
+  return found->dir;
 }
 
 absl::StatusOr<EvalResult> EvaluateCheckpoint(Env* env, const std::string& dir, const CheckpointEvalOptions& options) {

@@ -40,6 +40,11 @@ absl::StatusOr<std::vector<Tensor>> LoadModelVariables(Env* env, const std::stri
 // The job spec stored in the checkpoint's index. InvalidArgument when it does not parse.
 absl::StatusOr<JobSpec> JobSpecOfCheckpoint(const CheckpointIndex& index);
 
+// `path` as a checkpoint directory: itself when it holds an index.json, else (a model dir) its
+// newest complete checkpoint; newer checkpoints skipped as incomplete are described in `warnings`.
+// NotFound when it is neither.
+absl::StatusOr<std::string> ResolveCheckpoint(Env* env, const std::string& path, std::vector<std::string>* warnings);
+
 // Test loss and accuracy of the checkpoint in `dir` (step from its index).
 absl::StatusOr<EvalResult> EvaluateCheckpoint(Env* env, const std::string& dir, const CheckpointEvalOptions& options);
 

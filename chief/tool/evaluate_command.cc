@@ -4,7 +4,6 @@
 #include <iostream>
 
 #include "absl/strings/str_format.h"
-#include "chief/checkpoint/checkpoint_manager.h"
 #include "chief/evaluation/checkpoint_evaluator.h"
 #include "common/config/command_line.h"
 #include "common/config/json_util.h"
@@ -30,20 +29,6 @@ const std::vector<FlagDef>& EvaluateFlags() {
 }
 
 constexpr char kSummary[] = "evaluate a checkpoint on the test set in one process, with no cluster";
-
-// A model dir resolves to its newest complete checkpoint.
-absl::StatusOr<std::string> ResolveCheckpoint(Env* env, const std::string& path) {
-  if (env->FileExists(path + "/index.json")) return path;
-  CheckpointManager manager(env, path, 1, {});
-  std::vector<std::string> warnings;  // newer checkpoints skipped: the user must know which was read
-  absl::StatusOr<std::optional<FoundCheckpoint>> found = manager.FindLatest(&warnings, /*remove_incomplete=*/false);
-  for (const std::string& w : warnings) std::cerr << "pstrain evaluate: " << w << "\n";
-  if (!found.ok()) return found.status();
-  if (!found->has_value()) {
-    return absl::NotFoundError(absl::StrCat(path, " is neither a checkpoint (no index.json) nor a model dir with one"));
-  }
-  return (*found)->dir;
-}
 
 absl::StatusOr<CheckpointEvalOptions> OptionsFromFlags(Env* env, const CommandLine& cl) {
   CheckpointEvalOptions options;
@@ -77,7 +62,11 @@ int EvaluateMain(Env* env, int argc, char** argv) {
   }
   absl::StatusOr<std::string> dir;
   absl::StatusOr<CheckpointEvalOptions> options = OptionsFromFlags(env, *cl);
-  if (options.ok()) dir = ResolveCheckpoint(env, cl->Get("checkpoint"));
+  if (options.ok()) {
+    std::vector<std::string> warnings;  // newer checkpoints skipped: the user must know which was read
+    dir = ResolveCheckpoint(env, cl->Get("checkpoint"), &warnings);
+    for (const std::string& w : warnings) std::cerr << "pstrain evaluate: " << w << "\n";
+  }
   if (options.ok() && dir.ok() && !options->data.has_value()) {
     // The checkpoint's job spec names the data: say what will be read before reading it.
     absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(env, *dir);

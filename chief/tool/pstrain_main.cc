@@ -6,6 +6,7 @@
 #include "chief/tool/certs_command.h"
 #include "chief/tool/datagen_command.h"
 #include "chief/tool/evaluate_command.h"
+#include "chief/tool/export_command.h"
 #include "chief/tool/health_command.h"
 #include "chief/tool/inspect_command.h"
 #include "chief/tool/plan_command.h"
@@ -28,6 +29,7 @@ const Subcommand kSubcommands[] = {
     {"plan", pstrain::PlanMain, "show how a job's variables are partitioned and placed on the ps tasks"},
     {"train", pstrain::TrainMain, "train a job in this one process, no cluster (debugging, compute baseline)"},
     {"evaluate", pstrain::EvaluateMain, "evaluate a checkpoint on the test set in one process, with no cluster"},
+    {"export", pstrain::ExportMain, "write a Keras model's checkpoint as Keras weights (.weights.h5, .h5) or ONNX"},
     {"inspect", pstrain::InspectMain, "list a checkpoint's variables with digests, whatever its partitioning"},
     {"datagen", pstrain::DatagenMain, "write a synthetic CTR data set (Criteo layout) with its Bayes-optimal AUC"},
     {"certs", pstrain::CertsMain, "make a cluster CA and a certificate per task of a TF_CONFIG (mutual TLS)"},

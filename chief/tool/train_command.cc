@@ -1,14 +1,18 @@
 #include "chief/tool/train_command.h"
 
+#include <memory>
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <thread>
 
 #include "absl/strings/str_format.h"
 #include "common/config/command_line.h"
 #include "common/config/json_util.h"
+#include "common/graph/keras_weights.h"
 #include "common/plan/memory_budget.h"
 #include "common/platform/cpu_level.h"
 #include "common/platform/exit_codes.h"
@@ -22,10 +26,34 @@
 namespace pstrain {
 namespace {
 
+// --init_from: the variables start from a Keras weights file (every one of the model's, checked
+// against its shapes) instead of their initializers.
+absl::StatusOr<VariableInitializer> InitializerFromFlag(const std::string& path, const JobSpec& job) {
+  if (path.empty()) return VariableInitializer(InitializeVariable);
+  if (!job.model.is_graph()) {
+    return absl::InvalidArgumentError(absl::StrCat("--init_from=", path, ": job \"", job.name,
+                                                   "\" has no Keras model (give --model_json or model.keras_json)"));
+  }
+  absl::StatusOr<NamedWeights> read = ReadKerasWeights(*job.model.graph, path);
+  if (!read.ok()) return absl::Status(read.status().code(), absl::StrCat("--init_from: ", read.status().message()));
+  auto weights = std::make_shared<const NamedWeights>(*std::move(read));
+  return VariableInitializer([weights](const VariableSpec& var, uint64_t, Tensor* value) -> absl::Status {
+    auto it = weights->find(var.name);
+    if (it == weights->end() || it->second.shape != var.shape) {
+      return absl::InternalError(absl::StrCat("--init_from has no value of shape ", ShapeString(var.shape), " for ", var.name));
+    }
+    *value = Tensor(DType::kFloat32, var.shape);
+    std::copy(it->second.values.begin(), it->second.values.end(), value->data<float>());
+    return absl::OkStatus();
+  });
+}
+
 const std::vector<FlagDef>& TrainFlags() {
   static const auto* flags = new std::vector<FlagDef>{
       {"job", "cnn", "job spec: a preset (linear, mlp, cnn, ctr) or a JSON file"},
       {"model_json", "", "a Keras model's to_json() file: replaces the job's model, keeping its loss and data"},
+      {"init_from", "",
+       "Keras weights (.weights.h5 of Keras 3, or Keras 2's .h5) of the job's Keras model: its starting values"},
       {"epochs", "", "epochs to train (overrides the job's schedule)"},
       {"steps", "", "steps to train (overrides the job's schedule and --epochs)"},
       {"threads", "", "compute threads (default: all cores)"},
@@ -143,7 +171,8 @@ absl::Status RunTrain(Env* env, const CommandLine& cl) {
                  default_data->train_path.c_str(), default_data->test_path.c_str());
   }
   ASSIGN_OR_RETURN(GradientComputerFactory compute, ComputeFactoryForDevice(cl.Get("device"), options.replicas));
-  ASSIGN_OR_RETURN(auto trainer, LocalTrainer::Create(env, job, options, InitializeVariable, NewKerasUpdater, compute));
+  ASSIGN_OR_RETURN(VariableInitializer initialize, InitializerFromFlag(cl.Get("init_from"), job));
+  ASSIGN_OR_RETURN(auto trainer, LocalTrainer::Create(env, job, options, initialize, NewKerasUpdater, compute));
   const int64_t total = trainer->total_steps(), per_epoch = trainer->steps_per_epoch();
   const int64_t epochs = (total + per_epoch - 1) / per_epoch;
   std::fprintf(stderr,

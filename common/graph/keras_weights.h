@@ -28,16 +28,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/graph/float_tensor.h"
 #include "common/graph/model_graph.h"
 #include "common/platform/file_rules.h"
 
 namespace pstrain {
 
-struct WeightValue {
-  std::vector<int64_t> shape;
-  std::vector<float> values;  // row-major; as many as the shape's product
-};
-using NamedWeights = std::map<std::string, WeightValue>;  // by the graph's variable names
+using WeightValue = FloatTensor;    // row-major; as many values as the shape's product
+using NamedWeights = FloatTensorMap;  // by the graph's variable names
 
 enum class KerasWeightsFormat { kKeras3, kKeras2 };
 

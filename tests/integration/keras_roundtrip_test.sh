@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Keras in, Keras and ONNX out, against the real tools (Keras 3 on JAX, ONNX, ONNX Runtime: the
+# `keras` environment of deploy/install-python-peers.sh, installed on first use; skipped, exit 77,
+# when it cannot be):
+#   1. Keras writes a functional model's to_json and initial weights; `pstrain train --init_from`
+#      trains it with SGD on full batches of a CSV set, and its test loss after each step equals the
+#      one Keras reaches from the same weights on the same batches (relative 1e-4).
+#   2. A cluster (2 ps, 2 workers, sync) trains the model; `pstrain export` writes the checkpoint as
+#      Keras weights and as ONNX; Keras (model_from_json + load_weights) and ONNX Runtime compute the
+#      test loss that `pstrain evaluate` gives for the checkpoint (relative 1e-5).
+#   keras_roundtrip_test.sh BIN_DIR
+source "$(dirname "$0")/lib.sh" "$1"
+source "$(dirname "$0")/pypi_venv.sh"
+PY=$(pypi_python keras) || exit 77
+SCRIPT="$(dirname "$0")/keras/keras_roundtrip.py"
+DIR="$WORK/keras"
+mkdir -p "$DIR"
+"$PY" "$SCRIPT" make "$DIR" >"$WORK/make.log" 2>&1 || fail "Keras could not make the model: $(tail -n 5 "$WORK/make.log")"
+
+# 1. The same steps as Keras.
+"$BIN/pstrain" train --job="$DIR/job.json" --init_from="$DIR/init.weights.h5" --threads=1 \
+  >"$WORK/train.out" 2>"$WORK/train.log" || fail "pstrain train --init_from failed: $(tail -n 3 "$WORK/train.log")"
+tail -n 1 "$WORK/train.out" >"$WORK/train.json"
+python3 - "$WORK/train.json" "$DIR/keras_curve.json" <<'PY' || fail "pstrain's test losses differ from Keras's"
+import json, sys
+ours = [e["test_loss"] for e in json.load(open(sys.argv[1]))["per_epoch"]]
+keras = json.load(open(sys.argv[2]))
+print("pstrain", ours)
+print("keras  ", keras)
+assert len(ours) == len(keras) == 5, (len(ours), len(keras))
+for a, b in zip(ours, keras):
+    assert abs(a - b) <= 1e-4 * abs(b), (a, b)
+assert keras[-1] < 0.9 * keras[0], "the model did not learn, so the comparison would prove little"
+PY
+# A weights file for another model is refused, naming what does not fit.
+"$BIN/pstrain" train --job=mlp --model_json="$DIR/model.json" --init_from="$DIR/nonexistent.weights.h5" --steps=1 \
+  >/dev/null 2>"$WORK/bad_init.log" && fail "a missing --init_from file was accepted"
+grep -q "init_from" "$WORK/bad_init.log" || fail "the missing weights file's error does not name --init_from: $(cat "$WORK/bad_init.log")"
+
+# 2. A cluster's checkpoint, exported.
+make_cluster 2 2
+start_servers 2 2 --threads=1
+MODEL="$WORK/model"
+start chief 0 pstrain-chief --job="$DIR/job.json" --mode=sync --model_dir="$MODEL" --wait_timeout_secs=30
+wait_pid "$LAST_PID" 120
+[ "$WAIT_RC" = 0 ] || fail "the chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+"$BIN/pstrain" evaluate --checkpoint="$MODEL" --format=json >"$WORK/evaluate.json" 2>"$WORK/evaluate.log" \
+  || fail "pstrain evaluate failed: $(cat "$WORK/evaluate.log")"
+"$BIN/pstrain" export --checkpoint="$MODEL" --format=keras --out="$DIR/export.weights.h5" >"$WORK/export.log" 2>&1 \
+  || fail "pstrain export --format=keras failed: $(cat "$WORK/export.log")"
+"$BIN/pstrain" export --checkpoint="$MODEL" --format=onnx --out="$DIR/export.onnx" >>"$WORK/export.log" 2>&1 \
+  || fail "pstrain export --format=onnx failed: $(cat "$WORK/export.log")"
+"$BIN/pstrain" export --checkpoint="$MODEL" --format=keras --out="$DIR/export.h5" >"$WORK/bad_export.log" 2>&1 \
+  && fail "a Keras 3 export to a name Keras 3 cannot load was accepted"
+grep -q "weights.h5" "$WORK/bad_export.log" || fail "the bad export name's error does not say what to use"
+"$PY" "$SCRIPT" check "$DIR" >"$WORK/check.json" 2>"$WORK/check.log" || fail "Keras / ONNX Runtime could not use the exports: $(tail -n 5 "$WORK/check.log")"
+python3 - "$WORK/evaluate.json" "$WORK/check.json" <<'PY' || fail "the exports do not compute pstrain's test loss"
+import json, sys
+ours = json.load(open(sys.argv[1]))["test_loss"]
+theirs = json.load(open(sys.argv[2]))
+print("pstrain evaluate", ours, theirs)
+for name in ("keras_test_loss", "onnx_test_loss"):
+    assert abs(theirs[name] - ours) <= 1e-5 * max(1.0, abs(ours)), (name, theirs[name], ours)
+PY
+echo "PASS: pstrain train --init_from follows Keras's SGD curve; Keras and ONNX Runtime reproduce pstrain evaluate's test loss"
