@@ -36,6 +36,14 @@ absl::Status ParseCtrModel(JsonFields& model, ModelSpec* spec);
 // Writes the CTR part of `spec` into the canonical model object (nothing for dense models).
 void CtrModelToJson(const ModelSpec& spec, nlohmann::json* model);
 
+// data.features (tfrecord data only; refused for other data): an object {"label": name,
+// "numeric": [names], "categorical": [names]}, label required, names non-empty.
+absl::Status ParseTfExampleFeatures(JsonFields& data, bool tfrecord, TfExampleFeatureSpec* spec);
+// The features against the model: one numeric name per numeric input, one categorical name per
+// field, and no name used twice.
+absl::Status CheckTfExampleFeatures(const JobSpec& spec);
+nlohmann::json TfExampleFeaturesToJson(const TfExampleFeatureSpec& spec);
+
 }  // namespace internal_job_spec
 }  // namespace pstrain
 
