@@ -2,7 +2,8 @@
 // tfrecord_reader_fuzz builds and runs it). The first input byte picks a chunk size; the rest is a
 // file's bytes. Checks, beyond "no crash, no sanitizer report, no
 // unbounded allocation": framing the bytes whole and in chunks gives the same records or the same
-// error, every error names the file and a record, and every mapped value is in its range.
+// error, every error names the file and a record, the tf.Example wire walk gives what protobuf's
+// parser gives, and every mapped value is in its range.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -63,10 +64,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Each framed record through the mapping: two numeric inputs, two fields (one small table).
   const pstrain::TfExampleFeatureSpec features{"label", {"I1", "I2"}, {"C1", "C2"}};
   const std::vector<int64_t> tables = {3, int64_t{1} << 40};
+  pstrain::TfExampleCtrParser parser(features, tables);
   for (const std::string& record : whole.records) {
-    float label = -1, numeric[2];
-    int64_t ids[2];
-    absl::Status s = pstrain::ParseTfExampleCtr(record, features, tables, &label, numeric, ids);
+    float label = -1, numeric[2], ref_label = -1, ref_numeric[2];
+    int64_t ids[2], ref_ids[2];
+    absl::Status s = parser.Parse(record, &label, numeric, ids);
+    // The wire walk agrees with protobuf's parser, the reference.
+    absl::Status ref = parser.Parse(record, &ref_label, ref_numeric, ref_ids, /*protobuf_only=*/true);
+    Check(s == ref);
+    if (s.ok()) {
+      Check(label == ref_label && ids[0] == ref_ids[0] && ids[1] == ref_ids[1]);
+      Check(numeric[0] == ref_numeric[0] && numeric[1] == ref_numeric[1]);
+    }
     if (!s.ok()) {
       Check(s.code() == absl::StatusCode::kInvalidArgument && s.message().size() < 512);
       continue;

@@ -12,31 +12,16 @@
 namespace pstrain {
 namespace {
 
-using tfexample::Feature;
-
-const char* KindName(const Feature& f) {
-  switch (f.kind_case()) {
-    case Feature::kBytesList:
+const char* KindName(FeatureView::Kind kind) {
+  switch (kind) {
+    case FeatureView::kBytes:
       return "a bytes_list";
-    case Feature::kFloatList:
+    case FeatureView::kFloat:
       return "a float_list";
-    case Feature::kInt64List:
+    case FeatureView::kInt64:
       return "an int64_list";
     default:
       return "empty (no list)";
-  }
-}
-
-int ValueCount(const Feature& f) {
-  switch (f.kind_case()) {
-    case Feature::kBytesList:
-      return f.bytes_list().value_size();
-    case Feature::kFloatList:
-      return f.float_list().value_size();
-    case Feature::kInt64List:
-      return f.int64_list().value_size();
-    default:
-      return 0;
   }
 }
 
@@ -44,25 +29,26 @@ absl::Status BadFeature(const std::string& name, absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("feature \"", name, "\" ", why));
 }
 
-// The feature `name` of `role`, present with one value of one of the kinds `want` allows.
-absl::StatusOr<const Feature*> FixedFeature(const tfexample::Example& example, const std::string& name,
-                                            const char* role, bool int64_ok, bool float_ok, bool bytes_ok) {
-  const auto& map = example.features().feature();
-  auto it = map.find(name);
+// The view of feature `name` (`role` in messages): present, of a kind allowed, with one value.
+absl::Status CheckFixed(const FeatureView& v, const std::string& name, const char* role, bool int64_ok, bool float_ok,
+                        bool bytes_ok) {
   const std::string want = absl::StrCat(int64_ok ? "int64_list" : "", int64_ok && (float_ok || bytes_ok) ? " or " : "",
                                         float_ok ? "float_list" : "", bytes_ok ? "bytes_list" : "");
-  if (it == map.end()) {
+  if (!v.present) {
     return BadFeature(name, absl::StrCat("(", role, ") is missing; every example needs it (", want, " of 1 value)"));
   }
-  const Feature& f = it->second;
-  const bool ok_kind = (f.has_int64_list() && int64_ok) || (f.has_float_list() && float_ok) ||
-                       (f.has_bytes_list() && bytes_ok);
-  if (!ok_kind) return BadFeature(name, absl::StrCat("(", role, ") is ", KindName(f), "; want ", want));
-  if (ValueCount(f) != 1) {
-    return BadFeature(name, absl::StrCat("(", role, ") has ", ValueCount(f),
+  const bool ok_kind = (v.kind == FeatureView::kInt64 && int64_ok) || (v.kind == FeatureView::kFloat && float_ok) ||
+                       (v.kind == FeatureView::kBytes && bytes_ok);
+  if (!ok_kind) return BadFeature(name, absl::StrCat("(", role, ") is ", KindName(v.kind), "; want ", want));
+  if (v.count != 1) {
+    return BadFeature(name, absl::StrCat("(", role, ") has ", v.count,
                                          " values; want exactly 1 (a fixed-length feature of shape [])"));
   }
-  return &f;
+  return absl::OkStatus();
+}
+
+double Number(const FeatureView& v) {
+  return v.kind == FeatureView::kInt64 ? static_cast<double>(v.int64_value) : v.float_value;
 }
 
 absl::Status CheckOptions(const TfRecordCtrOptions& options) {
@@ -95,35 +81,89 @@ uint64_t Fnv1a64(absl::string_view bytes) {
   return h;
 }
 
-absl::Status ParseTfExampleCtr(absl::string_view serialized, const TfExampleFeatureSpec& features,
-                               const std::vector<int64_t>& table_sizes, float* label, float* numeric, int64_t* ids) {
+TfExampleCtrParser::TfExampleCtrParser(TfExampleFeatureSpec features, std::vector<int64_t> table_sizes)
+    : features_(std::move(features)), table_sizes_(std::move(table_sizes)) {
+  int slot = 0;
+  for (const std::string& name : {features_.label}) slots_.emplace(name, slot++);
+  for (const auto* list : {&features_.numeric, &features_.categorical}) {
+    for (const std::string& name : *list) slots_.emplace(name, slot++);
+  }
+  // A name given twice (refused by the job spec; possible here) reads the same feature twice.
+  index_.push_back(slots_.at(features_.label));
+  for (const auto* list : {&features_.numeric, &features_.categorical}) {
+    for (const std::string& name : *list) index_.push_back(slots_.at(name));
+  }
+  bytes_.reserve(slots_.size());  // never reallocated: views point into its strings
+}
+
+absl::Status TfExampleCtrParser::ProtobufViews(absl::string_view serialized) {
   tfexample::Example example;
   if (!example.ParseFromArray(serialized.data(), static_cast<int>(serialized.size()))) {
     return absl::InvalidArgumentError(absl::StrCat("the record is not a tf.Example (its ", serialized.size(),
                                                    " bytes do not parse as one)"));
   }
-  ASSIGN_OR_RETURN(const Feature* l, FixedFeature(example, features.label, "the label", true, true, false));
-  const double y = l->has_int64_list() ? static_cast<double>(l->int64_list().value(0)) : l->float_list().value(0);
-  if (y != 0.0 && y != 1.0) return BadFeature(features.label, absl::StrCat("(the label) is ", y, "; want 0 or 1"));
-  *label = static_cast<float>(y);
-  for (size_t i = 0; i < features.numeric.size(); ++i) {
-    ASSIGN_OR_RETURN(const Feature* f, FixedFeature(example, features.numeric[i], "a numeric input", true, true, false));
-    const double x = f->has_int64_list() ? static_cast<double>(f->int64_list().value(0)) : f->float_list().value(0);
-    if (!std::isfinite(x)) return BadFeature(features.numeric[i], absl::StrCat("(a numeric input) is ", x));
-    numeric[i] = x > 0.0 ? static_cast<float>(std::log1p(x)) : 0.0f;  // as a Criteo numeric field
-  }
-  for (size_t c = 0; c < features.categorical.size(); ++c) {
-    ASSIGN_OR_RETURN(const Feature* f,
-                     FixedFeature(example, features.categorical[c], "a categorical id", true, false, true));
-    const auto size = static_cast<uint64_t>(table_sizes[c]);
-    if (f->has_int64_list()) {
-      ids[c] = static_cast<int64_t>(static_cast<uint64_t>(f->int64_list().value(0)) % size);
-    } else {
-      const std::string& bytes = f->bytes_list().value(0);
-      ids[c] = bytes.empty() ? 0 : static_cast<int64_t>(Fnv1a64(bytes) % size);
+  views_.assign(slots_.size(), FeatureView());
+  for (const auto& [name, slot] : slots_) {
+    auto it = example.features().feature().find(name);
+    if (it == example.features().feature().end()) continue;
+    const tfexample::Feature& f = it->second;
+    FeatureView& v = views_[slot];
+    v.present = true;
+    if (f.has_bytes_list()) {
+      v.kind = FeatureView::kBytes;
+      v.count = f.bytes_list().value_size();
+      // The value must outlive `example`: only a fixed-length id is read, so keep its hash input.
+      if (v.count == 1) {
+        bytes_.push_back(f.bytes_list().value(0));
+        v.bytes_value = bytes_.back();
+      }
+    } else if (f.has_float_list()) {
+      v.kind = FeatureView::kFloat;
+      v.count = f.float_list().value_size();
+      if (v.count == 1) v.float_value = f.float_list().value(0);
+    } else if (f.has_int64_list()) {
+      v.kind = FeatureView::kInt64;
+      v.count = f.int64_list().value_size();
+      if (v.count == 1) v.int64_value = f.int64_list().value(0);
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status TfExampleCtrParser::Parse(absl::string_view serialized, float* label, float* numeric, int64_t* ids,
+                                       bool protobuf_only) {
+  bytes_.clear();
+  if (protobuf_only || !FastFeatureViews(serialized, slots_, &views_)) RETURN_IF_ERROR(ProtobufViews(serialized));
+  const FeatureView& l = views_[index_[0]];
+  RETURN_IF_ERROR(CheckFixed(l, features_.label, "the label", true, true, false));
+  const double y = Number(l);
+  if (y != 0.0 && y != 1.0) return BadFeature(features_.label, absl::StrCat("(the label) is ", y, "; want 0 or 1"));
+  *label = static_cast<float>(y);
+  const size_t num_numeric = features_.numeric.size();
+  for (size_t i = 0; i < num_numeric; ++i) {
+    const FeatureView& v = views_[index_[1 + i]];
+    RETURN_IF_ERROR(CheckFixed(v, features_.numeric[i], "a numeric input", true, true, false));
+    const double x = Number(v);
+    if (!std::isfinite(x)) return BadFeature(features_.numeric[i], absl::StrCat("(a numeric input) is ", x));
+    numeric[i] = x > 0.0 ? static_cast<float>(std::log1p(x)) : 0.0f;  // as a Criteo numeric field
+  }
+  for (size_t c = 0; c < features_.categorical.size(); ++c) {
+    const FeatureView& v = views_[index_[1 + num_numeric + c]];
+    RETURN_IF_ERROR(CheckFixed(v, features_.categorical[c], "a categorical id", true, false, true));
+    const auto size = static_cast<uint64_t>(table_sizes_[c]);
+    if (v.kind == FeatureView::kInt64) {
+      ids[c] = static_cast<int64_t>(static_cast<uint64_t>(v.int64_value) % size);
+    } else {
+      ids[c] = v.bytes_value.empty() ? 0 : static_cast<int64_t>(Fnv1a64(v.bytes_value) % size);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseTfExampleCtr(absl::string_view serialized, const TfExampleFeatureSpec& features,
+                               const std::vector<int64_t>& table_sizes, float* label, float* numeric, int64_t* ids) {
+  TfExampleCtrParser parser(features, table_sizes);
+  return parser.Parse(serialized, label, numeric, ids);
 }
 
 absl::StatusOr<CtrData> ReadTfRecordCtr(Env* env, const TfRecordCtrOptions& options) {
@@ -142,13 +182,14 @@ absl::StatusOr<CtrData> ReadTfRecordCtr(Env* env, const TfRecordCtrOptions& opti
   std::vector<int64_t> ids(data.num_categorical);
   int64_t record_index = 0;  // over all files, for the parts
   float label = 0;
+  TfExampleCtrParser parser(options.features, options.table_sizes);
   for (const std::string& file : mine.files) {
     auto on_record = [&](const TfRecord& record) -> absl::Status {
       const int64_t i = record_index++;
       if (mine.by_line && i % options.num_parts != options.part) return absl::OkStatus();
       absl::Status status =
           record.checksum_ok
-              ? ParseTfExampleCtr(record.data, options.features, options.table_sizes, &label, numeric.data(), ids.data())
+              ? parser.Parse(record.data, &label, numeric.data(), ids.data())
               : absl::DataLossError("the checksum of the record's data does not match (the file is corrupt)");
       if (!status.ok()) {
         status = absl::Status(status.code(), absl::StrCat(TfRecordWhere(file, record.index), status.message()));

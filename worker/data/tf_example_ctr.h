@@ -27,6 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "common/config/job_spec.h"
 #include "worker/data/ctr_data.h"
+#include "worker/data/tf_example_wire.h"
 #include "worker/data/tfrecord_reader.h"
 
 namespace pstrain {
@@ -36,6 +37,27 @@ class Env;
 // FNV-1a, 64 bits (offset basis 14695981039346656037, prime 1099511628211): how bytes ids become
 // 64-bit ids.
 uint64_t Fnv1a64(absl::string_view bytes);
+
+// Parses serialized tf.Examples for one mapping: the wire walk of tf_example_wire.h, protobuf's
+// parser where that leaves a record to it. One per thread.
+class TfExampleCtrParser {
+ public:
+  // REQUIRES: table_sizes has one entry >= 1 per categorical feature.
+  TfExampleCtrParser(TfExampleFeatureSpec features, std::vector<int64_t> table_sizes);
+  // As ParseTfExampleCtr below; `protobuf_only` skips the wire walk (the reference in tests).
+  absl::Status Parse(absl::string_view serialized, float* label, float* numeric, int64_t* ids,
+                     bool protobuf_only = false);
+
+ private:
+  absl::Status ProtobufViews(absl::string_view serialized);
+
+  const TfExampleFeatureSpec features_;
+  const std::vector<int64_t> table_sizes_;
+  FeatureSlots slots_;          // each distinct name once
+  std::vector<int> index_;      // label, numeric..., categorical... -> slot
+  std::vector<FeatureView> views_;
+  std::vector<std::string> bytes_;  // bytes values of the protobuf path, alive for one Parse
+};
 
 // Parses one serialized tf.Example into label, numeric[features.numeric.size()] and
 // ids[features.categorical.size()]. InvalidArgument naming the feature (`feature "C3" is a

@@ -292,6 +292,76 @@ TEST(TfExampleCtr, EachMappingErrorNamesTheFeature) {
               HasSubstr("the record is not a tf.Example"));
 }
 
+// The wire walk against protobuf's parser (the reference): the same status and values for valid
+// examples in every encoding protobuf accepts, and for many random corruptions of them.
+void ExpectSameAsProtobuf(TfExampleCtrParser& parser, const std::string& bytes, const std::string& what) {
+  float label[2] = {-1, -1}, numeric[2][2] = {};
+  int64_t ids[2][3] = {};
+  absl::Status fast = parser.Parse(bytes, &label[0], numeric[0], ids[0]);
+  absl::Status slow = parser.Parse(bytes, &label[1], numeric[1], ids[1], /*protobuf_only=*/true);
+  ASSERT_EQ(fast, slow) << what;
+  if (!fast.ok()) return;
+  EXPECT_EQ(label[0], label[1]) << what;
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(numeric[0][i], numeric[1][i]) << what;
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(ids[0][c], ids[1][c]) << what;
+}
+
+TEST(TfExampleCtr, WireWalkAgreesWithProtobuf) {
+  TfExampleCtrParser parser(SmallFeatures(), kTables);
+  tfexample::Example e = MakeExample(1, {3.5f, 0}, {-5, 6, int64_t{1} << 50});
+  auto& map = *e.mutable_features()->mutable_feature();
+  map["C2"].mutable_bytes_list()->add_value("a b");
+  map["unwanted"].mutable_float_list()->add_value(1);
+  map["I2"].mutable_int64_list()->add_value(12);  // I2 as int64 (replaces the float list)
+  const std::string good = e.SerializeAsString();
+  ExpectSameAsProtobuf(parser, good, "good");
+  // The wire walk decides such records itself (protobuf is the fallback, not the common path).
+  FeatureSlots slots{{"label", 0}, {"C2", 1}, {"I2", 2}};
+  std::vector<FeatureView> views;
+  ASSERT_TRUE(FastFeatureViews(good, slots, &views));
+  EXPECT_EQ(views[0].kind, FeatureView::kInt64);
+  EXPECT_EQ(views[0].int64_value, 1);
+  EXPECT_EQ(views[1].bytes_value, "a b");
+  EXPECT_EQ(views[2].int64_value, 12);
+  EXPECT_FALSE(FastFeatureViews(good + "\x0a\x00", slots, &views));  // a second Features: left to protobuf
+  // Encodings protobuf accepts that writers rarely use: an unpacked float and int64, a duplicate
+  // key (the later wins), unknown fields at every level.
+  const std::string unpacked_float = std::string("\x0a\x0d") + "\x0a\x02" "I1" "\x12\x07\x12\x05\x0d" + std::string("\x00\x00\x80\x3f", 4);
+  const std::string unpacked_int = std::string("\x0a\x0a") + "\x0a\x02" "C1" "\x12\x04\x1a\x02\x08\x07";
+  const std::string unknowns = std::string("\x0a\x10") + "\x0a\x02" "C3" "\x18\x05" +
+                               "\x12\x08\x1a\x04\x08\x09\x10\x01\x28\x02";
+  for (const std::string& extra : {unpacked_float, unpacked_int, unknowns}) {
+    // Appended inside Features: a second Features field would merge, so rebuild one Features.
+    std::string features = e.features().SerializeAsString() + extra;
+    std::string bytes = "\x0a" + std::string(1, static_cast<char>(features.size() & 0x7f)) +
+                        std::string(1, static_cast<char>(features.size() >> 7)) + features;
+    bytes[1] = static_cast<char>((features.size() & 0x7f) | 0x80);
+    ExpectSameAsProtobuf(parser, bytes, "extra");
+    ExpectSameAsProtobuf(parser, bytes + "\x10\x01", "unknown field in Example");
+  }
+  // Random corruptions: flipped, dropped and inserted bytes.
+  uint64_t state = 42;
+  auto next = [&state] { return (state = state * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+  for (int i = 0; i < 20000; ++i) {
+    std::string bytes = good;
+    for (int k = 0, n = 1 + static_cast<int>(next() % 3); k < n; ++k) {
+      const size_t at = next() % bytes.size();
+      switch (next() % 3) {
+        case 0:
+          bytes[at] = static_cast<char>(next());
+          break;
+        case 1:
+          bytes.erase(at, 1);
+          break;
+        default:
+          bytes.insert(at, 1, static_cast<char>(next()));
+      }
+    }
+    ExpectSameAsProtobuf(parser, bytes, absl::StrCat("mutation ", i));
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
 TEST(TfExampleCtr, BadRecordsNameFileRecordAndFeatureOrAreSkippedAndCounted) {
   const std::string dir = TestDir();
   tfexample::Example missing = MakeExample(1, {1, 2}, {3, 4, 5});
