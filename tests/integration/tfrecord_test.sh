@@ -6,7 +6,8 @@
 # FNV-1a 64 hashed), and `pstrain train` on the TFRecord files reaches the same test AUC as on the
 # TSV files (the same examples in the same order: the same CtrData, so the same AUC). A record with
 # a feature of the wrong type fails the job naming the file, the record and the feature; with
-# skip_bad_lines it is skipped and counted. Exits 77 when TensorFlow cannot be installed.
+# skip_bad_lines it is skipped and counted. A real cluster (1 ps, 2 workers, sync) trains one epoch on
+# the TFRecord files as on the TSV files, to the same metrics. Exits 77 when TensorFlow cannot be installed.
 source "$(dirname "$0")/lib.sh" "$1"
 source "$(dirname "$0")/pypi_venv.sh"
 PY=$(pypi_python tf) || exit 77
@@ -73,6 +74,11 @@ d = os.path.join(work, "data")
 write(d + "/train.txt", work + "/train.tfrecord", False, False)
 write(d + "/test.txt", work + "/test.tfrecord.gz", True, False, work + "/expected-test.tsv")
 write(d + "/test.txt", work + "/test-bytes.tfrecord", False, True, work + "/expected-test-bytes.tsv")
+# The training set in two files, as TSV and as TFRecord, for the cluster (one file per worker).
+for part in range(2):
+    half = open(d + "/train.txt").readlines()[part::2]
+    open("%s/train-%d.txt" % (work, part), "w").writelines(half)
+    write("%s/train-%d.txt" % (work, part), "%s/train-%d.tfrecord" % (work, part), part == 1, False)
 # A file with one bad record (C5 a float_list) among good ones, for the bad-input checks.
 lines = open(d + "/train.txt").readlines()[:50]
 with tf.io.TFRecordWriter(work + "/bad.tfrecord") as w:
@@ -150,4 +156,32 @@ timeout 120 "$BIN/pstrain" train --job="$WORK/job-skip.json" --threads=1 >"$WORK
   fail "skip_bad_lines did not skip the bad record: $(tail -n 5 "$WORK/skip.log")"
 grep -q "skipped 1 bad lines .*bad.tfrecord, record 7: feature \"C5\"" "$WORK/skip.log" ||
   fail "the skipped record is not reported: $(cat "$WORK/skip.log")"
+
+# 4. A real cluster (1 ps, 2 workers, sync, one epoch): the chief counts the records for its step
+# budget, each worker reads its own file (one plain, one GZIP); the same run on the same files as TSV
+# gives the same steps and test metrics.
+cluster_run() {  # cluster_run KIND DATA_JSON: the chief's summary in $WORK/cluster-KIND.json
+  job "$2" | sed 's/"steps": 300, "steps_per_closure": 10/"epochs": 1, "steps_per_closure": 2/' |
+    sed 's/"batch_size": 32/"batch_size": 64, "mode": "sync"/' >"$WORK/job-cluster-$1.json"
+  make_cluster 1 2
+  PIDS=()
+  start_servers 1 2 --threads=1
+  start chief 0 pstrain-chief --job="$WORK/job-cluster-$1.json" --model_dir="$WORK/model-$1" --wait_timeout_secs=60
+  wait_pid "$LAST_PID" 120
+  [ "$WAIT_RC" = 0 ] || fail "$1: the chief exited with $WAIT_RC: $(tail -n 20 "$WORK/chief-0.log")"
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  cp "$WORK/model-$1/summary.json" "$WORK/cluster-$1.json"
+}
+cluster_run tsv "{\"dataset\": \"criteo\", \"train_files\": [\"$WORK/train-*.txt\"], \"test_files\": [\"$WORK/data/test.txt\"]}"
+cluster_run tfrecord "{\"dataset\": \"tfrecord\", \"train_files\": [\"$WORK/train-*.tfrecord\"],
+  \"test_files\": [\"$WORK/test.tfrecord.gz\"], \"features\": {$NAMES}}"
+python3 - "$WORK/cluster-tsv.json" "$WORK/cluster-tfrecord.json" <<'PY' || fail "the cluster's run on TFRecord differs from TSV"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+steps = [d.get("global_step", d.get("steps")) for d in (a, b)]
+assert steps[0] == steps[1] == 47, steps  # ceil(3000 / 64): the chief counted 3000 records
+for key in ("final_test_auc", "final_test_logloss"):
+    assert abs(a[key] - b[key]) <= 1e-5 * max(1, abs(a[key])), (key, a[key], b[key])
+print("cluster: steps", steps[0], "test AUC", a["final_test_auc"], b["final_test_auc"])
+PY
 echo "PASS"
