@@ -73,8 +73,8 @@ ABSL_FLAG(bool, init_only, false,
 ABSL_FLAG(std::string, data_dir, "",
           "data directory (overrides the job's data.dir; criteo: the cache of the default synthetic set)");
 ABSL_FLAG(std::string, train_files, "",
-          "criteo jobs: comma-separated training files or globs (overrides data.train_files)");
-ABSL_FLAG(std::string, test_files, "", "criteo jobs: comma-separated test files or globs (overrides data.test_files)");
+          "criteo and tfrecord jobs: comma-separated training files or globs (overrides data.train_files)");
+ABSL_FLAG(std::string, test_files, "", "criteo and tfrecord jobs: comma-separated test files or globs (overrides data.test_files)");
 ABSL_FLAG(int64_t, eval_poll_secs, 2, "evaluator: how often to look for a new checkpoint");
 
 namespace pstrain {

@@ -177,7 +177,7 @@ nlohmann::json JobSpecToJson(const JobSpec& spec);
 
 // Command-line overrides of a criteo or tfrecord job's data files (--train_files / --test_files): each a
 // comma-separated list of paths or globs, "" leaving that split as it is. InvalidArgument naming
-// `flag_prefix` + the flag when the job is not a criteo job, or when only one split would then
+// `flag_prefix` + the flag when the job is not a criteo or tfrecord job, or when only one split would then
 // have files (give both, or neither for the default synthetic set).
 absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::string& test_files,
                                   const std::string& flag_prefix, JobSpec* job);

@@ -200,7 +200,7 @@ absl::StatusOr<CtrData> ReadTfRecordCtr(Env* env, const TfRecordCtrOptions& opti
       if ((data.size + 1) * row_bytes > budget) {
         return absl::ResourceExhaustedError(
             absl::StrCat(TfRecordWhere(file, record.index), "the examples read so far pass the memory budget of ",
-                         FormatBytes(budget), " (", kMemoryBudgetFlag, "); read fewer files per worker"));
+                         FormatBytes(budget), " for a data part; give the job more workers (each reads its own part)"));
       }
       data.labels.push_back(label);
       data.numeric.insert(data.numeric.end(), numeric.begin(), numeric.end());

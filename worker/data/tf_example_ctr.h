@@ -14,7 +14,7 @@
 // a proto that does not parse, a feature missing, of the wrong type or length, or a bad value) is
 // an error naming the file, the record index and the feature, or with skip_bad_records is counted
 // (CtrData::bad_lines_skipped) and skipped. Broken framing (tfrecord_reader.h) always fails.
-// Thread-safety: pure functions.
+// Thread-safety: a TfExampleCtrParser per thread; the free functions are pure.
 #ifndef PSTRAIN_WORKER_DATA_TF_EXAMPLE_CTR_H_
 #define PSTRAIN_WORKER_DATA_TF_EXAMPLE_CTR_H_
 
@@ -73,8 +73,8 @@ struct TfRecordCtrOptions {
   bool skip_bad_records = false;
   int part = 0, num_parts = 1;
   int64_t max_record_bytes = kDefaultMaxTfRecordBytes;
-  // Most bytes the examples may take in memory (CtrData::ExampleBytes); 0: the host's memory
-  // budget (memory_budget.h) in `env`.
+  // Most bytes the examples may take in memory (CtrData::ExampleBytes); 0: the host's default
+  // memory budget (memory_budget.h: half its memory) in `env`.
   int64_t max_example_bytes = 0;
 };
 
