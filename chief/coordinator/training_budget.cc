@@ -41,7 +41,7 @@ absl::StatusOr<int64_t> TrainExamples(Env* env, const DataSpec& data) {
     lines += blank ? 0 : 1;
     return data.header && lines > 0 ? lines - 1 : lines;
   }
-  if (data.dataset == "criteo") return CountCtrLines(env, data, Split::kTrain, "");
+  if (IsCtrDataset(data.dataset)) return CountCtrLines(env, data, Split::kTrain, "");
   return absl::InvalidArgumentError(absl::StrCat("unknown data.dataset \"", data.dataset, "\""));
 }
 

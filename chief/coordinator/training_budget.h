@@ -22,7 +22,7 @@ struct TrainingBudget {
 
 // Number of training examples of the job's data set: 60000 for Fashion-MNIST, num_examples for
 // synthetic_linear, the data lines of a CSV file, the lines of a criteo job's training files (the
-// default synthetic set generated first when the job names none). NotFound naming the file when a
+// default synthetic set generated first when the job names none), the records of a tfrecord job's. NotFound naming the file when a
 // file is missing. `env` (not owned) reads criteo files and finds the default set's cache.
 absl::StatusOr<int64_t> TrainExamples(Env* env, const DataSpec& data);
 

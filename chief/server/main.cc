@@ -75,8 +75,8 @@ ABSL_FLAG(std::string, data_dir, "",
 ABSL_FLAG(std::string, model_json, "",
           "a Keras model's to_json() file: replaces the job's model, keeping its loss and data");
 ABSL_FLAG(std::string, train_files, "",
-          "criteo jobs: comma-separated training files or globs (overrides data.train_files)");
-ABSL_FLAG(std::string, test_files, "", "criteo jobs: comma-separated test files or globs (overrides data.test_files)");
+          "criteo and tfrecord jobs: comma-separated training files or globs (overrides data.train_files)");
+ABSL_FLAG(std::string, test_files, "", "criteo and tfrecord jobs: comma-separated test files or globs (overrides data.test_files)");
 ABSL_FLAG(int64_t, eval_poll_secs, 2, "evaluator: how often to look for a new checkpoint");
 
 namespace pstrain {

@@ -231,9 +231,10 @@ absl::Status ParseData(JsonFields& top, DataSpec* data) {
   JsonFields f(*value, "data", kPrefix);
   DataSpec d;
   ASSIGN_OR_RETURN(data->dataset,
-                   f.String("dataset", d.dataset, {"fashion_mnist", "csv", "synthetic_linear", "criteo"}));
+                   f.String("dataset", d.dataset, {"fashion_mnist", "csv", "synthetic_linear", "criteo", "tfrecord"}));
   const bool synthetic = data->dataset == "synthetic_linear";
-  const bool criteo = data->dataset == "criteo";
+  const bool criteo = IsCtrDataset(data->dataset);
+  const bool tfrecord = data->dataset == "tfrecord";
   ASSIGN_OR_RETURN(data->dir, f.String("dir", criteo ? "" : d.dir));
   ASSIGN_OR_RETURN(data->train_files, f.StringList("train_files", internal_job_spec::kMaxDataFiles));
   ASSIGN_OR_RETURN(data->test_files, f.StringList("test_files", internal_job_spec::kMaxDataFiles));
@@ -247,9 +248,14 @@ absl::Status ParseData(JsonFields& top, DataSpec* data) {
   ASSIGN_OR_RETURN(data->num_examples,
                    f.Int("num_examples", 0, synthetic ? DimensionRange() : IntBetween(0, kMaxDimension)));
   ASSIGN_OR_RETURN(data->shuffle_seed, f.Int("shuffle_seed", 0, AnyInt()));
+  RETURN_IF_ERROR(internal_job_spec::ParseTfExampleFeatures(f, tfrecord, &data->features));
   RETURN_IF_ERROR(f.NoUnknownKeys());
   if (!criteo && (!data->train_files.empty() || !data->test_files.empty() || data->skip_bad_lines)) {
-    return Invalid("data", "train_files, test_files and skip_bad_lines are for criteo data");
+    return Invalid("data", "train_files, test_files and skip_bad_lines are for criteo and tfrecord data");
+  }
+  if (tfrecord && (data->train_files.empty() || data->test_files.empty())) {
+    return Invalid(data->train_files.empty() ? "data.train_files" : "data.test_files",
+                   "is required for tfrecord data (there is no default set of TFRecord files)");
   }
   if (criteo && data->train_files.empty() != data->test_files.empty()) {
     return Invalid(data->train_files.empty() ? "data.train_files" : "data.test_files",
@@ -327,14 +333,15 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
   RETURN_IF_ERROR(ParseModel(top, &spec.model));
   RETURN_IF_ERROR(ParseOptimizer(top, &spec.optimizer));
   RETURN_IF_ERROR(ParseData(top, &spec.data));
-  if (spec.model.is_graph() && spec.data.dataset == "criteo") {
-    return Invalid("data.dataset", "criteo feeds CTR models (model.fields); a Keras model is trained on "
-                                   "fashion_mnist, csv or synthetic_linear data for now");
+  if (spec.model.is_graph() && IsCtrDataset(spec.data.dataset)) {
+    return Invalid("data.dataset", spec.data.dataset + " feeds CTR models (model.fields); a Keras model is trained "
+                                   "on fashion_mnist, csv or synthetic_linear data for now");
   }
-  if (!spec.model.is_graph() && spec.model.is_ctr() != (spec.data.dataset == "criteo")) {
-    return Invalid("data.dataset", spec.model.is_ctr() ? "must be criteo for a model with fields (CTR)"
-                                                       : "criteo needs a CTR model (model.fields)");
+  if (!spec.model.is_graph() && spec.model.is_ctr() != IsCtrDataset(spec.data.dataset)) {
+    return Invalid("data.dataset", spec.model.is_ctr() ? "must be criteo or tfrecord for a model with fields (CTR)"
+                                                       : spec.data.dataset + " needs a CTR model (model.fields)");
   }
+  if (spec.data.dataset == "tfrecord") RETURN_IF_ERROR(internal_job_spec::CheckTfExampleFeatures(spec));
   RETURN_IF_ERROR(ParseSchedule(top, &spec.schedule));
   RETURN_IF_ERROR(ParsePartitioner(top, &spec.partitioner));
   ASSIGN_OR_RETURN(spec.batch_size, top.Int("batch_size", 64, DimensionRange()));
@@ -385,11 +392,12 @@ json JobSpecToJson(const JobSpec& spec) {
                {"label_column", d.label_column}, {"header", d.header},
                {"num_examples", d.num_examples}, {"shuffle_seed", d.shuffle_seed}};
   if (d.allow_test_in_train) data["allow_test_in_train"] = true;
-  if (d.dataset == "criteo") {
+  if (IsCtrDataset(d.dataset)) {
     data["train_files"] = d.train_files;
     data["test_files"] = d.test_files;
     data["skip_bad_lines"] = d.skip_bad_lines;
   }
+  if (d.dataset == "tfrecord") data["features"] = internal_job_spec::TfExampleFeaturesToJson(d.features);
   json j{
       {"name", spec.name},
       {"model", model},

@@ -100,8 +100,17 @@ struct OptimizerSpec {
   double beta = 0.0;
 };
 
+// tfrecord data: which tf.Example features (by name) hold the label, the numeric inputs (in the
+// model's order) and the categorical fields (one per model field, in order). Each is a
+// fixed-length feature of one value, as tf.io.FixedLenFeature([], ...) reads it.
+struct TfExampleFeatureSpec {
+  std::string label;                     // int64 or float, 0 or 1
+  std::vector<std::string> numeric;      // float or int64
+  std::vector<std::string> categorical;  // int64 ids, or bytes (hashed)
+};
+
 struct DataSpec {
-  std::string dataset = "fashion_mnist";  // fashion_mnist | csv | synthetic_linear | criteo
+  std::string dataset = "fashion_mnist";  // fashion_mnist | csv | synthetic_linear | criteo | tfrecord
   // fashion_mnist: the IDX files. criteo: where the default synthetic set is cached ("" = the
   // user's cache directory), used when train_files is empty.
   std::string dir = "/usr/share/datasets/fashion-mnist";
@@ -115,7 +124,10 @@ struct DataSpec {
   // a glob. Both empty: the default synthetic set, generated into `dir` on first use.
   std::vector<std::string> train_files;
   std::vector<std::string> test_files;
-  bool skip_bad_lines = false;  // criteo: skip and count malformed lines instead of failing
+  bool skip_bad_lines = false;  // criteo, tfrecord: skip and count bad lines / records instead of failing
+  // tfrecord: TFRecord files (plain or GZIP) of tf.Example in train_files / test_files (both
+  // required), mapped to the CTR model's inputs by `features`.
+  TfExampleFeatureSpec features;
   // A training file that is also a test file is refused (the test metrics would mean nothing)
   // unless this is set: "allow_test_in_train": true.
   bool allow_test_in_train = false;
@@ -155,6 +167,9 @@ struct JobSpec {
   int64_t ps_replicas = 0;
 };
 
+// True for the data sets of CTR models (model.fields): criteo and tfrecord.
+inline bool IsCtrDataset(const std::string& dataset) { return dataset == "criteo" || dataset == "tfrecord"; }
+
 // Parses and validates a job spec document. InvalidArgument naming the field on any problem: a
 // wrong type, a value outside its range (Keras's, TensorFlow's or PyTorch's checks where they have
 // them), or a key no field has (naming the nearest known key).
@@ -163,9 +178,9 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const nlohmann::json& doc);
 // The canonical JSON form (every field explicit); JobSpecFromJson(JobSpecToJson(s)) == s.
 nlohmann::json JobSpecToJson(const JobSpec& spec);
 
-// Command-line overrides of a criteo job's data files (--train_files / --test_files): each a
+// Command-line overrides of a criteo or tfrecord job's data files (--train_files / --test_files): each a
 // comma-separated list of paths or globs, "" leaving that split as it is. InvalidArgument naming
-// `flag_prefix` + the flag when the job is not a criteo job, or when only one split would then
+// `flag_prefix` + the flag when the job is not a criteo or tfrecord job, or when only one split would then
 // have files (give both, or neither for the default synthetic set).
 absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::string& test_files,
                                   const std::string& flag_prefix, JobSpec* job);

@@ -122,15 +122,62 @@ void CtrModelToJson(const ModelSpec& spec, json* model) {
   (*model)["fields"] = std::move(fields);
 }
 
+absl::Status ParseTfExampleFeatures(JsonFields& data, bool tfrecord, TfExampleFeatureSpec* spec) {
+  const nlohmann::json* value = data.Find("features");
+  if (value == nullptr) {
+    if (tfrecord) {
+      return data.Invalid("features", "is required for tfrecord data: {\"label\": name, \"numeric\": [names], "
+                                      "\"categorical\": [names]} naming the tf.Example features");
+    }
+    return absl::OkStatus();
+  }
+  if (!tfrecord) return data.Invalid("features", "is for tfrecord data only");
+  const std::string path = data.Where("features");
+  RETURN_IF_ERROR(JsonFields::RequireObject(*value, path, kPrefix));
+  JsonFields f(*value, path, kPrefix);
+  ASSIGN_OR_RETURN(spec->label, f.String("label", ""));
+  ASSIGN_OR_RETURN(spec->numeric, f.StringList("numeric", 10000));
+  ASSIGN_OR_RETURN(spec->categorical, f.StringList("categorical", 10000));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  if (spec->label.empty()) return f.Invalid("label", "is required: the name of the tf.Example feature holding the label");
+  return absl::OkStatus();
+}
+
+absl::Status CheckTfExampleFeatures(const JobSpec& spec) {
+  const TfExampleFeatureSpec& f = spec.data.features;
+  if (static_cast<int64_t>(f.numeric.size()) != spec.model.numeric_inputs) {
+    return Invalid("data.features.numeric", absl::StrCat("names ", f.numeric.size(), " features but the model has ",
+                                                        spec.model.numeric_inputs, " numeric inputs; name one each"));
+  }
+  if (f.categorical.size() != spec.model.fields.size()) {
+    return Invalid("data.features.categorical",
+                   absl::StrCat("names ", f.categorical.size(), " features but the model has ", spec.model.fields.size(),
+                                " fields (model.fields, counts included); name one each"));
+  }
+  std::set<std::string> seen{f.label};
+  for (const auto* list : {&f.numeric, &f.categorical}) {
+    for (const std::string& name : *list) {
+      if (!seen.insert(name).second) {
+        return Invalid("data.features", absl::StrCat("names feature \"", name, "\" twice; each input needs its own"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+nlohmann::json TfExampleFeaturesToJson(const TfExampleFeatureSpec& spec) {
+  return {{"label", spec.label}, {"numeric", spec.numeric}, {"categorical", spec.categorical}};
+}
+
 }  // namespace internal_job_spec
 
 absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::string& test_files,
                                   const std::string& flag_prefix, JobSpec* job) {
   if (train_files.empty() && test_files.empty()) return absl::OkStatus();
   const std::string flag = absl::StrCat(flag_prefix, train_files.empty() ? "test_files" : "train_files");
-  if (job->data.dataset != "criteo") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " is for criteo jobs (CTR models); job \"", job->name, "\" reads ", job->data.dataset));
+  if (!IsCtrDataset(job->data.dataset)) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " is for criteo and tfrecord jobs (CTR models); job \"",
+                                                   job->name, "\" reads ", job->data.dataset));
   }
   auto split = [](const std::string& list) {
     std::vector<std::string> out;

@@ -119,7 +119,7 @@ absl::Status OverrideModelJson(const std::string& path, const std::string& flag,
   if (path.empty()) return absl::OkStatus();
   if (job->model.is_ctr()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": job \"", job->name, "\" is a CTR job (criteo data); a Keras model is trained on "
+        absl::StrCat(flag, ": job \"", job->name, "\" is a CTR job (criteo or tfrecord data); a Keras model is trained on "
                      "fashion_mnist, csv or synthetic_linear data for now"));
   }
   ASSIGN_OR_RETURN(nlohmann::json doc, ReadJsonFile(path));

@@ -44,6 +44,13 @@ void KerasModelToJson(const ModelSpec& spec, nlohmann::json* model);
 // A job file's model.keras_json (a path, relative to `spec_path`'s folder) read into
 // model.keras_model; errors name the key and the file.
 absl::Status InlineKerasJson(const std::string& spec_path, nlohmann::json* doc);
+// data.features (tfrecord data only; refused for other data): an object {"label": name,
+// "numeric": [names], "categorical": [names]}, label required, names non-empty.
+absl::Status ParseTfExampleFeatures(JsonFields& data, bool tfrecord, TfExampleFeatureSpec* spec);
+// The features against the model: one numeric name per numeric input, one categorical name per
+// field, and no name used twice.
+absl::Status CheckTfExampleFeatures(const JobSpec& spec);
+nlohmann::json TfExampleFeaturesToJson(const TfExampleFeatureSpec& spec);
 
 }  // namespace internal_job_spec
 }  // namespace pstrain

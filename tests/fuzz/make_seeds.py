@@ -171,8 +171,44 @@ def text_seeds():
     write("criteo_parser_fuzz", "criteo", b"\x41" + (full + "\n" + full + "\n").encode())
 
 
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def tfrecord(data):  # one record framed as TFRecord: length, masked CRCs, little-endian
+    def masked(b):
+        c = crc32c(b)
+        return ((((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF).to_bytes(4, "little")
+    length = len(data).to_bytes(8, "little")
+    return length + masked(length) + data + masked(data)
+
+
+def tfrecord_seeds():
+    # tfrecord_reader_fuzz: the first byte picks a chunk size; the rest is a TFRecord file of
+    # tf.Example (Example.features = 1, Features.feature = 1 (map: key 1, value 2), Feature:
+    # bytes_list 1, float_list 2, int64_list 3; each list's value = 1, packed for numbers).
+    def feature(name, kind, payload):
+        return field_bytes(1, field_bytes(1, name.encode()) + field_bytes(2, field_bytes(kind, payload)))
+    def example(label, i1, i2, c1, c2):
+        return field_bytes(1, feature("label", 3, field_bytes(1, varint(label))) +
+                           feature("I1", 2, field_bytes(1, struct.pack("<f", i1))) +
+                           feature("I2", 3, field_bytes(1, varint(i2))) +
+                           feature("C1", 3, field_bytes(1, varint(c1))) +
+                           feature("C2", 1, field_bytes(1, c2)))
+    good = tfrecord(example(1, 2.5, 7, 12345, b"68fd1e64")) + tfrecord(example(0, 0.0, 0, 2, b""))
+    write("tfrecord_reader_fuzz", "examples", b"\x05" + good)
+    write("tfrecord_reader_fuzz", "empty_record", b"\x00" + tfrecord(b""))
+    write("tfrecord_reader_fuzz", "truncated", b"\x03" + good[:-3])
+
+
 if __name__ == "__main__":
     channel_seeds()
     checkpoint_seeds()
     idx_seeds()
     text_seeds()
+    tfrecord_seeds()

@@ -9,6 +9,8 @@
 #include "worker/data/criteo_reader.h"
 #include "worker/data/ctr_default_data.h"
 #include "worker/data/file_reader.h"
+#include "worker/data/tf_example_ctr.h"
+#include "worker/data/tfrecord_reader.h"
 
 namespace pstrain {
 
@@ -71,6 +73,13 @@ absl::StatusOr<int64_t> CountCtrLines(Env* env, const DataSpec& data, Split spli
   ASSIGN_OR_RETURN(std::vector<std::string> patterns, CtrSplitFiles(env, data, split, data_dir));
   ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandDataFiles(patterns));
   int64_t lines = 0;
+  if (data.dataset == "tfrecord") {
+    for (const std::string& file : files) {
+      ASSIGN_OR_RETURN(int64_t records, CountTfRecords(file));
+      lines += records;
+    }
+    return lines;
+  }
   for (const std::string& file : files) {
     char last = '\n';
     RETURN_IF_ERROR(ReadMaybeGzipFileInChunks(file, 1 << 20, [&](absl::string_view chunk) {
@@ -85,18 +94,33 @@ absl::StatusOr<int64_t> CountCtrLines(Env* env, const DataSpec& data, Split spli
 
 absl::StatusOr<Dataset> LoadCtrDataset(Env* env, const JobSpec& job, Split split, const std::string& data_dir, int part,
                                        int num_parts) {
-  CriteoOptions options;
-  ASSIGN_OR_RETURN(options.files_or_globs, CtrSplitFiles(env, job.data, split, data_dir));
-  options.num_numeric = static_cast<int>(job.model.numeric_inputs);
-  options.num_categorical = static_cast<int>(job.model.fields.size());
-  for (const EmbeddingFieldSpec& f : job.model.fields) options.table_sizes.push_back(f.vocabulary_size);
-  options.skip_bad_lines = job.data.skip_bad_lines;
-  options.part = part;
-  options.num_parts = num_parts;
-  ASSIGN_OR_RETURN(CtrData data, ReadCriteo(options));
+  ASSIGN_OR_RETURN(std::vector<std::string> patterns, CtrSplitFiles(env, job.data, split, data_dir));
+  std::vector<int64_t> table_sizes;
+  for (const EmbeddingFieldSpec& f : job.model.fields) table_sizes.push_back(f.vocabulary_size);
+  CtrData data;
+  if (job.data.dataset == "tfrecord") {
+    TfRecordCtrOptions options;
+    options.files_or_globs = patterns;
+    options.features = job.data.features;
+    options.table_sizes = std::move(table_sizes);
+    options.skip_bad_records = job.data.skip_bad_lines;
+    options.part = part;
+    options.num_parts = num_parts;
+    ASSIGN_OR_RETURN(data, ReadTfRecordCtr(env, options));
+  } else {
+    CriteoOptions options;
+    options.files_or_globs = patterns;
+    options.num_numeric = static_cast<int>(job.model.numeric_inputs);
+    options.num_categorical = static_cast<int>(job.model.fields.size());
+    options.table_sizes = std::move(table_sizes);
+    options.skip_bad_lines = job.data.skip_bad_lines;
+    options.part = part;
+    options.num_parts = num_parts;
+    ASSIGN_OR_RETURN(data, ReadCriteo(options));
+  }
   if (data.size == 0) {
     std::string files;
-    for (const std::string& f : options.files_or_globs) absl::StrAppend(&files, files.empty() ? "" : ", ", f);
+    for (const std::string& f : patterns) absl::StrAppend(&files, files.empty() ? "" : ", ", f);
     return absl::InvalidArgumentError(
         absl::StrCat("the ", split == Split::kTrain ? "training" : "test", " data (", files, ") has no examples",
                      num_parts > 1 ? absl::StrCat(" for part ", part, " of ", num_parts) : std::string()));

@@ -1,6 +1,7 @@
-// The data of a CTR job (data.dataset "criteo") as a Dataset: the files the job names, or the
-// default synthetic set (generated into the cache on first use), read in Criteo's layout with the
-// model's field count and table sizes (ids hashed modulo each field's vocabulary_size).
+// The data of a CTR job (data.dataset "criteo" or "tfrecord") as a Dataset: the files the job
+// names, or (criteo only) the default synthetic set (generated into the cache on first use), read
+// in Criteo's layout or as tf.Example records (tf_example_ctr.h) with the model's field count and
+// table sizes (ids hashed modulo each field's vocabulary_size).
 // Thread-safety: pure functions over files (the default set's cache is safe to share).
 #ifndef PSTRAIN_WORKER_DATA_CTR_DATASET_H_
 #define PSTRAIN_WORKER_DATA_CTR_DATASET_H_
@@ -34,13 +35,14 @@ absl::StatusOr<CtrSyntheticSummary> EnsureJobDefaultCtrData(Env* env, const Data
 absl::StatusOr<std::vector<std::string>> CtrSplitFiles(Env* env, const DataSpec& data, Split split,
                                                        const std::string& data_dir);
 
-// The lines of the split's files (gzip read through), an epoch's examples for the chief's step
+// The lines (tfrecord: records) of the split's files (gzip read through), an epoch's examples for the chief's step
 // budget (bad lines that a job skips are counted too). Errors as reading the files.
 absl::StatusOr<int64_t> CountCtrLines(Env* env, const DataSpec& data, Split split, const std::string& data_dir);
 
-// Reads part `part` of `num_parts` of the split (criteo_reader.h says how lines are shared out)
+// Reads part `part` of `num_parts` of the split (criteo_reader.h says how lines are shared out,
+// tf_example_ctr.h records)
 // into a Dataset: features [size, numeric_inputs], targets the labels, ids [size, fields].
-// Errors as ReadCriteo, naming the file; InvalidArgument when the part is empty.
+// Errors as ReadCriteo / ReadTfRecordCtr, naming the file; InvalidArgument when the part is empty.
 absl::StatusOr<Dataset> LoadCtrDataset(Env* env, const JobSpec& job, Split split, const std::string& data_dir,
                                        int part = 0, int num_parts = 1);
 

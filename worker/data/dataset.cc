@@ -183,7 +183,7 @@ Dataset SyntheticLinearDataset(int64_t examples, int64_t features, uint64_t seed
 absl::StatusOr<Dataset> LoadDataset(Env* env, const JobSpec& job, Split split, const std::string& data_dir,
                                     int64_t max_file_bytes) {
   const DataSpec& spec = job.data;
-  if (spec.dataset == "criteo") return LoadCtrDataset(env, job, split, data_dir);
+  if (IsCtrDataset(spec.dataset)) return LoadCtrDataset(env, job, split, data_dir);
   const bool classification = job.model.loss == "sparse_categorical_crossentropy";
   Dataset d;
   std::string what;

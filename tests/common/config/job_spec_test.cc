@@ -384,6 +384,57 @@ TEST(JobSpecTest, CtrRoundTripsThroughCanonicalJson) {
   EXPECT_TRUE(again->data.skip_bad_lines);
 }
 
+// data.dataset "tfrecord": files required, a features mapping that matches the model, refused
+// elsewhere, unknown keys named; the canonical form round-trips.
+TEST(JobSpecTest, TfRecordDataNeedsFeaturesMatchingTheModel) {
+  auto tfrecord = [] {
+    nlohmann::json doc = Ctr();
+    nlohmann::json numeric = nlohmann::json::array(), categorical = nlohmann::json::array();
+    for (int i = 1; i <= 13; ++i) numeric.push_back("I" + std::to_string(i));
+    for (int i = 1; i <= 26; ++i) categorical.push_back("C" + std::to_string(i));
+    doc["data"] = {{"dataset", "tfrecord"}, {"train_files", {"/d/train-*.tfrecord"}}, {"test_files", "/d/test.gz"},
+                   {"features", {{"label", "clicked"}, {"numeric", numeric}, {"categorical", categorical}}}};
+    return doc;
+  };
+  auto spec = JobSpecFromJson(tfrecord());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->data.features.label, "clicked");
+  EXPECT_EQ(spec->data.features.numeric.size(), 13u);
+  EXPECT_EQ(spec->data.features.categorical[25], "C26");
+  auto again = JobSpecFromJson(JobSpecToJson(*spec));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(JobSpecToJson(*again), JobSpecToJson(*spec));
+  EXPECT_EQ(again->data.features.categorical, spec->data.features.categorical);
+
+  nlohmann::json doc = tfrecord();
+  doc["data"].erase("features");
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.features is required for tfrecord data"));
+  doc = tfrecord();
+  doc["data"].erase("test_files");
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.test_files is required for tfrecord data"));
+  doc = tfrecord();
+  doc["data"]["features"]["numeric"].erase(0);
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.features.numeric names 12 features but the model has 13 numeric inputs"));
+  doc = tfrecord();
+  doc["data"]["features"]["categorical"].push_back("C27");
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.features.categorical names 27 features but the model has 26 fields"));
+  doc = tfrecord();
+  doc["data"]["features"]["categorical"][3] = "I2";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("names feature \"I2\" twice"));
+  doc = tfrecord();
+  doc["data"]["features"].erase("label");
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.features.label is required"));
+  doc = tfrecord();
+  doc["data"]["features"]["numerics"] = doc["data"]["features"]["numeric"];
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("unknown key \"numerics\" in data.features"));
+  doc = tfrecord();
+  doc["data"]["dataset"] = "criteo";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.features is for tfrecord data only"));
+  doc = Cnn();
+  doc["data"] = tfrecord()["data"];
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("tfrecord needs a CTR model"));
+}
+
 TEST(JobSpecTest, CtrFieldsNamedAndInitializedAsKeras) {
   auto doc = Ctr();
   doc["model"]["fields"] = {{{"name", "user"}, {"vocabulary_size", 10}, {"embedding_dim", 4}},
@@ -472,7 +523,7 @@ TEST(JobSpecTest, CtrErrorsNameTheField) {
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.numeric_inputs needs model.fields"));
   doc = Cnn();
   doc["data"]["skip_bad_lines"] = true;
-  EXPECT_THAT(ErrorOf(doc), HasSubstr("are for criteo data"));
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("are for criteo and tfrecord data"));
 }
 
 // The CTR keys go through the same reader as every other field: unknown keys name the nearest
@@ -544,7 +595,7 @@ TEST(JobSpecTest, CtrDataFilesFromTheCommandLine) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("--train_files needs --test_files too"));
   auto cnn = LoadJobSpec("cnn");
   EXPECT_THAT(std::string(OverrideCtrDataFiles("a", "b", "--", &*cnn).message()),
-              HasSubstr("--train_files is for criteo jobs"));
+              HasSubstr("--train_files is for criteo and tfrecord jobs"));
 }
 
 TEST(JobSpecTest, LoadErrors) {
