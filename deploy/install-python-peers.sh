@@ -41,6 +41,10 @@ pins() {
 install_env() {
   local name=$1 dir="$VENV_ROOT/$1" want step
   want=$(pins "$name") || { echo "install-python-peers: unknown environment '$name' (tools keras tf torch torchrec all)" >&2; exit 2; }
+  # Tests run in parallel and may ask for one environment at once: one installs, the others wait.
+  mkdir -p "$VENV_ROOT"
+  exec {lock}>"$VENV_ROOT/.$name.lock"
+  flock -w 1200 "$lock" || { echo "install-python-peers: waited 20 minutes for another install of '$name'" >&2; exit 1; }
   if [ -x "$dir/bin/python" ] && [ "$(cat "$dir/.pstrain-pins" 2>/dev/null)" = "$want" ]; then
     return 0
   fi

@@ -10,6 +10,10 @@ if [ $# -gt 0 ]; then
   exit 2
 fi
 bash deploy/build.sh
+# The Python environments whose real tools check pstrain's files (TensorBoard, Keras, ONNX Runtime,
+# TensorFlow), installed once before the tests that use them; offline, those tests skip.
+timeout 1500 bash deploy/install-python-peers.sh tools keras tf >/dev/null ||
+  echo "run-tests: the Python environments could not be installed (is PyPI reachable?); the tests that use them skip" >&2
 start=$(date +%s)
 ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 900
 echo "run-tests: ctest took $(( $(date +%s) - start )) s" >&2

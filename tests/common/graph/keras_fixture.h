@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/graph/keras_json.h"
 #include "gtest/gtest.h"
 
 namespace pstrain {
@@ -19,6 +20,13 @@ inline std::string ReadFixture(const std::string& name) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The fixture's graph; a fixture the reader refuses fails the calling test (an empty graph).
+inline ModelGraph LoadFixtureGraph(const std::string& name) {
+  absl::StatusOr<ModelGraph> graph = ReadKerasModelJson(ReadFixture(name), name);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  return graph.ok() ? *graph : ModelGraph();
 }
 
 }  // namespace pstrain

@@ -16,11 +16,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-ModelGraph Load(const std::string& name) {
-  absl::StatusOr<ModelGraph> graph = ReadKerasModelJson(ReadFixture(name), name);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  return graph.ok() ? *graph : ModelGraph();
-}
+ModelGraph Load(const std::string& name) { return LoadFixtureGraph(name); }
 
 int FindLayer(const ModelGraph& g, const std::string& name) {
   for (size_t i = 0; i < g.layers.size(); ++i) {

@@ -22,11 +22,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-ModelGraph Load(const std::string& name) {
-  absl::StatusOr<ModelGraph> graph = ReadKerasModelJson(ReadFixture(name), name);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  return graph.ok() ? *graph : ModelGraph();
-}
+ModelGraph Load(const std::string& name) { return LoadFixtureGraph(name); }
 
 // Distinct values for every element of every variable.
 NamedWeights MakeWeights(const ModelGraph& graph) {

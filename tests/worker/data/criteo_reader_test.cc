@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/worker/data/data_files.h"
 #include "worker/data/criteo_parser.h"
 #include "worker/data/ctr_dataset.h"
 #include "worker/data/shard_iterator.h"
@@ -26,24 +27,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string TestDir() {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "/criteo_", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-void WriteFile(const std::string& path, const std::string& bytes, bool gzip = false) {
-  if (gzip) {
-    gzFile f = gzopen(path.c_str(), "wb");
-    ASSERT_NE(f, nullptr);
-    ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
-    gzclose(f);
-  } else {
-    std::ofstream(path, std::ios::binary) << bytes;
-  }
-}
+std::string TestDir() { return pstrain::TestDir("criteo"); }
 
 // A small layout (2 numeric, 3 categorical fields) keeps lines readable.
 CriteoFormat SmallFormat() {

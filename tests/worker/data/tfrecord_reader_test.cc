@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/worker/data/data_files.h"
 #include "proto/example.pb.h"
 #include "worker/data/crc32c.h"
 #include "worker/data/criteo_reader.h"
@@ -23,24 +24,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string TestDir() {
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/tfrecord_",
-                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-void WriteFile(const std::string& path, const std::string& bytes, bool gzip = false) {
-  if (gzip) {
-    gzFile f = gzopen(path.c_str(), "wb");
-    ASSERT_NE(f, nullptr);
-    ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
-    gzclose(f);
-  } else {
-    std::ofstream(path, std::ios::binary) << bytes;
-  }
-}
+std::string TestDir() { return pstrain::TestDir("tfrecord"); }
 
 // RFC 3720 (iSCSI) appendix B.4 and the common check value of "123456789".
 TEST(Crc32c, PublishedVectors) {
