@@ -140,7 +140,7 @@ class GraphGradientComputer : public GradientComputer {
     if (grads == nullptr) return absl::OkStatus();
     const float scale = static_cast<float>(count) * loss_scale;
     for (float& d : doutput.data) d *= scale;
-    grads->clear();
+    for (auto& [name, g] : *grads) std::fill(g.data.begin(), g.data.end(), 0.0f);  // kept across calls
     return executor.Backward(doutput, grads);
   }
 

@@ -1,10 +1,15 @@
 // Conv2D (NHWC, Keras's [kh, kw, in, filters] kernel, strides, padding valid or same) as patch rows
 // times the kernel, and MaxPooling2D / AveragePooling2D (same padding: padded positions are
-// ignored, as TensorFlow does). The reference path for any geometry, in float or double;
-// worker/cpu/'s Conv2D is the fast kernel for stride 1 and square windows.
+// ignored, as TensorFlow does). The reference path for any geometry, in float or double; in float,
+// worker/cpu's kernels run the geometries they cover (FastConvFits, FastPoolFits), their written
+// gradients added to the executor's accumulated ones.
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <type_traits>
 
+#include "worker/cpu/conv2d.h"
+#include "worker/cpu/pool.h"
 #include "worker/graph/activation_math.h"
 #include "worker/graph/layer_factories.h"
 
@@ -36,6 +41,15 @@ class Conv2DLayer : public GraphLayer<T> {
                        const ForwardOptions&, Array<T>* out) override {
     const Array<T>& x = *in[0];
     const Geometry g(x.shape, spec_.output_shape, spec_.config);
+    if constexpr (std::is_same_v<T, float>) {
+      if (FastConvFits(spec_.config)) {
+        if (fast_ == nullptr) fast_ = std::make_unique<Conv2D>(FastGeometry(g));
+        out->Resize({x.batch(), g.out_h, g.out_w, spec_.config.filters});
+        fast_->Forward(x.data.data(), x.batch(), w[0]->data.data(), spec_.config.use_bias ? w[1]->data.data() : nullptr,
+                       out->data.data());
+        return absl::OkStatus();
+      }
+    }
     const int64_t batch = x.batch(), rows = batch * g.out_h * g.out_w, patch = g.kh * g.kw * g.channels;
     const int64_t f = spec_.config.filters;
     patches_.Reset({rows, patch});
@@ -64,6 +78,9 @@ class Conv2DLayer : public GraphLayer<T> {
                 const Array<T>& dout, const std::vector<Array<T>*>& din,
                 const std::vector<Array<T>*>& dw) override {
     const Array<T>& x = *in[0];
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_ != nullptr) return FastBackward(x, w, out, dout, din, dw);
+    }
     const Geometry g(x.shape, spec_.output_shape, spec_.config);
     const int64_t batch = x.batch(), rows = batch * g.out_h * g.out_w, patch = g.kh * g.kw * g.channels;
     const int64_t f = spec_.config.filters;
@@ -95,9 +112,44 @@ class Conv2DLayer : public GraphLayer<T> {
     }
   }
 
+  // worker/cpu's Conv2D covers stride 1, square kernels, valid or same padding, ReLU or no activation.
+  static bool FastConvFits(const LayerConfig& c) {
+    return c.stride_h == 1 && c.stride_w == 1 && c.window_h == c.window_w &&
+           (c.activation == ActivationKind::kLinear || c.activation == ActivationKind::kRelu);
+  }
+
  private:
+  Conv2DGeometry FastGeometry(const Geometry& g) const {
+    Conv2DGeometry c;
+    c.height = g.in_h;
+    c.width = g.in_w;
+    c.in_channels = g.channels;
+    c.filters = spec_.config.filters;
+    c.kernel = g.kh;
+    c.same = spec_.config.same_padding;
+    c.relu = spec_.config.activation == ActivationKind::kRelu;
+    c.bias = spec_.config.use_bias;
+    return c;
+  }
+  void FastBackward(const Array<float>& x, const typename GraphLayer<T>::Arrays& w, const Array<float>& out,
+                    const Array<float>& dout, const std::vector<Array<float>*>& din,
+                    const std::vector<Array<float>*>& dw) {
+    dout_.assign(dout.data.begin(), dout.data.end());  // Conv2D masks it in place
+    dkernel_.resize(w[0]->data.size());
+    dbias_.resize(spec_.config.filters);
+    if (din[0] != nullptr) dx_.resize(x.data.size());
+    fast_->Backward(x.data.data(), out.data.data(), dout_.data(), x.batch(), w[0]->data.data(),
+                    din[0] != nullptr ? dx_.data() : nullptr, dkernel_.data(),
+                    spec_.config.use_bias ? dbias_.data() : nullptr);
+    if (dw[0] != nullptr) AddTo(dkernel_.data(), w[0]->size(), dw[0]->data.data());
+    if (spec_.config.use_bias && dw[1] != nullptr) AddTo(dbias_.data(), spec_.config.filters, dw[1]->data.data());
+    if (din[0] != nullptr) AddTo(dx_.data(), x.size(), din[0]->data.data());
+  }
+
   GraphLayerSpec spec_;
   Array<T> patches_, pre_;  // [output pixels, kh * kw * channels] and the pre-activation
+  std::unique_ptr<Conv2D> fast_;  // float, FastConvFits: built on the first Forward
+  std::vector<float> dout_, dkernel_, dbias_, dx_;  // the fast path's scratch, kept across steps
 };
 
 template <typename T>
@@ -108,6 +160,14 @@ class Pooling2DLayer : public GraphLayer<T> {
                        const ForwardOptions&, Array<T>* out) override {
     const Array<T>& x = *in[0];
     const Geometry g(x.shape, spec_.output_shape, spec_.config);
+    if constexpr (std::is_same_v<T, float>) {
+      if (max_ && FastPoolFits(spec_.config)) {
+        if (fast_ == nullptr) fast_ = std::make_unique<MaxPool2D>(PoolGeometry{g.in_h, g.in_w, g.channels, g.kh});
+        out->Resize({x.batch(), g.out_h, g.out_w, g.channels});
+        fast_->Forward(x.data.data(), x.batch(), out->data.data());
+        return absl::OkStatus();
+      }
+    }
     out->Reset({x.batch(), g.out_h, g.out_w, g.channels});
     argmax_.assign(out->size(), -1);
     count_.assign(out->size() / g.channels, 0);
@@ -143,6 +203,14 @@ class Pooling2DLayer : public GraphLayer<T> {
   void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&, const Array<T>& out,
                 const Array<T>& dout, const std::vector<Array<T>*>& din, const std::vector<Array<T>*>&) override {
     if (din[0] == nullptr) return;
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_ != nullptr) {
+        dx_.resize(din[0]->data.size());
+        fast_->Backward(dout.data.data(), in[0]->batch(), dx_.data());
+        AddTo(dx_.data(), din[0]->size(), din[0]->data.data());
+        return;
+      }
+    }
     const Geometry g(in[0]->shape, spec_.output_shape, spec_.config);
     for (int64_t o = 0; o < out.size() / g.channels; ++o) {
       const int64_t b = o / (g.out_h * g.out_w), oy = (o / g.out_w) % g.out_h, ox = o % g.out_w;
@@ -162,9 +230,16 @@ class Pooling2DLayer : public GraphLayer<T> {
     }
   }
 
+  // worker/cpu's MaxPool2D covers square windows with stride = window and valid padding.
+  static bool FastPoolFits(const LayerConfig& c) {
+    return c.window_h == c.window_w && c.stride_h == c.window_h && c.stride_w == c.window_w && !c.same_padding;
+  }
+
  private:
   GraphLayerSpec spec_;
   bool max_;
+  std::unique_ptr<MaxPool2D> fast_;  // float max pooling, FastPoolFits: built on the first Forward
+  std::vector<float> dx_;            // its written input gradient
   std::vector<int64_t> argmax_;  // per output value: the input offset that won (max)
   std::vector<int64_t> count_;   // per output pixel: the window positions inside the input
 };

@@ -76,7 +76,10 @@ absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>*
     for (int j : graph_.layers[i].inputs) trainable |= needs[j];
     needs[i] = trainable;
   }
-  std::vector<Array<T>> grads(n);
+  // The per-layer gradients keep their storage across calls; an empty shape marks "none yet".
+  std::vector<Array<T>>& grads = grads_;
+  grads.resize(n);
+  for (Array<T>& g : grads) g.shape.clear();
   grads[graph_.output] = doutput;
   for (size_t i = n; i-- > 0;) {
     const GraphLayerSpec& spec = graph_.layers[i];

@@ -51,6 +51,7 @@ class GraphExecutor {
   std::vector<std::vector<int>> layer_variables_;  // per layer: indices into graph_.variables
   std::vector<Array<T>> values_;                   // per layer: its output of the last Forward
   std::vector<std::vector<const Array<T>*>> weights_;  // per layer: its variables of the last Forward
+  std::vector<Array<T>> grads_;                        // per layer: its output's gradient (Backward's scratch)
   bool forward_done_ = false;
 };
 
