@@ -2,7 +2,9 @@
 // times the kernel, and MaxPooling2D / AveragePooling2D (same padding: padded positions are
 // ignored, as TensorFlow does). The reference path for any geometry, in float or double; in float,
 // worker/cpu's kernels run the geometries they cover (FastConvFits, FastPoolFits), their written
-// gradients added to the executor's accumulated ones.
+// gradients added to the executor's accumulated ones. A float Conv2D whose only consumer is such a
+// MaxPooling2D pools inside the kernel (its full-size output never leaves the cache, as in the
+// presets): the Conv2D's value is then the pooled one and the MaxPooling2D passes it on.
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -33,10 +35,41 @@ struct Geometry {
   }
 };
 
+// worker/cpu's Conv2D covers stride 1, square kernels, valid or same padding, ReLU or no activation.
+bool FastConvFits(const LayerConfig& c) {
+  return c.stride_h == 1 && c.stride_w == 1 && c.window_h == c.window_w &&
+         (c.activation == ActivationKind::kLinear || c.activation == ActivationKind::kRelu);
+}
+
+// worker/cpu's MaxPool2D covers square windows with stride = window and valid padding.
+bool FastPoolFits(const LayerConfig& c) {
+  return c.window_h == c.window_w && c.stride_h == c.window_h && c.stride_w == c.window_w && !c.same_padding;
+}
+
+// The pool window fused into float Conv2D `conv`: its only consumer is a FastPoolFits MaxPooling2D
+// and it is not the output. 0 when not fused.
+int64_t FusedPoolWindow(const ModelGraph& graph, int conv) {
+  const GraphLayerSpec& spec = graph.layers[conv];
+  if (spec.kind != LayerKind::kConv2D || !FastConvFits(spec.config) || conv == graph.output) return 0;
+  int consumer = -1, uses = 0;
+  for (size_t k = 0; k < graph.layers.size(); ++k) {
+    for (int j : graph.layers[k].inputs) {
+      if (j == conv) {
+        ++uses;
+        consumer = static_cast<int>(k);
+      }
+    }
+  }
+  if (uses != 1) return 0;
+  const GraphLayerSpec& pool = graph.layers[consumer];
+  return pool.kind == LayerKind::kMaxPooling2D && FastPoolFits(pool.config) ? pool.config.window_h : 0;
+}
+
 template <typename T>
 class Conv2DLayer : public GraphLayer<T> {
  public:
-  explicit Conv2DLayer(const GraphLayerSpec& spec) : spec_(spec) {}
+  // `fused_pool` > 0 (float only): the max-pool window of the MaxPooling2D that follows, done here.
+  explicit Conv2DLayer(const GraphLayerSpec& spec, int64_t fused_pool = 0) : spec_(spec), fused_pool_(fused_pool) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
                        const ForwardOptions&, Array<T>* out) override {
     const Array<T>& x = *in[0];
@@ -44,7 +77,8 @@ class Conv2DLayer : public GraphLayer<T> {
     if constexpr (std::is_same_v<T, float>) {
       if (FastConvFits(spec_.config)) {
         if (fast_ == nullptr) fast_ = std::make_unique<Conv2D>(FastGeometry(g));
-        out->Resize({x.batch(), g.out_h, g.out_w, spec_.config.filters});
+        const Conv2DGeometry& c = fast_->geometry();
+        out->Resize({x.batch(), c.result_height(), c.result_width(), spec_.config.filters});
         fast_->Forward(x.data.data(), x.batch(), w[0]->data.data(), spec_.config.use_bias ? w[1]->data.data() : nullptr,
                        out->data.data());
         return absl::OkStatus();
@@ -112,12 +146,6 @@ class Conv2DLayer : public GraphLayer<T> {
     }
   }
 
-  // worker/cpu's Conv2D covers stride 1, square kernels, valid or same padding, ReLU or no activation.
-  static bool FastConvFits(const LayerConfig& c) {
-    return c.stride_h == 1 && c.stride_w == 1 && c.window_h == c.window_w &&
-           (c.activation == ActivationKind::kLinear || c.activation == ActivationKind::kRelu);
-  }
-
  private:
   Conv2DGeometry FastGeometry(const Geometry& g) const {
     Conv2DGeometry c;
@@ -129,6 +157,7 @@ class Conv2DLayer : public GraphLayer<T> {
     c.same = spec_.config.same_padding;
     c.relu = spec_.config.activation == ActivationKind::kRelu;
     c.bias = spec_.config.use_bias;
+    c.pool = fused_pool_;
     return c;
   }
   void FastBackward(const Array<float>& x, const typename GraphLayer<T>::Arrays& w, const Array<float>& out,
@@ -147,6 +176,7 @@ class Conv2DLayer : public GraphLayer<T> {
   }
 
   GraphLayerSpec spec_;
+  int64_t fused_pool_;
   Array<T> patches_, pre_;  // [output pixels, kh * kw * channels] and the pre-activation
   std::unique_ptr<Conv2D> fast_;  // float, FastConvFits: built on the first Forward
   std::vector<float> dout_, dkernel_, dbias_, dx_;  // the fast path's scratch, kept across steps
@@ -230,11 +260,6 @@ class Pooling2DLayer : public GraphLayer<T> {
     }
   }
 
-  // worker/cpu's MaxPool2D covers square windows with stride = window and valid padding.
-  static bool FastPoolFits(const LayerConfig& c) {
-    return c.window_h == c.window_w && c.stride_h == c.window_h && c.stride_w == c.window_w && !c.same_padding;
-  }
-
  private:
   GraphLayerSpec spec_;
   bool max_;
@@ -244,7 +269,39 @@ class Pooling2DLayer : public GraphLayer<T> {
   std::vector<int64_t> count_;   // per output pixel: the window positions inside the input
 };
 
+// The MaxPooling2D after a Conv2D that pooled already (FusedPoolWindow): its input is its output.
+template <typename T>
+class PooledByConvLayer : public GraphLayer<T> {
+ public:
+  absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
+                       const ForwardOptions&, Array<T>* out) override {
+    *out = *in[0];
+    return absl::OkStatus();
+  }
+  void Backward(const typename GraphLayer<T>::Arrays&, const typename GraphLayer<T>::Arrays&, const Array<T>& out,
+                const Array<T>& dout, const std::vector<Array<T>*>& din, const std::vector<Array<T>*>&) override {
+    if (din[0] != nullptr) AddTo(dout.data.data(), out.size(), din[0]->data.data());
+  }
+};
+
 }  // namespace
+
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeFusedConvLayer(const ModelGraph& graph, int index) {
+  if constexpr (std::is_same_v<T, float>) {
+    const GraphLayerSpec& spec = graph.layers[index];
+    if (const int64_t window = FusedPoolWindow(graph, index); window > 0) {
+      return std::make_unique<Conv2DLayer<T>>(spec, window);
+    }
+    if (spec.kind == LayerKind::kMaxPooling2D && FusedPoolWindow(graph, spec.inputs[0]) > 0) {
+      return std::make_unique<PooledByConvLayer<T>>();
+    }
+  }
+  return nullptr;
+}
+
+template std::unique_ptr<GraphLayer<float>> MakeFusedConvLayer<float>(const ModelGraph&, int);
+template std::unique_ptr<GraphLayer<double>> MakeFusedConvLayer<double>(const ModelGraph&, int);
 
 template <typename T>
 std::unique_ptr<GraphLayer<T>> MakeConvLayer(const GraphLayerSpec& spec) {

@@ -2,12 +2,17 @@
 // reference code in double on the same values: outputs and gradients, with the gradients added to
 // what the arrays already hold, over two calls of different batch sizes (the kernels keep buffers).
 // Geometries the kernels do not cover (strides, non-square windows, same pooling, other
-// activations) fall back to the reference code and must agree too.
+// activations) fall back to the reference code and must agree too. Whole models check the Conv2D
+// that pools inside the kernel when a fitting MaxPooling2D is its only consumer.
 #include <cmath>
 #include <random>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/worker/graph/graph_test_util.h"
+#include "worker/graph/graph_executor.h"
 #include "worker/graph/graph_layer.h"
 
 namespace pstrain {
@@ -126,6 +131,104 @@ std::vector<FastCase> Cases() {
 
 INSTANTIATE_TEST_SUITE_P(Layers, FastLayerTest, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<FastCase>& info) { return info.param.label; });
+
+// A functional model: in0 (per-example `input`), then `layers` as (class, config, input names),
+// the last one the output.
+std::string ModelJson(const std::vector<int64_t>& input,
+                      const std::vector<std::tuple<std::string, json, std::vector<std::string>>>& layers) {
+  json shape = {nullptr};
+  for (int64_t d : input) shape.push_back(d);
+  json all = json::array({{{"class_name", "InputLayer"},
+                           {"name", "in0"},
+                           {"config", {{"batch_input_shape", shape}, {"dtype", "float32"}, {"name", "in0"}}},
+                           {"inbound_nodes", json::array()}}});
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const auto& [cls, config, inputs] = layers[i];
+    json node = json::array();
+    for (const std::string& in : inputs) node.push_back({in, 0, 0, json::object()});
+    all.push_back({{"class_name", cls}, {"name", absl::StrCat("l", i)}, {"config", config}, {"inbound_nodes", {node}}});
+  }
+  const std::string last = absl::StrCat("l", layers.size() - 1);
+  json model = {{"class_name", "Functional"},
+                {"config", {{"name", "m"}, {"layers", all}, {"input_layers", {{"in0", 0, 0}}},
+                            {"output_layers", {{last, 0, 0}}}}}};
+  return model.dump();
+}
+
+struct ModelCase {
+  std::string label;
+  std::vector<int64_t> input;
+  std::vector<std::tuple<std::string, json, std::vector<std::string>>> layers;
+};
+
+void PrintTo(const ModelCase& c, std::ostream* os) { *os << c.label; }
+
+class FastModelTest : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(FastModelTest, FloatMatchesDoubleReference) {
+  const ModelCase& c = GetParam();
+  const ModelGraph graph = MustRead(ModelJson(c.input, c.layers));
+  ASSERT_FALSE(graph.layers.empty());
+  GraphExecutor<float> fast(graph);
+  GraphExecutor<double> reference(graph);
+  std::mt19937 rng(31);
+  for (int64_t batch : {4, 3}) {
+    SCOPED_TRACE(absl::StrCat("batch ", batch));
+    std::vector<int64_t> shape = {batch};
+    shape.insert(shape.end(), c.input.begin(), c.input.end());
+    const std::vector<Array<double>> in = {RandomArray<double>(shape, &rng)};
+    const std::vector<Array<float>> in_f = {Cast<float>(in[0])};
+    NamedArrays<double> vars;
+    NamedArrays<float> vars_f;
+    for (const GraphVariableSpec& v : graph.variables) {
+      vars[v.name] = RandomArray<double>(v.shape, &rng);
+      vars_f[v.name] = Cast<float>(vars[v.name]);
+    }
+    auto out = reference.Forward(in, vars, ForwardOptions());
+    auto out_f = fast.Forward(in_f, vars_f, ForwardOptions());
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_TRUE(out_f.ok()) << out_f.status();
+    ASSERT_EQ((*out_f)->shape, (*out)->shape);
+    ExpectClose("output", (*out_f)->data, (*out)->data);
+    const Array<double> dout = RandomArray<double>((*out)->shape, &rng);
+    NamedArrays<double> grads;
+    NamedArrays<float> grads_f;
+    ASSERT_TRUE(reference.Backward(dout, &grads).ok());
+    ASSERT_TRUE(fast.Backward(Cast<float>(dout), &grads_f).ok());
+    ASSERT_EQ(grads_f.size(), grads.size());
+    for (const auto& [name, g] : grads) ExpectClose(name, grads_f[name].data, g.data);
+  }
+}
+
+std::vector<ModelCase> ModelCases() {
+  const json relu3 = {{"filters", 4}, {"kernel_size", 3}, {"activation", "relu"}};
+  return {
+      // Fused: the pool drops the conv's last row and column (7x8 -> 5x6 -> 2x3).
+      {"ConvReluPoolDense", {7, 8, 2},
+       {{"Conv2D", relu3, {"in0"}},
+        {"MaxPooling2D", json::object(), {"l0"}},
+        {"Flatten", json::object(), {"l1"}},
+        {"Dense", {{"units", 3}}, {"l2"}}}},
+      {"ConvSamePool3", {6, 6, 1},
+       {{"Conv2D", {{"filters", 5}, {"kernel_size", 3}, {"padding", "same"}}, {"in0"}},
+        {"MaxPooling2D", {{"pool_size", 3}}, {"l0"}},
+        {"Flatten", json::object(), {"l1"}}}},
+      // Not fused: the conv has a second consumer, or the pool overlaps.
+      {"ConvFeedsPoolAndFlatten", {6, 6, 2},
+       {{"Conv2D", relu3, {"in0"}},
+        {"MaxPooling2D", json::object(), {"l0"}},
+        {"Flatten", json::object(), {"l1"}},
+        {"Flatten", json::object(), {"l0"}},
+        {"Concatenate", json::object(), {"l2", "l3"}}}},
+      {"ConvOverlappingPool", {7, 7, 2},
+       {{"Conv2D", relu3, {"in0"}},
+        {"MaxPooling2D", {{"pool_size", 3}, {"strides", 2}}, {"l0"}},
+        {"Flatten", json::object(), {"l1"}}}},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, FastModelTest, ::testing::ValuesIn(ModelCases()),
+                         [](const ::testing::TestParamInfo<ModelCase>& info) { return info.param.label; });
 
 }  // namespace
 }  // namespace pstrain
