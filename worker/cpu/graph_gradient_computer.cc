@@ -140,8 +140,7 @@ class GraphGradientComputer : public GradientComputer {
     if (grads == nullptr) return absl::OkStatus();
     const float scale = static_cast<float>(count) * loss_scale;
     for (float& d : doutput.data) d *= scale;
-    for (auto& [name, g] : *grads) std::fill(g.data.begin(), g.data.end(), 0.0f);  // kept across calls
-    return executor.Backward(doutput, grads);
+    return executor.Backward(doutput, grads);  // overwrites, keeping the storage across calls
   }
 
   void Score(const Array<float>& output, const Array<float>& labels, int64_t count, BatchMetrics* metrics) const {

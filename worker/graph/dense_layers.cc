@@ -74,6 +74,8 @@ class DenseLayer : public GraphLayer<T> {
                    DataOrNull(din[0]), DataOrNull(dw[0]), spec_.config.use_bias ? DataOrNull(dw[1]) : nullptr);
   }
 
+  bool WritesWeightGradients() const override { return fast_ != nullptr; }
+
  private:
   // worker/cpu's Dense covers ReLU and no activation.
   bool FastFits() const {
@@ -83,14 +85,13 @@ class DenseLayer : public GraphLayer<T> {
                     const Array<float>& dout, const std::vector<Array<float>*>& din,
                     const std::vector<Array<float>*>& dw) {
     dout_.assign(dout.data.begin(), dout.data.end());  // Dense masks it in place
-    dkernel_.resize(w[0]->data.size());
-    dbias_.resize(spec_.config.units);
+    // The weights' gradients are written (WritesWeightGradients), into scratch where not wanted.
+    if (dw[0] == nullptr) dkernel_.resize(w[0]->data.size());
+    if (spec_.config.use_bias && dw[1] == nullptr) dbias_.resize(spec_.config.units);
     if (din[0] != nullptr) dx_.resize(x.data.size());
     fast_->Backward(x.data.data(), out.data.data(), dout_.data(), x.rows(), w[0]->data.data(),
-                    din[0] != nullptr ? dx_.data() : nullptr, dkernel_.data(),
-                    spec_.config.use_bias ? dbias_.data() : nullptr);
-    if (dw[0] != nullptr) AddTo(dkernel_.data(), w[0]->size(), dw[0]->data.data());
-    if (spec_.config.use_bias && dw[1] != nullptr) AddTo(dbias_.data(), spec_.config.units, dw[1]->data.data());
+                    din[0] != nullptr ? dx_.data() : nullptr, dw[0] != nullptr ? dw[0]->data.data() : dkernel_.data(),
+                    !spec_.config.use_bias ? nullptr : dw[1] != nullptr ? dw[1]->data.data() : dbias_.data());
     if (din[0] != nullptr) AddTo(dx_.data(), x.size(), din[0]->data.data());
   }
 

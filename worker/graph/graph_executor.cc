@@ -99,7 +99,11 @@ absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>*
         continue;
       }
       Array<T>& g = (*gradients)[var.name];
-      if (g.shape != var.shape) g.Reset(var.shape);
+      if (layers_[i]->WritesWeightGradients()) {
+        g.Resize(var.shape);
+      } else {
+        g.Reset(var.shape);
+      }
       dweights.push_back(&g);
     }
     layers_[i]->Backward(in, weights_[i], values_[i], grads[i], din, dweights);

@@ -37,8 +37,9 @@ class GraphExecutor {
                                           const ForwardOptions& options);
 
   // REQUIRES: a successful Forward just before. `doutput` is the loss's gradient with respect to
-  // the output. Adds each trainable variable's gradient to (*gradients)[name], creating it
-  // zero-filled when absent. InvalidArgument when doutput's shape is not the output's.
+  // the output. Writes each trainable variable's gradient to (*gradients)[name] (created or
+  // resized; what it held is replaced, its storage reused). InvalidArgument when doutput's shape
+  // is not the output's.
   absl::Status Backward(const Array<T>& doutput, NamedArrays<T>* gradients);
 
   // After a training Forward: the new values of the non-trainable variables (BatchNormalization's

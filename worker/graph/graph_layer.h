@@ -38,9 +38,13 @@ class GraphLayer {
 
   // REQUIRES: follows Forward with the same `in`, `weights` and its `out`. Adds the gradients of
   // the inputs to din[i] (skipped where null) and of the weights to dweights[i] (skipped where
-  // null; each sized like its weight).
+  // null; each sized like its weight), or writes the weights' when WritesWeightGradients().
   virtual void Backward(const Arrays& in, const Arrays& weights, const Array<T>& out, const Array<T>& dout,
                         const std::vector<Array<T>*>& din, const std::vector<Array<T>*>& dweights) = 0;
+
+  // After Forward: true when Backward writes dweights instead of adding to them (a kernel that
+  // writes its results; the executor then skips zero-filling them).
+  virtual bool WritesWeightGradients() const { return false; }
 
   // After a training Forward: new values of the non-trainable weights (BatchNormalization's moving
   // mean and variance, Keras's rule moving = moving * momentum + batch * (1 - momentum)), as
