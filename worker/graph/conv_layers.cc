@@ -274,6 +274,7 @@ class Pooling2DLayer : public GraphLayer<T> {
 template <typename T>
 class PooledByConvLayer : public GraphLayer<T> {
  public:
+  bool PassesThrough() const override { return true; }
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
                        const ForwardOptions&, Array<T>* out) override {
     *out = *in[0];

@@ -46,6 +46,11 @@ class GraphLayer {
   // writes its results; the executor then skips zero-filling them).
   virtual bool WritesWeightGradients() const { return false; }
 
+  // True when the output is the one input's values with the shape [batch] + the spec's
+  // output_shape, and the input's gradient is the output's (Flatten, Reshape): the executor may
+  // then move the values instead of calling Forward and Backward.
+  virtual bool PassesThrough() const { return false; }
+
   // After a training Forward: new values of the non-trainable weights (BatchNormalization's moving
   // mean and variance, Keras's rule moving = moving * momentum + batch * (1 - momentum)), as
   // (weight index, value) pairs. Empty for other layers.

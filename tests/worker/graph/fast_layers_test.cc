@@ -4,7 +4,8 @@
 // of different batch sizes (the kernels keep buffers).
 // Geometries the kernels do not cover (strides, non-square windows, same pooling, other
 // activations) fall back to the reference code and must agree too. Whole models check the Conv2D
-// that pools inside the kernel when a fitting MaxPooling2D is its only consumer.
+// that pools inside the kernel when a fitting MaxPooling2D is its only consumer, and the executor
+// moving values through Flatten and that MaxPooling2D instead of copying them.
 #include <cmath>
 #include <random>
 #include <string>
@@ -206,6 +207,8 @@ TEST_P(FastModelTest, FloatMatchesDoubleReference) {
     ASSERT_TRUE(fast.Backward(Cast<float>(dout), &grads_f).ok());
     ASSERT_EQ(grads_f.size(), grads.size());
     for (const auto& [name, g] : grads) ExpectClose(name, grads_f[name].data, g.data);
+    // Flatten and the pooled-by-conv MaxPooling2D moved their values for one Backward only.
+    EXPECT_EQ(fast.Backward(Cast<float>(dout), &grads_f).code(), absl::StatusCode::kFailedPrecondition);
   }
 }
 
