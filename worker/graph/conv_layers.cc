@@ -1,8 +1,8 @@
 // Conv2D (NHWC, Keras's [kh, kw, in, filters] kernel, strides, padding valid or same) as patch rows
 // times the kernel, and MaxPooling2D / AveragePooling2D (same padding: padded positions are
 // ignored, as TensorFlow does). The reference path for any geometry, in float or double; in float,
-// worker/cpu's kernels run the geometries they cover (FastConvFits, FastPoolFits), their written
-// gradients added to the executor's accumulated ones. A float Conv2D whose only consumer is such a
+// worker/cpu's kernels run the geometries they cover (FastConvFits, FastPoolFits), writing their
+// gradients (WritesGradients). A float Conv2D whose only consumer is such a
 // MaxPooling2D pools inside the kernel (its full-size output never leaves the cache, as in the
 // presets): the Conv2D's value is then the pooled one and the MaxPooling2D passes it on.
 #include <algorithm>
@@ -146,7 +146,7 @@ class Conv2DLayer : public GraphLayer<T> {
     }
   }
 
-  bool WritesWeightGradients() const override { return fast_ != nullptr; }
+  bool WritesGradients() const override { return fast_ != nullptr; }
 
  private:
   Conv2DGeometry FastGeometry(const Geometry& g) const {
@@ -166,21 +166,19 @@ class Conv2DLayer : public GraphLayer<T> {
                     const Array<float>& dout, const std::vector<Array<float>*>& din,
                     const std::vector<Array<float>*>& dw) {
     dout_.assign(dout.data.begin(), dout.data.end());  // Conv2D masks it in place
-    // The weights' gradients are written (WritesWeightGradients), into scratch where not wanted.
+    // The gradients are written (WritesGradients), the weights' into scratch where not wanted.
     if (dw[0] == nullptr) dkernel_.resize(w[0]->data.size());
     if (spec_.config.use_bias && dw[1] == nullptr) dbias_.resize(spec_.config.filters);
-    if (din[0] != nullptr) dx_.resize(x.data.size());
     fast_->Backward(x.data.data(), out.data.data(), dout_.data(), x.batch(), w[0]->data.data(),
-                    din[0] != nullptr ? dx_.data() : nullptr, dw[0] != nullptr ? dw[0]->data.data() : dkernel_.data(),
+                    din[0] != nullptr ? din[0]->data.data() : nullptr, dw[0] != nullptr ? dw[0]->data.data() : dkernel_.data(),
                     !spec_.config.use_bias ? nullptr : dw[1] != nullptr ? dw[1]->data.data() : dbias_.data());
-    if (din[0] != nullptr) AddTo(dx_.data(), x.size(), din[0]->data.data());
   }
 
   GraphLayerSpec spec_;
   int64_t fused_pool_;
   Array<T> patches_, pre_;  // [output pixels, kh * kw * channels] and the pre-activation
   std::unique_ptr<Conv2D> fast_;  // float, FastConvFits: built on the first Forward
-  std::vector<float> dout_, dkernel_, dbias_, dx_;  // the fast path's scratch, kept across steps
+  std::vector<float> dout_, dkernel_, dbias_;  // the fast path's scratch, kept across steps
 };
 
 template <typename T>
@@ -235,12 +233,7 @@ class Pooling2DLayer : public GraphLayer<T> {
                 const Array<T>& dout, const std::vector<Array<T>*>& din, const std::vector<Array<T>*>&) override {
     if (din[0] == nullptr) return;
     if constexpr (std::is_same_v<T, float>) {
-      if (fast_ != nullptr) {
-        dx_.resize(din[0]->data.size());
-        fast_->Backward(dout.data.data(), in[0]->batch(), dx_.data());
-        AddTo(dx_.data(), din[0]->size(), din[0]->data.data());
-        return;
-      }
+      if (fast_ != nullptr) return fast_->Backward(dout.data.data(), in[0]->batch(), din[0]->data.data());
     }
     const Geometry g(in[0]->shape, spec_.output_shape, spec_.config);
     for (int64_t o = 0; o < out.size() / g.channels; ++o) {
@@ -261,11 +254,12 @@ class Pooling2DLayer : public GraphLayer<T> {
     }
   }
 
+  bool WritesGradients() const override { return fast_ != nullptr; }
+
  private:
   GraphLayerSpec spec_;
   bool max_;
   std::unique_ptr<MaxPool2D> fast_;  // float max pooling, FastPoolFits: built on the first Forward
-  std::vector<float> dx_;            // its written input gradient
   std::vector<int64_t> argmax_;  // per output value: the input offset that won (max)
   std::vector<int64_t> count_;   // per output pixel: the window positions inside the input
 };

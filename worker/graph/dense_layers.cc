@@ -1,5 +1,5 @@
 // Dense, Activation, ReLU and the recommenders' Cross (DCN-v2). In float, a Dense with ReLU or no
-// activation runs worker/cpu's Dense kernel.
+// activation runs worker/cpu's Dense kernel, writing its gradients (WritesGradients).
 #include <algorithm>
 #include <memory>
 #include <type_traits>
@@ -74,7 +74,7 @@ class DenseLayer : public GraphLayer<T> {
                    DataOrNull(din[0]), DataOrNull(dw[0]), spec_.config.use_bias ? DataOrNull(dw[1]) : nullptr);
   }
 
-  bool WritesWeightGradients() const override { return fast_ != nullptr; }
+  bool WritesGradients() const override { return fast_ != nullptr; }
 
  private:
   // worker/cpu's Dense covers ReLU and no activation.
@@ -85,20 +85,18 @@ class DenseLayer : public GraphLayer<T> {
                     const Array<float>& dout, const std::vector<Array<float>*>& din,
                     const std::vector<Array<float>*>& dw) {
     dout_.assign(dout.data.begin(), dout.data.end());  // Dense masks it in place
-    // The weights' gradients are written (WritesWeightGradients), into scratch where not wanted.
+    // The gradients are written (WritesGradients), the weights' into scratch where not wanted.
     if (dw[0] == nullptr) dkernel_.resize(w[0]->data.size());
     if (spec_.config.use_bias && dw[1] == nullptr) dbias_.resize(spec_.config.units);
-    if (din[0] != nullptr) dx_.resize(x.data.size());
     fast_->Backward(x.data.data(), out.data.data(), dout_.data(), x.rows(), w[0]->data.data(),
-                    din[0] != nullptr ? dx_.data() : nullptr, dw[0] != nullptr ? dw[0]->data.data() : dkernel_.data(),
+                    din[0] != nullptr ? din[0]->data.data() : nullptr, dw[0] != nullptr ? dw[0]->data.data() : dkernel_.data(),
                     !spec_.config.use_bias ? nullptr : dw[1] != nullptr ? dw[1]->data.data() : dbias_.data());
-    if (din[0] != nullptr) AddTo(dx_.data(), x.size(), din[0]->data.data());
   }
 
   GraphLayerSpec spec_;
   Array<T> pre_, dpre_;  // the pre-activation and its gradient
   std::unique_ptr<Dense> fast_;  // float, FastFits: built on the first Forward
-  std::vector<float> dout_, dkernel_, dbias_, dx_;  // the fast path's scratch, kept across steps
+  std::vector<float> dout_, dkernel_, dbias_;  // the fast path's scratch, kept across steps
 };
 
 template <typename T>

@@ -14,7 +14,8 @@ GraphExecutor<T>::GraphExecutor(const ModelGraph& graph) : graph_(graph) {
   for (size_t i = 0; i < n; ++i) layers_.push_back(MakeGraphLayer<T>(graph_, static_cast<int>(i)));
   values_.resize(n);
   weights_.resize(n);
-  std::vector<int> consumers(n, 0);
+  std::vector<int>& consumers = consumers_;
+  consumers.assign(n, 0);
   for (const GraphLayerSpec& spec : graph_.layers) {
     for (int j : spec.inputs) ++consumers[j];
   }
@@ -113,12 +114,27 @@ absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>*
       continue;
     }
     if (spec.kind == LayerKind::kInput || grads[i].shape.empty()) continue;  // no gradient reaches it
+    // A layer that writes its gradients gets its input's own array when it is that input's only
+    // consumer, else scratch added afterwards; the others add to zero-filled arrays.
+    const bool writes = layers_[i]->WritesGradients();
     std::vector<const Array<T>*> in;
     std::vector<Array<T>*> din;
-    for (int j : spec.inputs) {
+    if (scratch_.size() < spec.inputs.size()) scratch_.resize(spec.inputs.size());
+    for (size_t k = 0; k < spec.inputs.size(); ++k) {
+      const int j = spec.inputs[k];
       in.push_back(&values_[j]);
-      if (needs[j] && grads[j].shape.empty()) grads[j].Reset(values_[j].shape);
-      din.push_back(needs[j] ? &grads[j] : nullptr);
+      if (!needs[j]) {
+        din.push_back(nullptr);
+      } else if (writes && consumers_[j] == 1) {
+        grads[j].Resize(values_[j].shape);
+        din.push_back(&grads[j]);
+      } else if (writes) {
+        scratch_[k].Resize(values_[j].shape);
+        din.push_back(&scratch_[k]);
+      } else {
+        if (grads[j].shape.empty()) grads[j].Reset(values_[j].shape);
+        din.push_back(&grads[j]);
+      }
     }
     std::vector<Array<T>*> dweights;
     for (int v : layer_variables_[i]) {
@@ -128,7 +144,7 @@ absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>*
         continue;
       }
       Array<T>& g = (*gradients)[var.name];
-      if (layers_[i]->WritesWeightGradients()) {
+      if (layers_[i]->WritesGradients()) {
         g.Resize(var.shape);
       } else {
         g.Reset(var.shape);
@@ -136,6 +152,12 @@ absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>*
       dweights.push_back(&g);
     }
     layers_[i]->Backward(in, weights_[i], values_[i], grads[i], din, dweights);
+    for (size_t k = 0; k < spec.inputs.size(); ++k) {
+      if (din[k] != &scratch_[k]) continue;
+      Array<T>& g = grads[spec.inputs[k]];
+      if (g.shape.empty()) g.Reset(values_[spec.inputs[k]].shape);
+      AddTo(scratch_[k].data.data(), g.size(), g.data.data());
+    }
   }
   backward_ready_ = false;  // the moved values are back with their inputs
   return absl::OkStatus();

@@ -58,6 +58,8 @@ class GraphExecutor {
   // input nor the output, nor is it: Forward moves the input's values to it (Backward moves them back, and
   // its gradient to the input), so no copy is made.
   std::vector<bool> moves_;
+  std::vector<int> consumers_;    // per layer: how many layer inputs it is
+  std::vector<Array<T>> scratch_;  // input gradients of a layer that writes them, to add
   bool forward_done_ = false;
   bool backward_ready_ = false;  // a successful Forward and no Backward since
 };

@@ -1,7 +1,7 @@
 // The float layers that run worker/cpu's kernels (Conv2D, Dense, MaxPooling2D) against the
-// reference code in double on the same values: outputs and gradients, the input gradients added to
-// what the arrays already hold (the weights' too, unless the layer says it writes them), over calls
-// of different batch sizes (the kernels keep buffers).
+// reference code in double on the same values: outputs and gradients, added to what the arrays
+// already hold (or replacing it when the layer says it writes them), over calls of different batch
+// sizes (the kernels keep buffers).
 // Geometries the kernels do not cover (strides, non-square windows, same pooling, other
 // activations) fall back to the reference code and must agree too. Whole models check the Conv2D
 // that pools inside the kernel when a fitting MaxPooling2D is its only consumer, and the executor
@@ -98,15 +98,20 @@ TEST_P(FastLayerTest, FloatMatchesDoubleReference) {
     for (const auto& a : w) dw.push_back(RandomArray<double>(a.shape, &rng));
     std::vector<Array<float>> din_f = {Cast<float>(din[0])}, dw_f;
     for (const auto& a : dw) dw_f.push_back(Cast<float>(a));
+    const Array<double> din_before = din[0];
     const std::vector<Array<double>> dw_before = dw;
     reference->Backward(Pointers(in), Pointers(w), out, dout, Pointers(&din), Pointers(&dw));
     fast->Backward(Pointers(in_f), Pointers(w_f), out_f, Cast<float>(dout), Pointers(&din_f), Pointers(&dw_f));
+    ASSERT_FALSE(reference->WritesGradients());
+    // Written: what the reference added alone.
+    auto written = [&](Array<double>* a, const Array<double>& before) {
+      if (!fast->WritesGradients()) return;
+      for (size_t e = 0; e < a->data.size(); ++e) a->data[e] -= before.data[e];
+    };
+    written(&din[0], din_before);
     ExpectClose("input gradient", din_f[0].data, din[0].data);
-    ASSERT_FALSE(reference->WritesWeightGradients());
     for (size_t i = 0; i < w.size(); ++i) {
-      if (fast->WritesWeightGradients()) {  // written: what the reference added alone
-        for (size_t e = 0; e < dw[i].data.size(); ++e) dw[i].data[e] -= dw_before[i].data[e];
-      }
+      written(&dw[i], dw_before[i]);
       ExpectClose(graph.variables[i].name, dw_f[i].data, dw[i].data);
     }
   }
