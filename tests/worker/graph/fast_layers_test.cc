@@ -230,6 +230,8 @@ std::vector<ModelCase> ModelCases() {
        {{"Conv2D", {{"filters", 5}, {"kernel_size", 3}, {"padding", "same"}}, {"in0"}},
         {"MaxPooling2D", {{"pool_size", 3}}, {"l0"}},
         {"Flatten", json::object(), {"l1"}}}},
+      {"ConvPoolIsTheOutput", {5, 5, 3},
+       {{"Conv2D", relu3, {"in0"}}, {"MaxPooling2D", json::object(), {"l0"}}}},
       // Not fused: the conv has a second consumer, or the pool overlaps.
       {"ConvFeedsPoolAndFlatten", {6, 6, 2},
        {{"Conv2D", relu3, {"in0"}},
