@@ -9,6 +9,7 @@
 #include "common/graph/model_graph.h"
 #include "common/platform/status_macros.h"
 #include "common/plan/model_variables.h"
+#include "worker/cpu/cpu_kernels.h"
 #include "worker/cpu/thread_pool.h"
 #include "worker/graph/graph_executor.h"
 #include "worker/graph/losses.h"
@@ -103,9 +104,7 @@ class GraphGradientComputer : public GradientComputer {
       for (size_t i = 0; i < variables_.size(); ++i) {
         auto it = chunk_grads_[t].find(variables_[i].name);
         if (it == chunk_grads_[t].end()) continue;  // a variable the output does not depend on
-        float* out = (*grads)[i].data<float>();
-        const std::vector<float>& g = it->second.data;
-        for (size_t e = 0; e < g.size(); ++e) out[e] += g[e];
+        ActiveCpuKernels().add((*grads)[i].data<float>(), it->second.data.data(), it->second.size());
       }
     }
     return absl::OkStatus();
@@ -140,8 +139,7 @@ class GraphGradientComputer : public GradientComputer {
     if (grads == nullptr) return absl::OkStatus();
     const float scale = static_cast<float>(count) * loss_scale;
     for (float& d : doutput.data) d *= scale;
-    grads->clear();
-    return executor.Backward(doutput, grads);
+    return executor.Backward(doutput, grads);  // overwrites, keeping the storage across calls
   }
 
   void Score(const Array<float>& output, const Array<float>& labels, int64_t count, BatchMetrics* metrics) const {

@@ -38,7 +38,18 @@ struct Array {
     shape = s;
     data.assign(Count(shape), T(0));
   }
+  // Resizes to `s` keeping the storage: for outputs a kernel overwrites in full (no zero-fill).
+  void Resize(const std::vector<int64_t>& s) {
+    shape = s;
+    data.resize(Count(shape));
+  }
 };
+
+// dst[i] += src[i] for i < n: a fast kernel's written gradient into the executor's accumulated one.
+template <typename T>
+void AddTo(const T* src, int64_t n, T* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
 
 // Variables (and their gradients) by Keras name, e.g. "dense/kernel".
 template <typename T>

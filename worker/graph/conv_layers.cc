@@ -1,10 +1,17 @@
 // Conv2D (NHWC, Keras's [kh, kw, in, filters] kernel, strides, padding valid or same) as patch rows
 // times the kernel, and MaxPooling2D / AveragePooling2D (same padding: padded positions are
-// ignored, as TensorFlow does). The reference path for any geometry, in float or double;
-// worker/cpu/'s Conv2D is the fast kernel for stride 1 and square windows.
+// ignored, as TensorFlow does). The reference path for any geometry, in float or double; in float,
+// worker/cpu's kernels run the geometries they cover (FastConvFits, FastPoolFits), writing their
+// gradients (WritesGradients). A float Conv2D whose only consumer is such a
+// MaxPooling2D pools inside the kernel (its full-size output never leaves the cache, as in the
+// presets): the Conv2D's value is then the pooled one and the MaxPooling2D passes it on.
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <type_traits>
 
+#include "worker/cpu/conv2d.h"
+#include "worker/cpu/pool.h"
 #include "worker/graph/activation_math.h"
 #include "worker/graph/layer_factories.h"
 
@@ -28,14 +35,55 @@ struct Geometry {
   }
 };
 
+// worker/cpu's Conv2D covers stride 1, square kernels, valid or same padding, ReLU or no activation.
+bool FastConvFits(const LayerConfig& c) {
+  return c.stride_h == 1 && c.stride_w == 1 && c.window_h == c.window_w &&
+         (c.activation == ActivationKind::kLinear || c.activation == ActivationKind::kRelu);
+}
+
+// worker/cpu's MaxPool2D covers square windows with stride = window and valid padding.
+bool FastPoolFits(const LayerConfig& c) {
+  return c.window_h == c.window_w && c.stride_h == c.window_h && c.stride_w == c.window_w && !c.same_padding;
+}
+
+// The pool window fused into float Conv2D `conv`: its only consumer is a FastPoolFits MaxPooling2D
+// and it is not the output. 0 when not fused.
+int64_t FusedPoolWindow(const ModelGraph& graph, int conv) {
+  const GraphLayerSpec& spec = graph.layers[conv];
+  if (spec.kind != LayerKind::kConv2D || !FastConvFits(spec.config) || conv == graph.output) return 0;
+  int consumer = -1, uses = 0;
+  for (size_t k = 0; k < graph.layers.size(); ++k) {
+    for (int j : graph.layers[k].inputs) {
+      if (j == conv) {
+        ++uses;
+        consumer = static_cast<int>(k);
+      }
+    }
+  }
+  if (uses != 1) return 0;
+  const GraphLayerSpec& pool = graph.layers[consumer];
+  return pool.kind == LayerKind::kMaxPooling2D && FastPoolFits(pool.config) ? pool.config.window_h : 0;
+}
+
 template <typename T>
 class Conv2DLayer : public GraphLayer<T> {
  public:
-  explicit Conv2DLayer(const GraphLayerSpec& spec) : spec_(spec) {}
+  // `fused_pool` > 0 (float only): the max-pool window of the MaxPooling2D that follows, done here.
+  explicit Conv2DLayer(const GraphLayerSpec& spec, int64_t fused_pool = 0) : spec_(spec), fused_pool_(fused_pool) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
                        const ForwardOptions&, Array<T>* out) override {
     const Array<T>& x = *in[0];
     const Geometry g(x.shape, spec_.output_shape, spec_.config);
+    if constexpr (std::is_same_v<T, float>) {
+      if (FastConvFits(spec_.config)) {
+        if (fast_ == nullptr) fast_ = std::make_unique<Conv2D>(FastGeometry(g));
+        const Conv2DGeometry& c = fast_->geometry();
+        out->Resize({x.batch(), c.result_height(), c.result_width(), spec_.config.filters});
+        fast_->Forward(x.data.data(), x.batch(), w[0]->data.data(), spec_.config.use_bias ? w[1]->data.data() : nullptr,
+                       out->data.data());
+        return absl::OkStatus();
+      }
+    }
     const int64_t batch = x.batch(), rows = batch * g.out_h * g.out_w, patch = g.kh * g.kw * g.channels;
     const int64_t f = spec_.config.filters;
     patches_.Reset({rows, patch});
@@ -64,6 +112,9 @@ class Conv2DLayer : public GraphLayer<T> {
                 const Array<T>& dout, const std::vector<Array<T>*>& din,
                 const std::vector<Array<T>*>& dw) override {
     const Array<T>& x = *in[0];
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_ != nullptr) return FastBackward(x, w, out, dout, din, dw);
+    }
     const Geometry g(x.shape, spec_.output_shape, spec_.config);
     const int64_t batch = x.batch(), rows = batch * g.out_h * g.out_w, patch = g.kh * g.kw * g.channels;
     const int64_t f = spec_.config.filters;
@@ -95,9 +146,39 @@ class Conv2DLayer : public GraphLayer<T> {
     }
   }
 
+  bool WritesGradients() const override { return fast_ != nullptr; }
+
  private:
+  Conv2DGeometry FastGeometry(const Geometry& g) const {
+    Conv2DGeometry c;
+    c.height = g.in_h;
+    c.width = g.in_w;
+    c.in_channels = g.channels;
+    c.filters = spec_.config.filters;
+    c.kernel = g.kh;
+    c.same = spec_.config.same_padding;
+    c.relu = spec_.config.activation == ActivationKind::kRelu;
+    c.bias = spec_.config.use_bias;
+    c.pool = fused_pool_;
+    return c;
+  }
+  void FastBackward(const Array<float>& x, const typename GraphLayer<T>::Arrays& w, const Array<float>& out,
+                    const Array<float>& dout, const std::vector<Array<float>*>& din,
+                    const std::vector<Array<float>*>& dw) {
+    dout_.assign(dout.data.begin(), dout.data.end());  // Conv2D masks it in place
+    // The gradients are written (WritesGradients), the weights' into scratch where not wanted.
+    if (dw[0] == nullptr) dkernel_.resize(w[0]->data.size());
+    if (spec_.config.use_bias && dw[1] == nullptr) dbias_.resize(spec_.config.filters);
+    fast_->Backward(x.data.data(), out.data.data(), dout_.data(), x.batch(), w[0]->data.data(),
+                    din[0] != nullptr ? din[0]->data.data() : nullptr, dw[0] != nullptr ? dw[0]->data.data() : dkernel_.data(),
+                    !spec_.config.use_bias ? nullptr : dw[1] != nullptr ? dw[1]->data.data() : dbias_.data());
+  }
+
   GraphLayerSpec spec_;
+  int64_t fused_pool_;
   Array<T> patches_, pre_;  // [output pixels, kh * kw * channels] and the pre-activation
+  std::unique_ptr<Conv2D> fast_;  // float, FastConvFits: built on the first Forward
+  std::vector<float> dout_, dkernel_, dbias_;  // the fast path's scratch, kept across steps
 };
 
 template <typename T>
@@ -108,6 +189,14 @@ class Pooling2DLayer : public GraphLayer<T> {
                        const ForwardOptions&, Array<T>* out) override {
     const Array<T>& x = *in[0];
     const Geometry g(x.shape, spec_.output_shape, spec_.config);
+    if constexpr (std::is_same_v<T, float>) {
+      if (max_ && FastPoolFits(spec_.config)) {
+        if (fast_ == nullptr) fast_ = std::make_unique<MaxPool2D>(PoolGeometry{g.in_h, g.in_w, g.channels, g.kh});
+        out->Resize({x.batch(), g.out_h, g.out_w, g.channels});
+        fast_->Forward(x.data.data(), x.batch(), out->data.data());
+        return absl::OkStatus();
+      }
+    }
     out->Reset({x.batch(), g.out_h, g.out_w, g.channels});
     argmax_.assign(out->size(), -1);
     count_.assign(out->size() / g.channels, 0);
@@ -143,6 +232,9 @@ class Pooling2DLayer : public GraphLayer<T> {
   void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&, const Array<T>& out,
                 const Array<T>& dout, const std::vector<Array<T>*>& din, const std::vector<Array<T>*>&) override {
     if (din[0] == nullptr) return;
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_ != nullptr) return fast_->Backward(dout.data.data(), in[0]->batch(), din[0]->data.data());
+    }
     const Geometry g(in[0]->shape, spec_.output_shape, spec_.config);
     for (int64_t o = 0; o < out.size() / g.channels; ++o) {
       const int64_t b = o / (g.out_h * g.out_w), oy = (o / g.out_w) % g.out_h, ox = o % g.out_w;
@@ -162,14 +254,50 @@ class Pooling2DLayer : public GraphLayer<T> {
     }
   }
 
+  bool WritesGradients() const override { return fast_ != nullptr; }
+
  private:
   GraphLayerSpec spec_;
   bool max_;
+  std::unique_ptr<MaxPool2D> fast_;  // float max pooling, FastPoolFits: built on the first Forward
   std::vector<int64_t> argmax_;  // per output value: the input offset that won (max)
   std::vector<int64_t> count_;   // per output pixel: the window positions inside the input
 };
 
+// The MaxPooling2D after a Conv2D that pooled already (FusedPoolWindow): its input is its output.
+template <typename T>
+class PooledByConvLayer : public GraphLayer<T> {
+ public:
+  bool PassesThrough() const override { return true; }
+  absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
+                       const ForwardOptions&, Array<T>* out) override {
+    *out = *in[0];
+    return absl::OkStatus();
+  }
+  void Backward(const typename GraphLayer<T>::Arrays&, const typename GraphLayer<T>::Arrays&, const Array<T>& out,
+                const Array<T>& dout, const std::vector<Array<T>*>& din, const std::vector<Array<T>*>&) override {
+    if (din[0] != nullptr) AddTo(dout.data.data(), out.size(), din[0]->data.data());
+  }
+};
+
 }  // namespace
+
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeFusedConvLayer(const ModelGraph& graph, int index) {
+  if constexpr (std::is_same_v<T, float>) {
+    const GraphLayerSpec& spec = graph.layers[index];
+    if (const int64_t window = FusedPoolWindow(graph, index); window > 0) {
+      return std::make_unique<Conv2DLayer<T>>(spec, window);
+    }
+    if (spec.kind == LayerKind::kMaxPooling2D && FusedPoolWindow(graph, spec.inputs[0]) > 0) {
+      return std::make_unique<PooledByConvLayer<T>>();
+    }
+  }
+  return nullptr;
+}
+
+template std::unique_ptr<GraphLayer<float>> MakeFusedConvLayer<float>(const ModelGraph&, int);
+template std::unique_ptr<GraphLayer<double>> MakeFusedConvLayer<double>(const ModelGraph&, int);
 
 template <typename T>
 std::unique_ptr<GraphLayer<T>> MakeConvLayer(const GraphLayerSpec& spec) {

@@ -1,5 +1,10 @@
-// Dense, Activation, ReLU and the recommenders' Cross (DCN-v2).
+// Dense, Activation, ReLU and the recommenders' Cross (DCN-v2). In float, a Dense with ReLU or no
+// activation runs worker/cpu's Dense kernel, writing its gradients (WritesGradients).
 #include <algorithm>
+#include <memory>
+#include <type_traits>
+
+#include "worker/cpu/dense.h"
 
 #include "worker/graph/activation_math.h"
 #include "worker/graph/layer_factories.h"
@@ -35,6 +40,19 @@ class DenseLayer : public GraphLayer<T> {
     const Array<T>& x = *in[0];
     std::vector<int64_t> shape = x.shape;
     shape.back() = spec_.config.units;
+    if constexpr (std::is_same_v<T, float>) {
+      if (FastFits()) {
+        if (fast_ == nullptr) {
+          fast_ = std::make_unique<Dense>(DenseGeometry{x.last(), spec_.config.units,
+                                                        spec_.config.activation == ActivationKind::kRelu,
+                                                        spec_.config.use_bias});
+        }
+        out->Resize(shape);
+        fast_->Forward(x.data.data(), x.rows(), w[0]->data.data(), spec_.config.use_bias ? w[1]->data.data() : nullptr,
+                       out->data.data());
+        return absl::OkStatus();
+      }
+    }
     out->Reset(shape);
     pre_.Reset(shape);
     Affine(x.data.data(), x.rows(), x.last(), w[0]->data.data(), spec_.config.use_bias ? w[1]->data.data() : nullptr,
@@ -45,6 +63,9 @@ class DenseLayer : public GraphLayer<T> {
   void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w, const Array<T>& out,
                 const Array<T>& dout, const std::vector<Array<T>*>& din,
                 const std::vector<Array<T>*>& dw) override {
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_ != nullptr) return FastBackward(*in[0], w, out, dout, din, dw);
+    }
     dpre_.Reset(out.shape);
     ActivationBackward(spec_.config.activation, pre_.data.data(), out.data.data(), dout.data.data(), out.size(),
                        out.last(), dpre_.data.data());
@@ -53,9 +74,29 @@ class DenseLayer : public GraphLayer<T> {
                    DataOrNull(din[0]), DataOrNull(dw[0]), spec_.config.use_bias ? DataOrNull(dw[1]) : nullptr);
   }
 
+  bool WritesGradients() const override { return fast_ != nullptr; }
+
  private:
+  // worker/cpu's Dense covers ReLU and no activation.
+  bool FastFits() const {
+    return spec_.config.activation == ActivationKind::kLinear || spec_.config.activation == ActivationKind::kRelu;
+  }
+  void FastBackward(const Array<float>& x, const typename GraphLayer<T>::Arrays& w, const Array<float>& out,
+                    const Array<float>& dout, const std::vector<Array<float>*>& din,
+                    const std::vector<Array<float>*>& dw) {
+    dout_.assign(dout.data.begin(), dout.data.end());  // Dense masks it in place
+    // The gradients are written (WritesGradients), the weights' into scratch where not wanted.
+    if (dw[0] == nullptr) dkernel_.resize(w[0]->data.size());
+    if (spec_.config.use_bias && dw[1] == nullptr) dbias_.resize(spec_.config.units);
+    fast_->Backward(x.data.data(), out.data.data(), dout_.data(), x.rows(), w[0]->data.data(),
+                    din[0] != nullptr ? din[0]->data.data() : nullptr, dw[0] != nullptr ? dw[0]->data.data() : dkernel_.data(),
+                    !spec_.config.use_bias ? nullptr : dw[1] != nullptr ? dw[1]->data.data() : dbias_.data());
+  }
+
   GraphLayerSpec spec_;
   Array<T> pre_, dpre_;  // the pre-activation and its gradient
+  std::unique_ptr<Dense> fast_;  // float, FastFits: built on the first Forward
+  std::vector<float> dout_, dkernel_, dbias_;  // the fast path's scratch, kept across steps
 };
 
 template <typename T>

@@ -14,6 +14,19 @@ GraphExecutor<T>::GraphExecutor(const ModelGraph& graph) : graph_(graph) {
   for (size_t i = 0; i < n; ++i) layers_.push_back(MakeGraphLayer<T>(graph_, static_cast<int>(i)));
   values_.resize(n);
   weights_.resize(n);
+  std::vector<int>& consumers = consumers_;
+  consumers.assign(n, 0);
+  for (const GraphLayerSpec& spec : graph_.layers) {
+    for (int j : spec.inputs) ++consumers[j];
+  }
+  moves_.assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const GraphLayerSpec& spec = graph_.layers[i];
+    if (spec.kind == LayerKind::kInput || spec.inputs.size() != 1 || !layers_[i]->PassesThrough()) continue;
+    const int j = spec.inputs[0];
+    moves_[i] = consumers[j] == 1 && j != graph_.output && static_cast<int>(i) != graph_.output &&
+                graph_.layers[j].kind != LayerKind::kInput;
+  }
 }
 
 template <typename T>
@@ -21,6 +34,7 @@ absl::StatusOr<const Array<T>*> GraphExecutor<T>::Forward(const std::vector<Arra
                                                           const NamedArrays<T>& variables,
                                                           const ForwardOptions& options) {
   forward_done_ = false;
+  backward_ready_ = false;
   if (inputs.size() != graph_.inputs.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the model takes ", graph_.inputs.size(), " inputs, got ", inputs.size()));
@@ -52,17 +66,24 @@ absl::StatusOr<const Array<T>*> GraphExecutor<T>::Forward(const std::vector<Arra
       weights_[i].push_back(&it->second);
     }
     if (spec.kind == LayerKind::kInput) continue;
+    if (moves_[i]) {
+      values_[i].shape = {batch};
+      values_[i].shape.insert(values_[i].shape.end(), spec.output_shape.begin(), spec.output_shape.end());
+      values_[i].data.swap(values_[spec.inputs[0]].data);
+      continue;
+    }
     std::vector<const Array<T>*> in;
     for (int j : spec.inputs) in.push_back(&values_[j]);
     RETURN_IF_ERROR(layers_[i]->Forward(in, weights_[i], options, &values_[i]));
   }
   forward_done_ = true;
+  backward_ready_ = true;
   return &values_[graph_.output];
 }
 
 template <typename T>
 absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>* gradients) {
-  if (!forward_done_) return absl::FailedPreconditionError("Backward needs a successful Forward first");
+  if (!backward_ready_) return absl::FailedPreconditionError("Backward needs a successful Forward first");
   if (doutput.shape != values_[graph_.output].shape) {
     return absl::InvalidArgumentError(absl::StrCat("the output gradient has shape ", ShapeString(doutput.shape),
                                                    "; the output is ", ShapeString(values_[graph_.output].shape)));
@@ -76,17 +97,44 @@ absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>*
     for (int j : graph_.layers[i].inputs) trainable |= needs[j];
     needs[i] = trainable;
   }
-  std::vector<Array<T>> grads(n);
+  // The per-layer gradients keep their storage across calls; an empty shape marks "none yet".
+  std::vector<Array<T>>& grads = grads_;
+  grads.resize(n);
+  for (Array<T>& g : grads) g.shape.clear();
   grads[graph_.output] = doutput;
   for (size_t i = n; i-- > 0;) {
     const GraphLayerSpec& spec = graph_.layers[i];
+    if (moves_[i]) {  // the values go back to the input, and the gradient with them
+      const int j = spec.inputs[0];
+      values_[j].data.swap(values_[i].data);
+      if (needs[j] && !grads[i].shape.empty()) {
+        grads[j].shape = values_[j].shape;
+        grads[j].data.swap(grads[i].data);
+      }
+      continue;
+    }
     if (spec.kind == LayerKind::kInput || grads[i].shape.empty()) continue;  // no gradient reaches it
+    // A layer that writes its gradients gets its input's own array when it is that input's only
+    // consumer, else scratch added afterwards; the others add to zero-filled arrays.
+    const bool writes = layers_[i]->WritesGradients();
     std::vector<const Array<T>*> in;
     std::vector<Array<T>*> din;
-    for (int j : spec.inputs) {
+    if (scratch_.size() < spec.inputs.size()) scratch_.resize(spec.inputs.size());
+    for (size_t k = 0; k < spec.inputs.size(); ++k) {
+      const int j = spec.inputs[k];
       in.push_back(&values_[j]);
-      if (needs[j] && grads[j].shape.empty()) grads[j].Reset(values_[j].shape);
-      din.push_back(needs[j] ? &grads[j] : nullptr);
+      if (!needs[j]) {
+        din.push_back(nullptr);
+      } else if (writes && consumers_[j] == 1) {
+        grads[j].Resize(values_[j].shape);
+        din.push_back(&grads[j]);
+      } else if (writes) {
+        scratch_[k].Resize(values_[j].shape);
+        din.push_back(&scratch_[k]);
+      } else {
+        if (grads[j].shape.empty()) grads[j].Reset(values_[j].shape);
+        din.push_back(&grads[j]);
+      }
     }
     std::vector<Array<T>*> dweights;
     for (int v : layer_variables_[i]) {
@@ -96,11 +144,22 @@ absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>*
         continue;
       }
       Array<T>& g = (*gradients)[var.name];
-      if (g.shape != var.shape) g.Reset(var.shape);
+      if (layers_[i]->WritesGradients()) {
+        g.Resize(var.shape);
+      } else {
+        g.Reset(var.shape);
+      }
       dweights.push_back(&g);
     }
     layers_[i]->Backward(in, weights_[i], values_[i], grads[i], din, dweights);
+    for (size_t k = 0; k < spec.inputs.size(); ++k) {
+      if (din[k] != &scratch_[k]) continue;
+      Array<T>& g = grads[spec.inputs[k]];
+      if (g.shape.empty()) g.Reset(values_[spec.inputs[k]].shape);
+      AddTo(scratch_[k].data.data(), g.size(), g.data.data());
+    }
   }
+  backward_ready_ = false;  // the moved values are back with their inputs
   return absl::OkStatus();
 }
 

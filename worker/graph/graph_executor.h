@@ -36,9 +36,11 @@ class GraphExecutor {
   absl::StatusOr<const Array<T>*> Forward(const std::vector<Array<T>>& inputs, const NamedArrays<T>& variables,
                                           const ForwardOptions& options);
 
-  // REQUIRES: a successful Forward just before. `doutput` is the loss's gradient with respect to
-  // the output. Adds each trainable variable's gradient to (*gradients)[name], creating it
-  // zero-filled when absent. InvalidArgument when doutput's shape is not the output's.
+  // REQUIRES: a successful Forward just before (FailedPrecondition otherwise, also for a second
+  // Backward after one Forward). `doutput` is the loss's gradient with respect to
+  // the output. Writes each trainable variable's gradient to (*gradients)[name] (created or
+  // resized; what it held is replaced, its storage reused). InvalidArgument when doutput's shape
+  // is not the output's.
   absl::Status Backward(const Array<T>& doutput, NamedArrays<T>* gradients);
 
   // After a training Forward: the new values of the non-trainable variables (BatchNormalization's
@@ -51,7 +53,15 @@ class GraphExecutor {
   std::vector<std::vector<int>> layer_variables_;  // per layer: indices into graph_.variables
   std::vector<Array<T>> values_;                   // per layer: its output of the last Forward
   std::vector<std::vector<const Array<T>*>> weights_;  // per layer: its variables of the last Forward
+  std::vector<Array<T>> grads_;                        // per layer: its output's gradient (Backward's scratch)
+  // Per layer: it PassesThrough and is its input's only consumer, and that input is neither a model
+  // input nor the output, nor is it: Forward moves the input's values to it (Backward moves them back, and
+  // its gradient to the input), so no copy is made.
+  std::vector<bool> moves_;
+  std::vector<int> consumers_;    // per layer: how many layer inputs it is
+  std::vector<Array<T>> scratch_;  // input gradients of a layer that writes them, to add
   bool forward_done_ = false;
+  bool backward_ready_ = false;  // a successful Forward and no Backward since
 };
 
 }  // namespace pstrain

@@ -6,6 +6,7 @@ namespace pstrain {
 
 template <typename T>
 std::unique_ptr<GraphLayer<T>> MakeGraphLayer(const ModelGraph& graph, int index) {
+  if (std::unique_ptr<GraphLayer<T>> layer = MakeFusedConvLayer<T>(graph, index)) return layer;
   const GraphLayerSpec& spec = graph.layers[index];
   for (auto make : {&MakeDenseLayer<T>, &MakeShapeLayer<T>, &MakeMergeLayer<T>, &MakeNormLayer<T>, &MakePoolLayer<T>,
                     &MakeConvLayer<T>}) {

@@ -37,10 +37,20 @@ class GraphLayer {
                                Array<T>* out) = 0;
 
   // REQUIRES: follows Forward with the same `in`, `weights` and its `out`. Adds the gradients of
-  // the inputs to din[i] (skipped where null) and of the weights to dweights[i] (skipped where
-  // null; each sized like its weight).
+  // the inputs to din[i] (skipped where null; each sized like its input) and of the weights to
+  // dweights[i] (skipped where null; each sized like its weight), or writes them when
+  // WritesGradients().
   virtual void Backward(const Arrays& in, const Arrays& weights, const Array<T>& out, const Array<T>& dout,
                         const std::vector<Array<T>*>& din, const std::vector<Array<T>*>& dweights) = 0;
+
+  // After Forward: true when Backward writes din and dweights instead of adding to them (a kernel
+  // that writes its results; the executor then skips zero-filling them).
+  virtual bool WritesGradients() const { return false; }
+
+  // True when the output is the one input's values with the shape [batch] + the spec's
+  // output_shape, and the input's gradient is the output's (Flatten, Reshape): the executor may
+  // then move the values instead of calling Forward and Backward.
+  virtual bool PassesThrough() const { return false; }
 
   // After a training Forward: new values of the non-trainable weights (BatchNormalization's moving
   // mean and variance, Keras's rule moving = moving * momentum + batch * (1 - momentum)), as

@@ -20,6 +20,10 @@ template <typename T>
 std::unique_ptr<GraphLayer<T>> MakeNormLayer(const GraphLayerSpec& spec);  // LayerNormalization, BatchNormalization
 template <typename T>
 std::unique_ptr<GraphLayer<T>> MakeConvLayer(const GraphLayerSpec& spec);  // Conv2D, MaxPooling2D, AveragePooling2D
+// Float: a Conv2D with the MaxPooling2D after it fused in, and that MaxPooling2D (which then passes
+// the pooled values on); null otherwise (conv_layers.cc says when).
+template <typename T>
+std::unique_ptr<GraphLayer<T>> MakeFusedConvLayer(const ModelGraph& graph, int index);
 template <typename T>
 std::unique_ptr<GraphLayer<T>> MakePoolLayer(const GraphLayerSpec& spec);  // Embedding, global pooling
 

@@ -18,6 +18,7 @@ template <typename T>
 class ReshapeLayer : public GraphLayer<T> {
  public:
   explicit ReshapeLayer(const GraphLayerSpec& spec) : shape_(spec.output_shape) {}
+  bool PassesThrough() const override { return true; }
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
                        const ForwardOptions&, Array<T>* out) override {
     out->shape = WithBatch<T>(in[0]->batch(), shape_);
