@@ -13,6 +13,7 @@
 #include "worker/cpu/conv2d.h"
 #include "worker/cpu/pool.h"
 #include "worker/graph/activation_math.h"
+#include "worker/graph/fast_backward.h"
 #include "worker/graph/layer_factories.h"
 
 namespace pstrain {
@@ -113,7 +114,10 @@ class Conv2DLayer : public GraphLayer<T> {
                 const std::vector<Array<T>*>& dw) override {
     const Array<T>& x = *in[0];
     if constexpr (std::is_same_v<T, float>) {
-      if (fast_ != nullptr) return FastBackward(x, w, out, dout, din, dw);
+      if (fast_ != nullptr) {
+        return fast_backward_.Run(*fast_, x, x.batch(), w, out, dout, din, dw,
+                                  spec_.config.use_bias ? spec_.config.filters : 0);
+      }
     }
     const Geometry g(x.shape, spec_.output_shape, spec_.config);
     const int64_t batch = x.batch(), rows = batch * g.out_h * g.out_w, patch = g.kh * g.kw * g.channels;
@@ -162,23 +166,12 @@ class Conv2DLayer : public GraphLayer<T> {
     c.pool = fused_pool_;
     return c;
   }
-  void FastBackward(const Array<float>& x, const typename GraphLayer<T>::Arrays& w, const Array<float>& out,
-                    const Array<float>& dout, const std::vector<Array<float>*>& din,
-                    const std::vector<Array<float>*>& dw) {
-    dout_.assign(dout.data.begin(), dout.data.end());  // Conv2D masks it in place
-    // The gradients are written (WritesGradients), the weights' into scratch where not wanted.
-    if (dw[0] == nullptr) dkernel_.resize(w[0]->data.size());
-    if (spec_.config.use_bias && dw[1] == nullptr) dbias_.resize(spec_.config.filters);
-    fast_->Backward(x.data.data(), out.data.data(), dout_.data(), x.batch(), w[0]->data.data(),
-                    din[0] != nullptr ? din[0]->data.data() : nullptr, dw[0] != nullptr ? dw[0]->data.data() : dkernel_.data(),
-                    !spec_.config.use_bias ? nullptr : dw[1] != nullptr ? dw[1]->data.data() : dbias_.data());
-  }
 
   GraphLayerSpec spec_;
   int64_t fused_pool_;
   Array<T> patches_, pre_;  // [output pixels, kh * kw * channels] and the pre-activation
   std::unique_ptr<Conv2D> fast_;  // float, FastConvFits: built on the first Forward
-  std::vector<float> dout_, dkernel_, dbias_;  // the fast path's scratch, kept across steps
+  FastBackward fast_backward_;  // the fast path's scratch, kept across steps
 };
 
 template <typename T>

@@ -7,6 +7,7 @@
 #include "worker/cpu/dense.h"
 
 #include "worker/graph/activation_math.h"
+#include "worker/graph/fast_backward.h"
 #include "worker/graph/layer_factories.h"
 
 namespace pstrain {
@@ -64,7 +65,10 @@ class DenseLayer : public GraphLayer<T> {
                 const Array<T>& dout, const std::vector<Array<T>*>& din,
                 const std::vector<Array<T>*>& dw) override {
     if constexpr (std::is_same_v<T, float>) {
-      if (fast_ != nullptr) return FastBackward(*in[0], w, out, dout, din, dw);
+      if (fast_ != nullptr) {
+        return fast_backward_.Run(*fast_, *in[0], in[0]->rows(), w, out, dout, din, dw,
+                                  spec_.config.use_bias ? spec_.config.units : 0);
+      }
     }
     dpre_.Reset(out.shape);
     ActivationBackward(spec_.config.activation, pre_.data.data(), out.data.data(), dout.data.data(), out.size(),
@@ -81,22 +85,11 @@ class DenseLayer : public GraphLayer<T> {
   bool FastFits() const {
     return spec_.config.activation == ActivationKind::kLinear || spec_.config.activation == ActivationKind::kRelu;
   }
-  void FastBackward(const Array<float>& x, const typename GraphLayer<T>::Arrays& w, const Array<float>& out,
-                    const Array<float>& dout, const std::vector<Array<float>*>& din,
-                    const std::vector<Array<float>*>& dw) {
-    dout_.assign(dout.data.begin(), dout.data.end());  // Dense masks it in place
-    // The gradients are written (WritesGradients), the weights' into scratch where not wanted.
-    if (dw[0] == nullptr) dkernel_.resize(w[0]->data.size());
-    if (spec_.config.use_bias && dw[1] == nullptr) dbias_.resize(spec_.config.units);
-    fast_->Backward(x.data.data(), out.data.data(), dout_.data(), x.rows(), w[0]->data.data(),
-                    din[0] != nullptr ? din[0]->data.data() : nullptr, dw[0] != nullptr ? dw[0]->data.data() : dkernel_.data(),
-                    !spec_.config.use_bias ? nullptr : dw[1] != nullptr ? dw[1]->data.data() : dbias_.data());
-  }
 
   GraphLayerSpec spec_;
   Array<T> pre_, dpre_;  // the pre-activation and its gradient
   std::unique_ptr<Dense> fast_;  // float, FastFits: built on the first Forward
-  std::vector<float> dout_, dkernel_, dbias_;  // the fast path's scratch, kept across steps
+  FastBackward fast_backward_;  // the fast path's scratch, kept across steps
 };
 
 template <typename T>
