@@ -73,14 +73,14 @@ absl::StatusOr<EvalResult> EvaluateCheckpoint(Env* env, const std::string& dir, 
     for (size_t i = 0; i < variables.size(); ++i) {
       if (variables[i].sparse) tables[i] = std::move(params[i]);
     }
-    IdDeduper dedupe(variables);
+    ASSIGN_OR_RETURN(std::unique_ptr<IdDeduper> dedupe, IdDeduper::ForModel(job.model, variables));
     CtrEvalSteps steps;
     steps.fetch_rows = [&tables](const SparseLookup& lookup, std::vector<Tensor>* p) {
       GatherLookupRows(tables, lookup, p);
       return absl::OkStatus();
     };
     steps.evaluate = evaluate;
-    RETURN_IF_ERROR(EvaluateCtrRange(test, 0, test.size, steps, &dedupe, &params, &m));
+    RETURN_IF_ERROR(EvaluateCtrRange(test, 0, test.size, steps, dedupe.get(), &params, &m));
   } else {
     Batch batch;
     for (int64_t begin = 0; begin < test.size; begin += options.batch_size) {

@@ -42,6 +42,10 @@ struct EmbeddingFieldSpec {
   int64_t embedding_dim = 0;
   // Keras Embedding's default "uniform" = RandomUniform(-0.05, 0.05).
   InitializerSpec embeddings_initializer{"random_uniform"};
+  // Keras models: every Embedding layer the field's ids feed (one, or several with the same
+  // input_dim, e.g. a wide and a deep table); their "<layer>/embeddings" tables share the step's
+  // unique ids. Empty for the `fields` of a job spec: the table is `name`'s.
+  std::vector<std::string> tables;
 };
 
 struct ModelSpec {
@@ -62,6 +66,10 @@ struct ModelSpec {
   // (validated, variables with Keras's names) and the document (carried inline in the canonical
   // form, so workers and checkpoints need no file). `layers` is then empty and `input_shape` is the
   // model's one input. Losses: sparse_categorical_crossentropy, binary_crossentropy, mse.
+  // A Keras model with integer inputs is a CTR model too (binary_crossentropy on criteo or
+  // tfrecord data): its float inputs, in input order, take the numeric features (numeric_inputs is
+  // their total width, input_shape [numeric_inputs]) and its integer inputs, in input order, one
+  // field per id (an input of shape [k] takes k fields), derived into `fields`.
   std::shared_ptr<const ModelGraph> graph;
   nlohmann::json keras_model;
   // Whether the output is logits (the loss applies softmax / sigmoid) or probabilities. Inferred
@@ -187,12 +195,13 @@ absl::Status OverrideCtrDataFiles(const std::string& train_files, const std::str
 
 // Makes `model` the Keras model `doc` (a to_json() document), keeping its loss; `what` prefixes
 // errors. InvalidArgument for a model the graph reader refuses (naming the layer and key) or one
-// that a job's dataset cannot feed (several inputs, integer inputs) or whose variables the ps
-// cannot update (moving statistics).
+// that a job's dataset cannot feed (several float inputs without ids, ids feeding a layer other
+// than Embedding) or whose variables the ps cannot update (moving statistics).
 absl::Status SetKerasModel(const nlohmann::json& doc, const std::string& what, ModelSpec* model);
 
 // --model_json=PATH (`flag` names it in errors): replaces the job's model with the Keras model in
-// PATH, keeping the loss; "" leaves the job as it is.
+// PATH, keeping the loss; "" leaves the job as it is. InvalidArgument, the job unchanged, when the
+// model does not fit the job's data (id inputs need CTR data and binary_crossentropy).
 absl::Status OverrideModelJson(const std::string& path, const std::string& flag, JobSpec* job);
 
 // OK when `spec.ps_replicas` fits a cluster of `num_ps` ps tasks (each shard's backups on other ps

@@ -7,6 +7,7 @@
 #include "common/config/json_util.h"
 #include "common/graph/keras_json.h"
 #include "common/platform/status_macros.h"
+#include "common/tensor/tensor.h"
 
 namespace pstrain {
 namespace internal_job_spec {
@@ -14,20 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-// A Keras model gets its inputs from the job's dataset, whose examples are one float tensor.
-absl::Status CheckOneFloatInput(const ModelGraph& graph, const std::string& what) {
-  if (graph.inputs.size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": the model has ", graph.inputs.size(),
-        " inputs; a job's dataset gives one float tensor per example, so the model must have one input"));
-  }
-  const GraphLayerSpec& input = graph.layers[graph.inputs[0]];
-  if (input.config.int_input) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": input '", input.name,
-                     "' is an integer input (ids); the job's dataset gives float features. Models fed ids "
-                     "(Embedding layers on categorical data) are not trainable from a job spec yet"));
-  }
+absl::Status RefuseNonTrainable(const ModelGraph& graph, const std::string& what) {
   for (const GraphVariableSpec& v : graph.variables) {
     if (!v.trainable) {
       const GraphLayerSpec& layer = graph.layers[v.layer];
@@ -37,6 +25,83 @@ absl::Status CheckOneFloatInput(const ModelGraph& graph, const std::string& what
           "(LayerNormalization is)"));
     }
   }
+  return absl::OkStatus();
+}
+
+// A model fed ids: float inputs of rank 1 take the numeric features and each integer input feeds
+// Embedding layers only (several on one input need one input_dim: the ids index all of them).
+absl::Status SetCtrInputs(const ModelGraph& graph, const std::string& what, ModelSpec* out) {
+  std::vector<std::vector<int>> consumers(graph.layers.size());
+  for (size_t i = 0; i < graph.layers.size(); ++i) {
+    for (int j : graph.layers[i].inputs) consumers[j].push_back(static_cast<int>(i));
+  }
+  for (int in : graph.inputs) {
+    const GraphLayerSpec& input = graph.layers[in];
+    if (!input.config.int_input) {
+      if (input.output_shape.size() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": float input '", input.name, "' has shape ", ShapeString(input.output_shape),
+            "; in a model fed ids the float inputs take the numeric features and must be vectors, e.g. (13,)"));
+      }
+      out->numeric_inputs += input.output_shape[0];
+      continue;
+    }
+    if (input.output_shape.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": integer input '", input.name, "' has shape ",
+                                                     ShapeString(input.output_shape),
+                                                     "; give ids as (k,): one id per field, k fields"));
+    }
+    std::vector<std::string> tables;
+    const GraphLayerSpec* first = nullptr;
+    for (int c : consumers[in]) {
+      const GraphLayerSpec& layer = graph.layers[c];
+      if (layer.kind != LayerKind::kEmbedding) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": integer input '", input.name, "' feeds layer '", layer.name, "' (", layer.class_name,
+            "); ids may feed only Embedding layers (their tables are the ps's sparse variables)"));
+      }
+      if (first != nullptr && layer.config.input_dim != first->config.input_dim) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": integer input '", input.name, "' feeds Embedding layers '", first->name, "' (input_dim ",
+            first->config.input_dim, ") and '", layer.name, "' (input_dim ", layer.config.input_dim,
+            "); the Embedding layers of one input need the same input_dim, since its ids index all of them"));
+      }
+      if (first == nullptr) first = &layer;
+      tables.push_back(layer.name);
+    }
+    if (first == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": integer input '", input.name, "' feeds no layer"));
+    }
+    const int table = graph.FindVariable(first->name + "/embeddings");
+    const int64_t fields = input.output_shape.empty() ? 1 : input.output_shape[0];
+    for (int64_t k = 0; k < fields; ++k) {
+      EmbeddingFieldSpec f;
+      f.name = first->name;
+      f.vocabulary_size = first->config.input_dim;
+      f.embedding_dim = first->config.output_dim;
+      if (table >= 0) f.embeddings_initializer = graph.variables[table].initializer;
+      f.tables = tables;
+      out->fields.push_back(std::move(f));
+    }
+  }
+  out->input_shape = {out->numeric_inputs};
+  return absl::OkStatus();
+}
+
+// The model's inputs as the job's dataset gives them: one float tensor per example, or (a model
+// with integer inputs) the numeric features and categorical ids of CTR data.
+absl::Status SetInputs(const ModelGraph& graph, const std::string& what, ModelSpec* out) {
+  RETURN_IF_ERROR(RefuseNonTrainable(graph, what));
+  bool ids = false;
+  for (int in : graph.inputs) ids |= graph.layers[in].config.int_input;
+  if (ids) return SetCtrInputs(graph, what, out);
+  if (graph.inputs.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": the model has ", graph.inputs.size(),
+        " float inputs; a dataset of images or feature rows gives one float tensor per example, so the model "
+        "must have one input (models with integer id inputs take CTR data: numeric features and ids)"));
+  }
+  out->input_shape = graph.layers[graph.inputs[0]].output_shape;
   return absl::OkStatus();
 }
 
@@ -60,8 +125,12 @@ absl::Status ParseKerasModel(JsonFields& f, ModelSpec* spec) {
   }
   const json* doc = f.Find("keras_model");
   RETURN_IF_ERROR(SetKerasModel(*doc, kPrefix + f.Where("keras_model"), spec));
-  ASSIGN_OR_RETURN(spec->loss, f.String("loss", "sparse_categorical_crossentropy",
+  ASSIGN_OR_RETURN(spec->loss, f.String("loss", spec->is_ctr() ? "binary_crossentropy" : "sparse_categorical_crossentropy",
                                         {"sparse_categorical_crossentropy", "binary_crossentropy", "mse"}));
+  if (spec->is_ctr() && spec->loss != "binary_crossentropy") {
+    return f.Invalid("loss", "must be binary_crossentropy for a Keras model with integer (id) inputs: it trains "
+                             "on CTR data, whose labels are 0 or 1");
+  }
   ASSIGN_OR_RETURN(spec->from_logits, f.Bool("from_logits", spec->from_logits));  // inferred unless given
   return absl::OkStatus();
 }
@@ -99,10 +168,9 @@ absl::Status SetKerasModel(const nlohmann::json& doc, const std::string& what, M
     return absl::InvalidArgumentError(absl::StrCat(what, " must be a Keras model's to_json() document (an object)"));
   }
   ASSIGN_OR_RETURN(ModelGraph graph, ReadKerasModelJson(doc.dump(), what));
-  RETURN_IF_ERROR(internal_job_spec::CheckOneFloatInput(graph, what));
   ModelSpec out;
   out.loss = model->loss;
-  out.input_shape = graph.layers[graph.inputs[0]].output_shape;
+  RETURN_IF_ERROR(internal_job_spec::SetInputs(graph, what, &out));
   // A model that ends in softmax or sigmoid gives probabilities; any other output is logits.
   const GraphLayerSpec& last = graph.layers[graph.output];
   const ActivationKind act = last.config.activation;
@@ -117,13 +185,24 @@ absl::Status SetKerasModel(const nlohmann::json& doc, const std::string& what, M
 
 absl::Status OverrideModelJson(const std::string& path, const std::string& flag, JobSpec* job) {
   if (path.empty()) return absl::OkStatus();
-  if (job->model.is_ctr()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": job \"", job->name, "\" is a CTR job (criteo or tfrecord data); a Keras model is trained on "
-                     "fashion_mnist, csv or synthetic_linear data for now"));
-  }
   ASSIGN_OR_RETURN(nlohmann::json doc, ReadJsonFile(path));
-  return SetKerasModel(doc, absl::StrCat(flag, "=", path), &job->model);  // keeps the job's loss
+  const std::string what = absl::StrCat(flag, "=", path);
+  ModelSpec model = job->model;
+  RETURN_IF_ERROR(SetKerasModel(doc, what, &model));  // keeps the job's loss
+  if (model.is_ctr() != IsCtrDataset(job->data.dataset)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, model.is_ctr() ? ": the model has integer (id) inputs, which take CTR data, but job \""
+                             : ": the model has no integer (id) inputs, so it cannot take the CTR data of job \"",
+        job->name, "\" (", job->data.dataset, "); give a job with ",
+        model.is_ctr() ? "criteo or tfrecord data" : "fashion_mnist, csv or synthetic_linear data"));
+  }
+  if (model.is_ctr() && model.loss != "binary_crossentropy") {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": a model with id inputs needs loss binary_crossentropy; "
+                                                         "job \"", job->name, "\" has ", model.loss));
+  }
+  job->model = std::move(model);
+  if (job->data.dataset == "tfrecord") RETURN_IF_ERROR(internal_job_spec::CheckTfExampleFeatures(*job));
+  return absl::OkStatus();
 }
 
 }  // namespace pstrain

@@ -1,5 +1,8 @@
 #include "common/plan/model_variables.h"
 
+#include <map>
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "common/graph/model_graph.h"
 #include "common/platform/checked_math.h"
@@ -64,9 +67,13 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> LayerOutputShapes(const ModelS
 
 absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model) {
   if (model.is_graph()) {
+    std::set<std::string> tables;  // the fields' Embedding tables move by rows
+    for (const EmbeddingFieldSpec& f : model.fields) {
+      for (const std::string& layer : f.tables) tables.insert(layer + "/embeddings");
+    }
     std::vector<VariableSpec> vars;
     for (const GraphVariableSpec& v : model.graph->variables) {
-      if (v.trainable) vars.push_back({v.name, v.shape, DType::kFloat32, v.initializer});
+      if (v.trainable) vars.push_back({v.name, v.shape, DType::kFloat32, v.initializer, tables.count(v.name) > 0});
     }
     return vars;
   }
@@ -101,6 +108,28 @@ absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model)
     RETURN_IF_ERROR(CheckedNumBytes(v.shape, DTypeSize(v.dtype), absl::StrCat("variable ", v.name)).status());
   }
   return vars;
+}
+
+absl::StatusOr<std::vector<std::vector<int>>> FieldTableVariables(const ModelSpec& model,
+                                                                  const std::vector<VariableSpec>& variables) {
+  std::map<std::string, int> index;
+  for (size_t v = 0; v < variables.size(); ++v) index[variables[v].name] = static_cast<int>(v);
+  std::vector<std::vector<int>> out;
+  for (size_t f = 0; f < model.fields.size(); ++f) {
+    const EmbeddingFieldSpec& field = model.fields[f];
+    std::vector<std::string> layers = field.tables;
+    if (layers.empty()) layers.push_back(field.name);
+    out.emplace_back();
+    for (const std::string& layer : layers) {
+      auto it = index.find(layer + "/embeddings");
+      if (it == index.end() || !variables[it->second].sparse) {
+        return absl::InvalidArgumentError(absl::StrCat("field ", f, " looks up table '", layer,
+                                                       "/embeddings', which is not a sparse variable of the model"));
+      }
+      out.back().push_back(it->second);
+    }
+  }
+  return out;
 }
 
 }  // namespace pstrain

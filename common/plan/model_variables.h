@@ -2,7 +2,8 @@
 // graph order, with the initializers its to_json names), in creation order, with shapes inferred layer by layer
 // from the input shape (Keras naming: "conv2d/kernel", "conv2d/bias", "dense_1/kernel", ...). A
 // CTR model declares its embedding tables first ("embedding/embeddings", "embedding_1/embeddings",
-// ... in field order), then the dense tower's variables.
+// ... in field order), then the dense tower's variables. A Keras model with integer inputs: the
+// tables of the Embedding layers its ids feed are sparse, wherever they are in graph order.
 // Thread-safety: pure functions.
 #ifndef PSTRAIN_COMMON_PLAN_MODEL_VARIABLES_H_
 #define PSTRAIN_COMMON_PLAN_MODEL_VARIABLES_H_
@@ -34,6 +35,12 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> LayerOutputShapes(const ModelS
 // then its bias. InvalidArgument naming the layer or variable when a shape's size overflows (checked
 // arithmetic, see checked_math.h).
 absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model);
+
+// Per categorical field (model.fields, in order): the indices into `variables` of the tables its ids
+// look up, the first one defining the rows (a Keras model's input may feed several Embedding
+// layers of one input_dim). InvalidArgument when a table is not a sparse variable of `variables`.
+absl::StatusOr<std::vector<std::vector<int>>> FieldTableVariables(const ModelSpec& model,
+                                                                  const std::vector<VariableSpec>& variables);
 
 }  // namespace pstrain
 

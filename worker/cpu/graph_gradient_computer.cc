@@ -22,6 +22,20 @@ class GraphGradientComputer : public GradientComputer {
   GraphGradientComputer(const ModelSpec& model, LossSpec loss, std::vector<VariableSpec> variables, int threads)
       : loss_(loss), variables_(std::move(variables)), pool_(threads) {
     input_shape_ = model.input_shape;
+    ctr_ = model.is_ctr();
+    fields_ = static_cast<int64_t>(model.fields.size());
+    int64_t numeric = 0, field = 0;
+    for (int in : model.graph->inputs) {  // job_spec.h: float inputs take the numeric features, ids the fields
+      const GraphLayerSpec& spec = model.graph->layers[in];
+      InputColumns c;
+      c.ids = spec.config.int_input;
+      c.shape = spec.output_shape;
+      c.width = 1;
+      for (int64_t d : spec.output_shape) c.width *= d;
+      c.offset = c.ids ? field : numeric;
+      (c.ids ? field : numeric) += c.width;
+      inputs_.push_back(c);
+    }
     output_size_ = 1;
     for (int64_t d : model.graph->layers[model.graph->output].output_shape) output_size_ *= d;
     for (int t = 0; t < threads; ++t) executors_.push_back(std::make_unique<GraphExecutor<float>>(*model.graph));
@@ -57,7 +71,9 @@ class GraphGradientComputer : public GradientComputer {
                                                      params.size(), " parameters were given"));
     }
     for (size_t i = 0; i < params.size(); ++i) {
-      if (params[i].dtype() != DType::kFloat32 || params[i].shape() != variables_[i].shape) {
+      // A table comes as the rows the batch touches (SparseLookup), [U, dim].
+      const bool rows = variables_[i].sparse && params[i].rank() == 2 && params[i].dim(1) == variables_[i].shape[1];
+      if (params[i].dtype() != DType::kFloat32 || (!rows && params[i].shape() != variables_[i].shape)) {
         return absl::InvalidArgumentError(absl::StrCat("parameter ", variables_[i].name, " has shape ",
                                                        ShapeString(params[i].shape()), ", the model needs float32 ",
                                                        ShapeString(variables_[i].shape)));
@@ -69,6 +85,18 @@ class GraphGradientComputer : public GradientComputer {
     if (n > 0 && (batch.inputs.dtype() != DType::kFloat32 || batch.inputs.num_elements() != n * in_size)) {
       return absl::InvalidArgumentError(absl::StrCat("batch inputs of shape ", ShapeString(batch.inputs.shape()),
                                                      " do not fit the model's input ", ShapeString(input_shape_)));
+    }
+    if (ctr_ && batch.positions.size() != static_cast<size_t>(n * fields_)) {
+      return absl::InvalidArgumentError(absl::StrCat("a batch of ", n, " examples has ", batch.positions.size(),
+                                                     " id positions; the model has ", fields_,
+                                                     " fields per example (run IdDeduper first)"));
+    }
+    for (size_t i = 0; ctr_ && i < params.size(); ++i) {
+      // Positions travel to the Embedding layers as float, exact below 2^24.
+      if (variables_[i].sparse && params[i].dim(0) > (int64_t{1} << 24)) {
+        return absl::InvalidArgumentError(absl::StrCat("table ", variables_[i].name, ": ", params[i].dim(0),
+                                                       " rows in one batch; at most 2^24, use a smaller batch"));
+      }
     }
     const size_t want = Sparse() ? static_cast<size_t>(n) : static_cast<size_t>(n * output_size_);
     const size_t have = Sparse() ? batch.labels.size() : batch.targets.size();
@@ -83,7 +111,7 @@ class GraphGradientComputer : public GradientComputer {
   void SetVariables(absl::Span<const Tensor> params) {
     for (size_t i = 0; i < params.size(); ++i) {
       Array<float>& a = variables_by_name_[variables_[i].name];
-      a.shape = variables_[i].shape;
+      a.shape = params[i].shape();
       a.data.assign(params[i].data<float>(), params[i].data<float>() + params[i].num_elements());
     }
   }
@@ -113,11 +141,29 @@ class GraphGradientComputer : public GradientComputer {
   absl::Status RunChunk(GraphExecutor<float>& executor, const Batch& batch, int64_t begin, int64_t count,
                         int64_t in_size, bool training, float loss_scale, NamedArrays<float>* grads,
                         BatchMetrics* metrics) const {
-    std::vector<Array<float>> inputs(1);
-    inputs[0].shape = {count};
-    inputs[0].shape.insert(inputs[0].shape.end(), input_shape_.begin(), input_shape_.end());
-    const float* x = batch.inputs.data<float>() + begin * in_size;
-    inputs[0].data.assign(x, x + count * in_size);
+    std::vector<Array<float>> inputs(inputs_.size());
+    if (!ctr_) {
+      inputs[0].shape = {count};
+      inputs[0].shape.insert(inputs[0].shape.end(), input_shape_.begin(), input_shape_.end());
+      const float* x = batch.inputs.data<float>() + begin * in_size;
+      inputs[0].data.assign(x, x + count * in_size);
+    }
+    for (size_t k = 0; ctr_ && k < inputs_.size(); ++k) {  // columns of the numeric features or of the ids
+      const InputColumns& c = inputs_[k];
+      inputs[k].shape = {count};
+      inputs[k].shape.insert(inputs[k].shape.end(), c.shape.begin(), c.shape.end());
+      inputs[k].data.resize(count * c.width);
+      float* out = inputs[k].data.data();
+      for (int64_t b = 0; b < count; ++b) {
+        if (c.ids) {
+          const int32_t* p = batch.positions.data() + (begin + b) * fields_ + c.offset;
+          for (int64_t j = 0; j < c.width; ++j) out[b * c.width + j] = static_cast<float>(p[j]);
+        } else {
+          const float* x = batch.inputs.data<float>() + (begin + b) * in_size + c.offset;
+          std::copy(x, x + c.width, out + b * c.width);
+        }
+      }
+    }
     ForwardOptions options;
     options.training = training;
     options.seed = static_cast<uint64_t>(begin);
@@ -162,9 +208,19 @@ class GraphGradientComputer : public GradientComputer {
     }
   }
 
+  // Where a graph input's values are in a CTR batch: columns of batch.inputs, or of batch.positions.
+  struct InputColumns {
+    bool ids = false;
+    std::vector<int64_t> shape;  // per example
+    int64_t offset = 0, width = 1;
+  };
+
   const LossSpec loss_;
   const std::vector<VariableSpec> variables_;
   std::vector<int64_t> input_shape_;
+  bool ctr_ = false;
+  int64_t fields_ = 0;
+  std::vector<InputColumns> inputs_;
   int64_t output_size_ = 1;
   ThreadPool pool_;
   std::vector<std::unique_ptr<GraphExecutor<float>>> executors_;

@@ -5,6 +5,10 @@
 // Metrics: sparse_categorical_crossentropy counts argmax == label; binary_crossentropy counts
 // (output past 0, or 0.5 for probabilities) == label and reports each example's logit for AUC.
 // Dropout draws its masks from the chunk's first example index and a count of calls.
+// A model with id inputs (model.is_ctr()) takes CTR batches: its float inputs get columns of
+// batch.inputs, its integer inputs columns of batch.positions, and each Embedding table comes as
+// the rows of the step's unique ids ([U, dim], GradientComputer's sparse contract), its gradient
+// likewise.
 // Thread-safety: one Compute/Evaluate at a time per object (GradientComputer's rule).
 #ifndef PSTRAIN_WORKER_CPU_GRAPH_GRADIENT_COMPUTER_H_
 #define PSTRAIN_WORKER_CPU_GRAPH_GRADIENT_COMPUTER_H_

@@ -3,15 +3,45 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/platform/status_macros.h"
 
 namespace pstrain {
 
-IdDeduper::IdDeduper(const std::vector<VariableSpec>& variables) : num_variables_(static_cast<int>(variables.size())) {
-  for (size_t v = 0; v < variables.size(); ++v) {
-    if (!variables[v].sparse) continue;
-    field_variable_.push_back(static_cast<int>(v));
-    field_rows_.push_back(variables[v].shape.empty() ? 0 : variables[v].shape[0]);
+IdDeduper::IdDeduper(const std::vector<VariableSpec>& variables, std::vector<std::vector<int>> field_tables)
+    : num_variables_(static_cast<int>(variables.size())) {
+  for (const std::vector<int>& tables : field_tables) {
+    const int v = tables.empty() ? -1 : tables[0];
+    field_variable_.push_back(v);
+    field_rows_.push_back(v < 0 || variables[v].shape.empty() ? 0 : variables[v].shape[0]);
+    if (v >= 0 && std::find(tables_.begin(), tables_.end(), v) == tables_.end()) tables_.push_back(v);
+    max_fields_per_table_ =
+        std::max<int64_t>(max_fields_per_table_, std::count(field_variable_.begin(), field_variable_.end(), v));
+    for (size_t k = 1; k < tables.size(); ++k) {
+      if (std::find(aliases_.begin(), aliases_.end(), std::make_pair(tables[k], v)) == aliases_.end()) {
+        aliases_.emplace_back(tables[k], v);
+      }
+    }
   }
+}
+
+namespace {
+
+std::vector<std::vector<int>> OneFieldPerTable(const std::vector<VariableSpec>& variables) {
+  std::vector<std::vector<int>> fields;
+  for (size_t v = 0; v < variables.size(); ++v) {
+    if (variables[v].sparse) fields.push_back({static_cast<int>(v)});
+  }
+  return fields;
+}
+
+}  // namespace
+
+IdDeduper::IdDeduper(const std::vector<VariableSpec>& variables) : IdDeduper(variables, OneFieldPerTable(variables)) {}
+
+absl::StatusOr<std::unique_ptr<IdDeduper>> IdDeduper::ForModel(const ModelSpec& model,
+                                                               const std::vector<VariableSpec>& variables) {
+  ASSIGN_OR_RETURN(std::vector<std::vector<int>> field_tables, FieldTableVariables(model, variables));
+  return std::make_unique<IdDeduper>(variables, std::move(field_tables));
 }
 
 int32_t IdDeduper::Insert(int64_t id, std::vector<int64_t>* unique) {
@@ -35,9 +65,9 @@ absl::Status IdDeduper::Build(Batch* batch, SparseLookup* lookup) {
     return absl::InvalidArgumentError(absl::StrCat("a batch of ", n, " examples has ", batch->ids.size(),
                                                    " categorical ids; the model has ", fields, " fields per example"));
   }
-  // At most n distinct ids per field: a power of two at least twice that keeps probes short.
+  // At most n distinct ids per field of a table: a power of two at least twice that keeps probes short.
   uint64_t capacity = 16;
-  while (capacity < static_cast<uint64_t>(2 * n)) capacity <<= 1;
+  while (capacity < static_cast<uint64_t>(2 * n * max_fields_per_table_)) capacity <<= 1;
   if (slot_id_.size() < capacity) {
     slot_id_.assign(capacity, 0);
     slot_position_.assign(capacity, 0);
@@ -48,22 +78,27 @@ absl::Status IdDeduper::Build(Batch* batch, SparseLookup* lookup) {
   lookup->unique_ids.resize(num_variables_);
   for (auto& u : lookup->unique_ids) u.clear();
   batch->positions.resize(n * fields);
-  for (int f = 0; f < fields; ++f) {
+  // One generation of the slot table per table, so the fields that share it share its ids.
+  for (const int table : tables_) {
     if (++stamp_ == 0) {  // wrapped: old stamps could look live
       std::fill(slot_stamp_.begin(), slot_stamp_.end(), 0);
       stamp_ = 1;
     }
-    std::vector<int64_t>* unique = &lookup->unique_ids[field_variable_[f]];
-    unique->reserve(n);
-    for (int64_t b = 0; b < n; ++b) {
-      const int64_t id = batch->ids[b * fields + f];
-      if (id < 0 || id >= field_rows_[f]) {
-        return absl::InvalidArgumentError(absl::StrCat("example ", b, " of the batch has id ", id, " in field ", f,
-                                                       ", outside its table's ", field_rows_[f], " rows"));
+    std::vector<int64_t>* unique = &lookup->unique_ids[table];
+    for (int f = 0; f < fields; ++f) {
+      if (field_variable_[f] != table) continue;
+      unique->reserve(unique->size() + n);
+      for (int64_t b = 0; b < n; ++b) {
+        const int64_t id = batch->ids[b * fields + f];
+        if (id < 0 || id >= field_rows_[f]) {
+          return absl::InvalidArgumentError(absl::StrCat("example ", b, " of the batch has id ", id, " in field ", f,
+                                                         ", outside its table's ", field_rows_[f], " rows"));
+        }
+        batch->positions[b * fields + f] = Insert(id, unique);
       }
-      batch->positions[b * fields + f] = Insert(id, unique);
     }
   }
+  for (const auto& [table, source] : aliases_) lookup->unique_ids[table] = lookup->unique_ids[source];
   return absl::OkStatus();
 }
 

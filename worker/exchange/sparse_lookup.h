@@ -8,9 +8,12 @@
 #define PSTRAIN_WORKER_EXCHANGE_SPARSE_LOOKUP_H_
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/plan/model_variables.h"
 #include "worker/step/batch.h"
 
@@ -23,11 +26,19 @@ struct SparseLookup {
 };
 
 // Builds the lookup of CTR batches for a model's variables, reusing its hash tables across steps
-// (an open-addressing table per step, cleared by a generation stamp instead of a memset).
+// (an open-addressing table per step, cleared by a generation stamp instead of a memset). Fields
+// that share a table (a Keras Embedding on ids of shape [k]) share its unique ids; a table that
+// another shares the ids of (two Embedding layers on one input) gets the same list.
 class IdDeduper {
  public:
-  // `variables` in ModelVariables() order: the sparse ones, in order, are the fields' tables.
+  // `variables` in ModelVariables() order; `field_tables` per field its tables' variable indices,
+  // the first defining the rows (FieldTableVariables()).
+  IdDeduper(const std::vector<VariableSpec>& variables, std::vector<std::vector<int>> field_tables);
+  // One field per sparse variable, in order (the CTR models of job specs' `fields`).
   explicit IdDeduper(const std::vector<VariableSpec>& variables);
+  // The model's fields and tables. InvalidArgument as FieldTableVariables().
+  static absl::StatusOr<std::unique_ptr<IdDeduper>> ForModel(const ModelSpec& model,
+                                                             const std::vector<VariableSpec>& variables);
 
   int num_fields() const { return static_cast<int>(field_variable_.size()); }
 
@@ -40,8 +51,11 @@ class IdDeduper {
   // Position of `id` in `unique` (appending it when new), via the table slots.
   int32_t Insert(int64_t id, std::vector<int64_t>* unique);
 
-  std::vector<int> field_variable_;  // per field: its table's variable index
+  std::vector<int> field_variable_;  // per field: its (first) table's variable index
+  std::vector<int> tables_;          // the first tables, each once, in order of first field
+  std::vector<std::pair<int, int>> aliases_;  // (table, table whose unique ids it takes)
   std::vector<int64_t> field_rows_;  // per field: vocabulary size
+  int64_t max_fields_per_table_ = 1;
   int num_variables_ = 0;
   std::vector<int64_t> slot_id_;  // open addressing: the id in a slot
   std::vector<int32_t> slot_position_;

@@ -58,7 +58,11 @@ absl::StatusOr<const Array<T>*> GraphExecutor<T>::Forward(const std::vector<Arra
       const GraphVariableSpec& var = graph_.variables[v];
       auto it = variables.find(var.name);
       if (it == variables.end()) return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' is missing"));
-      if (it->second.shape != var.shape || it->second.size() != Array<T>::Count(var.shape)) {
+      // An Embedding's table may come as any number of rows: the rows a batch touches, its ids
+      // then positions among them (the sparse ps path).
+      const bool rows = spec.kind == LayerKind::kEmbedding && it->second.shape.size() == 2 &&
+                        it->second.shape[0] > 0 && it->second.shape[1] == var.shape[1];
+      if ((!rows && it->second.shape != var.shape) || it->second.size() != Array<T>::Count(it->second.shape)) {
         return absl::InvalidArgumentError(absl::StrCat("variable '", var.name, "' has shape ",
                                                        ShapeString(it->second.shape), "; expected ",
                                                        ShapeString(var.shape)));
@@ -144,10 +148,11 @@ absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>*
         continue;
       }
       Array<T>& g = (*gradients)[var.name];
+      const std::vector<int64_t>& shape = weights_[i][dweights.size()]->shape;  // var.shape but for table rows
       if (layers_[i]->WritesGradients()) {
-        g.Resize(var.shape);
+        g.Resize(shape);
       } else {
-        g.Reset(var.shape);
+        g.Reset(shape);
       }
       dweights.push_back(&g);
     }

@@ -11,9 +11,10 @@ namespace {
 template <typename T>
 class EmbeddingLayer : public GraphLayer<T> {
  public:
-  explicit EmbeddingLayer(const GraphLayerSpec& spec) : name_(spec.name), rows_(spec.config.input_dim), dim_(spec.config.output_dim) {}
+  explicit EmbeddingLayer(const GraphLayerSpec& spec) : name_(spec.name), dim_(spec.config.output_dim) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
                        const ForwardOptions&, Array<T>* out) override {
+    const int64_t rows = w[0]->shape[0];  // input_dim, or the rows a batch touches (ids: positions)
     std::vector<int64_t> shape = in[0]->shape;
     shape.push_back(dim_);
     out->Reset(shape);
@@ -21,16 +22,17 @@ class EmbeddingLayer : public GraphLayer<T> {
     const T* table = w[0]->data.data();
     for (size_t i = 0; i < ids_.size(); ++i) {
       const T v = in[0]->data[i];
-      if (!(v >= T(0) && v < T(rows_)) || v != std::floor(v)) {
+      if (!(v >= T(0) && v < T(rows)) || v != std::floor(v)) {
         return absl::InvalidArgumentError(absl::StrCat("layer '", name_, "' (Embedding): id ", static_cast<double>(v),
-                                                       " is not an integer in [0, input_dim = ", rows_, ")"));
+                                                       " is not an integer in [0, ", rows, "), its table's rows"));
       }
       ids_[i] = static_cast<int64_t>(v);
       std::copy(table + ids_[i] * dim_, table + (ids_[i] + 1) * dim_, out->data.begin() + i * dim_);
     }
     return absl::OkStatus();
   }
-  // The ids get no gradient; the table's gradient is dense here (the sparse ps path takes rows).
+  // The ids get no gradient; the table's gradient covers the rows given (the sparse ps path gives
+  // the batch's rows, so it comes out summed per unique id).
   void Backward(const typename GraphLayer<T>::Arrays&, const typename GraphLayer<T>::Arrays&, const Array<T>&,
                 const Array<T>& dout, const std::vector<Array<T>*>&, const std::vector<Array<T>*>& dw) override {
     if (dw[0] == nullptr) return;
@@ -41,7 +43,7 @@ class EmbeddingLayer : public GraphLayer<T> {
 
  private:
   std::string name_;
-  int64_t rows_, dim_;
+  int64_t dim_;
   std::vector<int64_t> ids_;
 };
 

@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(Env* env, con
     (v.sparse ? t->tables_[i] : t->params_[i]) = std::move(value);
   }
   if (job.model.is_ctr()) {
-    t->dedupe_ = std::make_unique<IdDeduper>(t->variables_);
+    ASSIGN_OR_RETURN(t->dedupe_, IdDeduper::ForModel(job.model, t->variables_));
     for (size_t i = 0; i < t->variables_.size(); ++i) {
       if (t->variables_[i].sparse) t->table_indices_.push_back(i);
     }

@@ -117,7 +117,7 @@ absl::StatusOr<Worker::PartContext*> Worker::PartFor(Job* job, int part) {
                                 &ctx->push_exchange));
   ASSIGN_OR_RETURN(ctx->replicas, ReplicaSet::Create(job->spec.model, options_.replicas, options_.threads, compute_));
   if (job->spec.model.is_ctr()) {
-    ctx->dedupe = std::make_unique<IdDeduper>(job->variables);
+    ASSIGN_OR_RETURN(ctx->dedupe, IdDeduper::ForModel(job->spec.model, job->variables));
     // CTR data can be far larger than memory allows per worker: each part's own files only,
     // loaded when a closure of that part first arrives here.
     ASSIGN_OR_RETURN(Dataset train,

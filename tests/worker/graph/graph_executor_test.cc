@@ -262,7 +262,7 @@ TEST(GraphExecutorTest, BadInputIsAnErrorNamingIt) {
   table["layer/embeddings"] = Array<float>({3, 2});
   out = emb.Forward({Array<float>({1, 2}, {0, 3})}, table, ForwardOptions());
   ASSERT_FALSE(out.ok());
-  EXPECT_THAT(std::string(out.status().message()), HasSubstr("id 3 is not an integer in [0, input_dim = 3)"));
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("id 3 is not an integer in [0, 3), its table's rows"));
 }
 
 }  // namespace
