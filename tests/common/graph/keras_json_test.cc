@@ -3,7 +3,9 @@
 // naming the layer and the key.
 #include "common/graph/keras_json.h"
 
+#include <algorithm>
 #include <map>
+#include <string>
 
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
@@ -86,9 +88,12 @@ TEST_P(KerasJsonTest, ManyLayersKeepKerasConfigValues) {
 
 // The variables are Keras's, name for name and shape for shape (the fixture lists model.weights).
 TEST_P(KerasJsonTest, VariablesAreKerasWeights) {
-  for (const std::string model : {"two_inputs", "sequential_mlp", "many_layers", "recommenders", "cnn"}) {
+  for (const std::string model : {"two_inputs", "sequential_mlp", "many_layers", "recommenders", "cnn", "deepfm",
+                                   "dcn_v2", "wide_deep", "dlrm", "two_tower"}) {
     const std::string base = GetParam() + "_" + model;
-    if (model == "recommenders" && GetParam() != "keras2") continue;  // TensorFlow Recommenders is Keras 2
+    // TensorFlow Recommenders (Cross, DotInteraction) is Keras 2.
+    const bool tfrs = model == "recommenders" || model == "dcn_v2" || model == "dlrm";
+    if (tfrs && GetParam() != "keras2") continue;
     SCOPED_TRACE(base);
     const ModelGraph g = Load(base + ".json");
     const nlohmann::json record = nlohmann::json::parse(ReadFixture(base + ".predict.json"));
@@ -119,6 +124,73 @@ TEST_P(KerasJsonTest, ConvolutionsAndPoolings) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavors, KerasJsonTest, ::testing::Values("keras2", "keras3"));
+
+// The recommendation fixtures share the CTR input convention jobs map data columns by: `numeric`
+// [3] float first, then c0..c3 [1] integer ids (int32, or int64 in Keras 2), each feeding only
+// Embedding layers of vocabulary 20, whose [1, dim] outputs reach the rest through Flatten.
+TEST(KerasJsonTest, RecommendationModelsFollowTheCtrInputConvention) {
+  for (const std::string base : {"keras2_deepfm", "keras2_dcn_v2", "keras2_wide_deep", "keras2_dlrm",
+                                 "keras2_two_tower", "keras3_deepfm", "keras3_wide_deep", "keras3_two_tower"}) {
+    SCOPED_TRACE(base);
+    const ModelGraph g = Load(base + ".json");
+    ASSERT_EQ(g.inputs.size(), 5u);
+    const GraphLayerSpec& numeric = g.layers[g.inputs[0]];
+    EXPECT_EQ(numeric.name, "numeric");
+    EXPECT_FALSE(numeric.config.int_input);
+    EXPECT_EQ(numeric.output_shape, std::vector<int64_t>({3}));
+    EXPECT_EQ(g.layers[g.output].output_shape, std::vector<int64_t>({1}));
+    for (int f = 0; f < 4; ++f) {
+      const GraphLayerSpec& ids = g.layers[g.inputs[f + 1]];
+      EXPECT_EQ(ids.name, "c" + std::to_string(f));
+      EXPECT_TRUE(ids.config.int_input) << ids.name;
+      EXPECT_EQ(ids.output_shape, std::vector<int64_t>({1}));
+      int tables = 0;
+      for (const GraphLayerSpec& l : g.layers) {
+        if (std::find(l.inputs.begin(), l.inputs.end(), g.inputs[f + 1]) == l.inputs.end()) continue;
+        EXPECT_EQ(l.kind, LayerKind::kEmbedding) << ids.name << " feeds " << l.name;
+        EXPECT_EQ(l.config.input_dim, 20) << l.name;
+        EXPECT_EQ(l.output_shape, std::vector<int64_t>({1, l.config.output_dim})) << l.name;
+        ++tables;
+      }
+      // DeepFM and Wide & Deep: a first-order (wide) table beside the embedding of every field.
+      EXPECT_EQ(tables, base.find("deepfm") != std::string::npos || base.find("wide_deep") != std::string::npos ? 2 : 1);
+    }
+  }
+}
+
+// The `ctr` preset (worker/README.md) written by Keras 3: its inputs in the convention's order and
+// its variables as Keras names them, with the preset's shapes.
+TEST(KerasJsonTest, CtrPresetAsKeras3WritesIt) {
+  const ModelGraph g = Load("keras3_ctr_preset.json");
+  ASSERT_EQ(g.inputs.size(), 27u);
+  EXPECT_EQ(g.layers[g.inputs[0]].name, "numeric");
+  EXPECT_EQ(g.layers[g.inputs[0]].output_shape, std::vector<int64_t>({13}));
+  EXPECT_FALSE(g.layers[g.inputs[0]].config.int_input);
+  std::map<std::string, std::vector<int64_t>> want = {
+      {"dense/kernel", {13 + 26 * 16, 512}}, {"dense/bias", {512}},   {"dense_1/kernel", {512, 256}},
+      {"dense_1/bias", {256}},               {"dense_2/kernel", {256, 1}}, {"dense_2/bias", {1}}};
+  for (int f = 0; f < 26; ++f) {
+    const GraphLayerSpec& ids = g.layers[g.inputs[f + 1]];
+    EXPECT_EQ(ids.name, "c" + std::to_string(f));
+    EXPECT_TRUE(ids.config.int_input) << ids.name;
+    want[f == 0 ? "embedding/embeddings" : "embedding_" + std::to_string(f) + "/embeddings"] = {100000, 16};
+  }
+  std::map<std::string, std::vector<int64_t>> ours;
+  for (const GraphVariableSpec& v : g.variables) ours[v.name] = v.shape;
+  EXPECT_EQ(ours, want);
+  const GraphLayerSpec& out = g.layers[g.output];
+  EXPECT_EQ(out.name, "dense_2");
+  EXPECT_EQ(out.config.activation, ActivationKind::kLinear);
+  EXPECT_EQ(out.output_shape, std::vector<int64_t>({1}));
+  // The first field's table is looked up by c0, in the concatenation right after `numeric`.
+  const GraphLayerSpec& concat = g.layers[FindLayer(g, "concatenate")];
+  ASSERT_EQ(concat.inputs.size(), 27u);
+  EXPECT_EQ(concat.inputs[0], g.inputs[0]);
+  const GraphLayerSpec& flat0 = g.layers[concat.inputs[1]];
+  ASSERT_EQ(flat0.inputs.size(), 1u);
+  EXPECT_EQ(g.layers[flat0.inputs[0]].name, "embedding");
+  EXPECT_EQ(g.layers[flat0.inputs[0]].inputs, std::vector<int>({g.inputs[1]}));
+}
 
 TEST(KerasJsonTest, RecommendersLayersAndCrossSecondInput) {
   const ModelGraph g = Load("keras2_recommenders.json");

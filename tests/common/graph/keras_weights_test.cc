@@ -65,7 +65,8 @@ class KerasWeightsTest : public ::testing::Test {
 
 TEST_F(KerasWeightsTest, RoundTripsBothLayouts) {
   for (const std::string fixture : {"keras3_many_layers.json", "keras3_cnn.json", "keras2_sequential_mlp.json",
-                                    "keras3_sequential_mlp.json", "keras2_many_layers.json"}) {
+                                    "keras3_sequential_mlp.json", "keras2_many_layers.json", "keras3_deepfm.json",
+                                    "keras2_wide_deep.json", "keras3_two_tower.json"}) {
     const ModelGraph graph = Load(fixture);
     ASSERT_FALSE(graph.variables.empty()) << fixture;
     const NamedWeights weights = MakeWeights(graph);
@@ -90,7 +91,9 @@ TEST_F(KerasWeightsTest, ReadsFilesKerasWrote) {
   for (const std::string file :
        {"keras3_two_inputs.weights.h5", "keras3_sequential_mlp.weights.h5", "keras3_many_layers.weights.h5",
         "keras3_cnn.weights.h5", "keras2_two_inputs.h5", "keras2_sequential_mlp.h5", "keras2_many_layers.h5",
-        "keras2_cnn.h5", "keras2_recommenders.h5"}) {
+        "keras2_cnn.h5", "keras2_recommenders.h5", "keras3_deepfm.weights.h5", "keras3_wide_deep.weights.h5",
+        "keras3_two_tower.weights.h5", "keras2_deepfm.h5", "keras2_dcn_v2.h5", "keras2_wide_deep.h5",
+        "keras2_dlrm.h5", "keras2_two_tower.h5"}) {
     const std::string base = file.substr(0, file.find('.'));
     const ModelGraph graph = Load(base + ".json");
     absl::StatusOr<NamedWeights> read = ReadKerasWeights(graph, std::string(PSTRAIN_GRAPH_TESTDATA) + "/" + file);

@@ -115,8 +115,9 @@ TEST(OnnxExportTest, EveryReadableKerasFixtureIsWellFormed) {
     ExpectWellFormed(*g);
     ++exported;
   }
-  // Keras 2 and 3: cnn, many_layers, sequential_mlp, two_inputs, and Keras 2's recommenders.
-  EXPECT_GE(exported, 9);
+  // Keras 2 and 3: cnn, many_layers, sequential_mlp, two_inputs, seeds_cnn, regression_mlp,
+  // residual_mlp, deepfm, wide_deep, two_tower; Keras 2's recommenders, dcn_v2, dlrm; Keras 3's ctr_preset.
+  EXPECT_GE(exported, 24);
 }
 
 TEST(OnnxExportTest, EveryCaseIsWellFormed) {

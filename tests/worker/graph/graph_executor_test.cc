@@ -156,7 +156,11 @@ TEST_P(KerasFixtureTest, GradientsOfEveryVariableMatchFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, KerasFixtureTest,
                          ::testing::Values("keras2_two_inputs", "keras2_sequential_mlp", "keras2_many_layers",
                                            "keras2_recommenders", "keras2_cnn", "keras3_two_inputs",
-                                           "keras3_sequential_mlp", "keras3_many_layers", "keras3_cnn"));
+                                           "keras3_sequential_mlp", "keras3_many_layers", "keras3_cnn",
+                                           // Recommendation models: a float input, then integer ids.
+                                           "keras2_deepfm", "keras2_dcn_v2", "keras2_wide_deep", "keras2_dlrm",
+                                           "keras2_two_tower", "keras3_deepfm", "keras3_wide_deep",
+                                           "keras3_two_tower"));
 
 // One tensor fed twice to a layer (Multiply([h, h]), Cross(h, h)): both gradients reach it.
 TEST(GraphExecutorTest, ATensorUsedTwiceGetsBothGradients) {

@@ -2,8 +2,19 @@
 of them inputs, weights and Keras's predictions (inference mode).
 
   python make_keras_fixtures.py keras2 OUT_DIR   # TensorFlow 2.15's tf.keras (Keras 2), with
-                                                 # tensorflow_recommenders on PYTHONPATH for Cross
+                                                 # tensorflow_recommenders on PYTHONPATH (see below)
   python make_keras_fixtures.py keras3 OUT_DIR   # Keras 3 (any backend; numpy suffices)
+
+The Keras 2 run needs TensorFlow Recommenders 0.7.3 (Cross, DotInteraction: the recommenders, dcn_v2
+and dlrm models) importable without installing it into TensorFlow's environment (its dependencies
+would change TensorFlow's):
+
+  python -m pip download tensorflow-recommenders==0.7.3 --no-deps -d /tmp/tfrs
+  (cd /tmp/tfrs && unzip -q -o tensorflow_recommenders-0.7.3-py3-none-any.whl -d site)
+  PYTHONPATH=/tmp/tfrs/site python make_keras_fixtures.py keras2 OUT_DIR
+
+Write into an empty OUT_DIR and copy in only new or deliberately changed files: Keras numbers the
+models it names itself, so a model added before others renames them in their to_json.
 
 Files: <flavor>_<model>.json (to_json) and <flavor>_<model>.predict.json ({"inputs": {name: {shape,
 values}}, "weights": {name: {shape, values}}, "output": {shape, values}}) with Keras's save_weights of
@@ -160,4 +171,94 @@ write("conv_dilation", keras.Model(img, L.Conv2D(4, 3, dilation_rate=2, name="di
 write("conv_channels_first", keras.Model(img, L.Conv2D(4, 3, data_format="channels_first", name="cf")(img)))
 ids2 = keras.Input(shape=(3,), dtype="int32", name="ids")
 write("mask_zero", keras.Model(ids2, L.Embedding(10, 2, mask_zero=True, name="masked")(ids2)))
+
+# Recommendation models on one CTR-shaped input convention, in this order (jobs map data columns to
+# inputs by it): `numeric` [3] float, then ids c0..c3 [1] (vocabulary 20), each feeding Embedding
+# layers only. Batch 6; their own random stream, after every model above (Keras 2 numbers its
+# automatic names, so models added earlier would rename the ones after them).
+rec_rng = np.random.default_rng(11)
+RB, VOCAB, DIM = 6, 20, 4
+# Keras 2 takes int64 ids too: two models use them.
+ID_DTYPE = {"deepfm": "int32", "dcn_v2": "int64", "wide_deep": "int32", "dlrm": "int64", "two_tower": "int32"}
+
+
+def ctr_inputs(model):
+    numeric = keras.Input(shape=(3,), name="numeric")
+    ids = [keras.Input(shape=(1,), dtype=ID_DTYPE[model] if FLAVOR == "keras2" else "int32", name=f"c{i}")
+           for i in range(4)]
+    return numeric, ids
+
+
+def ctr_record(model):
+    values = {"numeric": rec_rng.normal(size=(RB, 3)).astype("float32")}
+    for i in range(4):
+        values[f"c{i}"] = rec_rng.integers(0, VOCAB, size=(RB, 1)).astype(ID_DTYPE[model])
+    return values
+
+
+def field_embeddings(ids, dim, prefix):
+    # [B, 1] ids -> Embedding -> [B, 1, dim] -> Flatten -> [B, dim].
+    return [L.Flatten(name=f"{prefix}_flat{i}")(L.Embedding(VOCAB, dim, name=f"{prefix}{i}")(c))
+            for i, c in enumerate(ids)]
+
+
+# DeepFM: first order (Embedding(20, 1) per field + Dense on numeric), second order
+# (sum e)^2 - sum e^2 (its 0.5 left to a Dense without bias), a deep MLP; their sum is the logit.
+numeric, ids = ctr_inputs("deepfm")
+e = field_embeddings(ids, DIM, "fm_emb")
+first = L.Add(name="first_order")(field_embeddings(ids, 1, "linear_emb") + [L.Dense(1, name="linear_numeric")(numeric)])
+summed = L.Add(name="sum_e")(e)
+square_of_sum = L.Multiply(name="square_of_sum")([summed, summed])
+sum_of_squares = L.Add(name="sum_of_squares")([L.Multiply(name=f"square{i}")([v, v]) for i, v in enumerate(e)])
+fm = L.Dense(1, use_bias=False, name="fm")(L.Subtract(name="fm_pairs")([square_of_sum, sum_of_squares]))
+deep = L.Dense(8, activation="relu", name="deep_hidden")(L.Concatenate(name="deep_in")([numeric] + e))
+deep = L.Dense(1, name="deep_out")(deep)
+write("deepfm", keras.Model([numeric] + ids, L.Add(name="logit")([first, fm, deep]), name="deepfm"),
+      ctr_record("deepfm"))
+
+# Wide & Deep: every field feeds a wide Embedding(20, 1) and a deep Embedding(20, 4); sigmoid out.
+numeric, ids = ctr_inputs("wide_deep")
+wide = L.Add(name="wide")(field_embeddings(ids, 1, "wide_emb") + [L.Dense(1, name="wide_numeric")(numeric)])
+deep = L.Concatenate(name="deep_in")([numeric] + field_embeddings(ids, DIM, "deep_emb"))
+deep = L.Dense(8, activation="relu", name="deep_hidden")(deep)
+deep = L.Dense(1, name="deep_out")(L.Dense(4, activation="tanh", name="deep_hidden_2")(deep))
+out = L.Activation("sigmoid", name="probability")(L.Add(name="wide_plus_deep")([wide, deep]))
+write("wide_deep", keras.Model([numeric] + ids, out, name="wide_deep"), ctr_record("wide_deep"))
+
+# Two towers: user (numeric, c0, c1) and item (c2, c3) vectors; their dot product is the logit.
+numeric, ids = ctr_inputs("two_tower")
+e = field_embeddings(ids, DIM, "emb")
+user = L.Dense(8, activation="relu", name="user_hidden")(L.Concatenate(name="user_in")([numeric, e[0], e[1]]))
+user = L.Dense(8, name="user_vector")(user)
+item = L.Dense(8, name="item_vector")(L.Concatenate(name="item_in")([e[2], e[3]]))
+write("two_tower", keras.Model([numeric] + ids, L.Dot(axes=1, name="score")([user, item]), name="two_tower"),
+      ctr_record("two_tower"))
+
+if FLAVOR == "keras2":
+    # DCN-v2: a low-rank then a full-rank Cross over [numeric, embeddings]; sigmoid out.
+    numeric, ids = ctr_inputs("dcn_v2")
+    x0 = L.Concatenate(name="x0")([numeric] + field_embeddings(ids, DIM, "emb"))
+    c1 = tfrs.layers.dcn.Cross(projection_dim=4, name="cross_low")(x0)
+    c2 = tfrs.layers.dcn.Cross(name="cross_full")(x0, c1)
+    out = L.Dense(1, activation="sigmoid", name="probability")(L.Dense(8, activation="relu", name="hidden")(c2))
+    write("dcn_v2", keras.Model([numeric] + ids, out, name="dcn_v2"), ctr_record("dcn_v2"))
+
+    # DLRM: bottom MLP to the embedding size; DotInteraction over [bottom, e0..e3] (TFRS stacks the
+    # list to [B, 5, 4] itself), concatenated with bottom; top MLP to the logit.
+    numeric, ids = ctr_inputs("dlrm")
+    bottom = L.Dense(DIM, activation="relu", name="bottom_out")(L.Dense(8, activation="relu", name="bottom_hidden")(numeric))
+    inter = tfrs.layers.feature_interaction.DotInteraction(name="interaction")([bottom] + field_embeddings(ids, DIM, "emb"))
+    top = L.Dense(8, activation="relu", name="top_hidden")(L.Concatenate(name="top_in")([inter, bottom]))
+    write("dlrm", keras.Model([numeric] + ids, L.Dense(1, name="logit")(top), name="dlrm"), ctr_record("dlrm"))
+else:
+    # The `ctr` preset (worker/README.md) as Keras 3 writes it (to_json only): 13 numeric and 26 id
+    # inputs, tables 100000 x 16, Dense(512, relu) -> Dense(256, relu) -> Dense(1) logit, with the
+    # layer names a fresh Keras session gives them.
+    numeric = keras.Input(shape=(13,), name="numeric")
+    ids = [keras.Input(shape=(1,), dtype="int32", name=f"c{i}") for i in range(26)]
+    flats = [L.Flatten(name="flatten" + (f"_{i}" if i else ""))(
+                 L.Embedding(100000, 16, name="embedding" + (f"_{i}" if i else ""))(c)) for i, c in enumerate(ids)]
+    h = L.Dense(512, activation="relu", name="dense")(L.Concatenate(name="concatenate")([numeric] + flats))
+    h = L.Dense(256, activation="relu", name="dense_1")(h)
+    write("ctr_preset", keras.Model([numeric] + ids, L.Dense(1, name="dense_2")(h), name="ctr_preset"))
 print("wrote", FLAVOR, "fixtures to", OUT)
