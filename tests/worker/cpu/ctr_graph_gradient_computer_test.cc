@@ -1,0 +1,238 @@
+// Keras models with id inputs on CTR batches: the ctr preset written by real Keras 3 gives the CTR
+// model's gradient rows, loss and logits on the same parameters (the two share no code); a Wide &
+// Deep model, whose ids feed two tables each, gives per unique id the rows of the executor's dense
+// gradient over whole tables; fields that share one table share its unique ids.
+#include <cmath>
+#include <map>
+
+#include "common/config/job_spec.h"
+#include "common/plan/model_variables.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/common/graph/keras_fixture.h"
+#include "tests/worker/cpu/grad_check.h"
+#include "worker/cpu/cpu_gradient_computer.h"
+#include "worker/exchange/sparse_lookup.h"
+#include "worker/graph/graph_executor.h"
+#include "worker/graph/losses.h"
+
+namespace pstrain {
+namespace {
+
+using nlohmann::json;
+
+JobSpec CtrJob(const std::string& fixture) {
+  json job = {{"model", {{"keras_model", json::parse(ReadFixture(fixture))}}},
+              {"data", {{"dataset", "criteo"}}},
+              {"schedule", {{"steps", 1}}}};
+  auto spec = JobSpecFromJson(job);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return *spec;
+}
+
+// n examples of `numeric` features and ids drawn from [0, id_range) so that they repeat.
+Batch CtrBatch(int64_t n, int64_t numeric, int64_t fields, int64_t id_range, uint32_t seed) {
+  Batch b;
+  b.inputs = Tensor(DType::kFloat32, {n, numeric});
+  std::vector<float> r = RandomVector(n * numeric, seed, 0.f, 1.f);
+  std::copy(r.begin(), r.end(), b.inputs.flat().begin());
+  std::vector<float> u = RandomVector(n * fields, seed + 1, 0.f, static_cast<float>(id_range));
+  for (float x : u) b.ids.push_back(std::min<int64_t>(static_cast<int64_t>(x), id_range - 1));
+  for (int64_t i = 0; i < n; ++i) b.targets.push_back(static_cast<float>((i * 5 + seed) % 3 == 0));
+  return b;
+}
+
+// Per variable name: whole tables and dense variables, random.
+std::map<std::string, Tensor> RandomValues(const std::vector<VariableSpec>& variables, uint32_t seed) {
+  std::map<std::string, Tensor> values;
+  for (const VariableSpec& v : variables) {
+    Tensor t(DType::kFloat32, v.shape);
+    std::vector<float> r = RandomVector(t.num_elements(), seed++, -0.1f, 0.1f);
+    std::copy(r.begin(), r.end(), t.flat().begin());
+    values.emplace(v.name, std::move(t));
+  }
+  return values;
+}
+
+// The step's parameters: dense variables whole, tables as the rows of the lookup's unique ids.
+std::vector<Tensor> StepParams(const std::vector<VariableSpec>& variables, const std::map<std::string, Tensor>& values,
+                               const SparseLookup& lookup) {
+  std::vector<Tensor> params;
+  for (size_t v = 0; v < variables.size(); ++v) {
+    const Tensor& whole = values.at(variables[v].name);
+    if (!variables[v].sparse) {
+      params.push_back(whole);
+      continue;
+    }
+    const int64_t dim = variables[v].shape[1];
+    const std::vector<int64_t>& ids = lookup.unique_ids[v];
+    params.emplace_back(DType::kFloat32, std::vector<int64_t>{static_cast<int64_t>(ids.size()), dim});
+    for (size_t r = 0; r < ids.size(); ++r) {
+      std::copy(whole.data<float>() + ids[r] * dim, whole.data<float>() + (ids[r] + 1) * dim,
+                params.back().data<float>() + r * dim);
+    }
+  }
+  return params;
+}
+
+TEST(CtrGraphGradientComputerTest, CtrPresetFromKerasEqualsTheCtrModel) {
+  auto preset = LoadJobSpec("ctr");
+  ASSERT_TRUE(preset.ok());
+  const JobSpec graph_job = CtrJob("keras3_ctr_preset.json");
+  ASSERT_TRUE(graph_job.model.is_graph());
+  ASSERT_EQ(graph_job.model.numeric_inputs, 13);
+  ASSERT_EQ(graph_job.model.fields.size(), 26u);
+
+  const std::vector<VariableSpec> preset_vars = *ModelVariables(preset->model);
+  const std::vector<VariableSpec> graph_vars = *ModelVariables(graph_job.model);
+  const std::map<std::string, Tensor> values = RandomValues(preset_vars, 7);
+  const Batch raw = CtrBatch(48, 13, 26, 30, 4);
+
+  struct Run {
+    std::map<std::string, Tensor> grads;
+    std::map<std::string, std::vector<int64_t>> unique;
+    BatchMetrics metrics;
+  };
+  auto run = [&](const JobSpec& job, const std::vector<VariableSpec>& vars, int threads) {
+    Run out;
+    auto dedupe = IdDeduper::ForModel(job.model, vars);
+    EXPECT_TRUE(dedupe.ok()) << dedupe.status();
+    Batch batch = raw;
+    SparseLookup lookup;
+    EXPECT_TRUE((*dedupe)->Build(&batch, &lookup).ok());
+    const std::vector<Tensor> params = StepParams(vars, values, lookup);
+    auto computer = NewCpuGradientComputer(job.model, threads);
+    EXPECT_TRUE(computer.ok()) << computer.status();
+    std::vector<Tensor> grads;
+    absl::Status s = (*computer)->Compute(params, batch, 1.0f / 48, &grads, &out.metrics);
+    EXPECT_TRUE(s.ok()) << s;
+    for (size_t v = 0; v < vars.size() && v < grads.size(); ++v) {
+      out.grads.emplace(vars[v].name, grads[v]);
+      out.unique[vars[v].name] = lookup.unique_ids[v];
+    }
+    return out;
+  };
+  const Run want = run(*preset, preset_vars, 1);
+  for (int threads : {1, 2}) {
+    const Run got = run(graph_job, graph_vars, threads);
+    ASSERT_EQ(got.grads.size(), want.grads.size());
+    for (const auto& [name, g] : want.grads) {
+      ASSERT_TRUE(got.grads.count(name)) << name;
+      EXPECT_EQ(got.unique.at(name), want.unique.at(name)) << name;
+      const Tensor& h = got.grads.at(name);
+      ASSERT_EQ(h.shape(), g.shape()) << name;
+      double max_abs = 1e-3;
+      for (float x : g.flat()) max_abs = std::max(max_abs, std::fabs(static_cast<double>(x)));
+      for (int64_t e = 0; e < g.num_elements(); ++e) {
+        ASSERT_NEAR(h.flat()[e], g.flat()[e], 1e-4 * max_abs) << name << " element " << e << ", threads " << threads;
+      }
+    }
+    EXPECT_NEAR(got.metrics.loss_sum, want.metrics.loss_sum, 1e-5 * want.metrics.loss_sum);
+    ASSERT_EQ(got.metrics.logits.size(), 48u);
+    for (size_t i = 0; i < 48; ++i) EXPECT_NEAR(got.metrics.logits[i], want.metrics.logits[i], 1e-4);
+    EXPECT_EQ(got.metrics.labels, want.metrics.labels);
+  }
+}
+
+// Wide & Deep: each id input feeds a wide and a deep Embedding. The gradient rows of the step
+// (tables given as the batch's rows, ids as positions) equal the executor's dense gradient over
+// whole tables (ids as ids), read at the unique ids.
+TEST(CtrGraphGradientComputerTest, TablesSharingAnInputGetTheDenseGradientsRows) {
+  for (const char* fixture : {"keras3_wide_deep.json", "keras2_wide_deep.json"}) {
+    const JobSpec job = CtrJob(fixture);
+    ASSERT_EQ(job.model.fields.size(), 4u);
+    ASSERT_EQ(job.model.fields[0].tables.size(), 2u) << fixture;
+    const std::vector<VariableSpec> vars = *ModelVariables(job.model);
+    const std::map<std::string, Tensor> values = RandomValues(vars, 3);
+    const int64_t n = 12;
+    Batch batch = CtrBatch(n, 3, 4, 6, 8);
+    const Batch raw = batch;
+    auto dedupe = IdDeduper::ForModel(job.model, vars);
+    ASSERT_TRUE(dedupe.ok()) << dedupe.status();
+    SparseLookup lookup;
+    ASSERT_TRUE((*dedupe)->Build(&batch, &lookup).ok());
+    auto computer = NewCpuGradientComputer(job.model, 2);
+    ASSERT_TRUE(computer.ok()) << computer.status();
+    std::vector<Tensor> grads;
+    BatchMetrics metrics;
+    ASSERT_TRUE((*computer)->Compute(StepParams(vars, values, lookup), batch, 1.0f / n, &grads, &metrics).ok());
+
+    // The reference: one executor, whole tables, raw ids, Keras's mean loss (scale 1/n as above).
+    GraphExecutor<float> executor(*job.model.graph);
+    NamedArrays<float> named;
+    for (const auto& [name, t] : values) {
+      named[name].shape = t.shape();
+      named[name].data.assign(t.data<float>(), t.data<float>() + t.num_elements());
+    }
+    std::vector<Array<float>> inputs;
+    int64_t field = 0, numeric = 0;
+    for (int in : job.model.graph->inputs) {
+      const GraphLayerSpec& spec = job.model.graph->layers[in];
+      Array<float> a;
+      const int64_t width = spec.output_shape.empty() ? 1 : spec.output_shape[0];
+      a.shape = {n};
+      a.shape.insert(a.shape.end(), spec.output_shape.begin(), spec.output_shape.end());
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t j = 0; j < width; ++j) {
+          a.data.push_back(spec.config.int_input ? static_cast<float>(raw.ids[b * 4 + field + j])
+                                                 : raw.inputs.data<float>()[b * 3 + numeric + j]);
+        }
+      }
+      (spec.config.int_input ? field : numeric) += width;
+      inputs.push_back(std::move(a));
+    }
+    auto out = executor.Forward(inputs, named, ForwardOptions{});
+    ASSERT_TRUE(out.ok()) << out.status();
+    Array<float> labels;
+    labels.shape = (*out)->shape;
+    labels.data = raw.targets;
+    Array<float> dout;
+    auto loss = ComputeLoss(LossSpec{LossKind::kBinaryCrossentropy, job.model.from_logits}, **out, labels, &dout);
+    ASSERT_TRUE(loss.ok());
+    EXPECT_NEAR(metrics.loss_sum / n, *loss, 1e-5);
+    NamedArrays<float> dense;
+    ASSERT_TRUE(executor.Backward(dout, &dense).ok());
+
+    int tables = 0;
+    for (size_t v = 0; v < vars.size(); ++v) {
+      const Array<float>& full = dense.at(vars[v].name);
+      if (!vars[v].sparse) {
+        for (int64_t e = 0; e < grads[v].num_elements(); ++e) {
+          ASSERT_NEAR(grads[v].flat()[e], full.data[e], 1e-5) << vars[v].name;
+        }
+        continue;
+      }
+      ++tables;
+      const int64_t dim = vars[v].shape[1];
+      const std::vector<int64_t>& ids = lookup.unique_ids[v];
+      ASSERT_EQ(grads[v].dim(0), static_cast<int64_t>(ids.size())) << vars[v].name;
+      for (size_t r = 0; r < ids.size(); ++r) {
+        for (int64_t c = 0; c < dim; ++c) {
+          ASSERT_NEAR(grads[v].flat()[r * dim + c], full.data[ids[r] * dim + c], 1e-5) << vars[v].name << " id " << ids[r];
+        }
+      }
+    }
+    EXPECT_EQ(tables, 8) << fixture << ": a wide and a deep table per field";
+  }
+}
+
+// Two fields that share one table (ids of shape [k] into one Embedding) share its unique ids;
+// a table that takes another's ids gets the same list.
+TEST(CtrGraphGradientComputerTest, FieldsSharingATableShareItsUniqueIds) {
+  std::vector<VariableSpec> vars = {{"a/embeddings", {10, 2}, DType::kFloat32, {}, true},
+                                    {"dense/kernel", {4, 1}},
+                                    {"b/embeddings", {10, 1}, DType::kFloat32, {}, true}};
+  IdDeduper dedupe(vars, {{0, 2}, {0, 2}});
+  Batch batch;
+  batch.inputs = Tensor(DType::kFloat32, {3, 1});
+  batch.ids = {4, 7, 7, 4, 9, 5};  // [3 examples, 2 fields]
+  SparseLookup lookup;
+  ASSERT_TRUE(dedupe.Build(&batch, &lookup).ok());
+  EXPECT_EQ(lookup.unique_ids[0], (std::vector<int64_t>{4, 7, 9, 5})) << "field 0's ids first, then field 1's new ones";
+  EXPECT_EQ(lookup.unique_ids[2], lookup.unique_ids[0]);
+  EXPECT_TRUE(lookup.unique_ids[1].empty());
+  EXPECT_EQ(batch.positions, (std::vector<int32_t>{0, 1, 1, 0, 2, 3}));
+}
+
+}  // namespace
+}  // namespace pstrain
