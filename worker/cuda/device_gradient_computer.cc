@@ -101,7 +101,7 @@ absl::Status DeviceGradientComputer::CheckInputs(absl::Span<const Tensor> params
 absl::Status DeviceGradientComputer::ReserveForBatch(int batch) {
   if (batch > batch_capacity_) {
     int64_t act_total = 0;
-    for (const LayerPlan& l : plan_.layers) act_total += l.kind == LayerKind::kFlatten ? 0 : batch * l.out_size;
+    for (const LayerPlan& l : plan_.layers) act_total += l.kind == DeviceLayerKind::kFlatten ? 0 : batch * l.out_size;
     const int64_t dy = int64_t{batch} * plan_.max_activation;
     const int64_t ones = std::max<int64_t>(batch, plan_.MaxConvRows(batch));
     const int64_t label_floats = plan_.softmax_xent ? batch : batch * plan_.outputs;
@@ -126,7 +126,7 @@ absl::Status DeviceGradientComputer::ReserveForBatch(int batch) {
   // Activation slices depend on the batch size, not only on the capacity.
   float* next = activations_.get();
   for (size_t i = 0; i < plan_.layers.size(); ++i) {
-    if (plan_.layers[i].kind == LayerKind::kFlatten) {
+    if (plan_.layers[i].kind == DeviceLayerKind::kFlatten) {
       act_[i] = const_cast<float*>(LayerInput(static_cast<int>(i)));
     } else {
       act_[i] = next;

@@ -51,12 +51,12 @@ absl::Status DeviceGradientComputer::ForwardLayer(int i, int batch) {
   float* y = act_[i];
   const float* bias = Param(l.bias_param);
   switch (l.kind) {
-    case LayerKind::kDense:
+    case DeviceLayerKind::kDense:
       RETURN_IF_ERROR(RowMajorGemm(false, false, batch, static_cast<int>(l.out_size), static_cast<int>(l.in_size), x,
                                    Param(l.kernel_param), 0.0f, y));
       if (bias == nullptr && !l.relu) return absl::OkStatus();
       return backend_->BiasAct(batch, static_cast<int>(l.out_size), y, bias, l.relu, y);
-    case LayerKind::kConv2D: {
+    case DeviceLayerKind::kConv2D: {
       const ConvGeometry g = plan_.Conv(i, batch);
       RETURN_IF_ERROR(backend_->Im2Col(g, x, col_.get()));
       RETURN_IF_ERROR(
@@ -64,11 +64,11 @@ absl::Status DeviceGradientComputer::ForwardLayer(int i, int batch) {
       if (bias == nullptr && !l.relu) return absl::OkStatus();
       return backend_->BiasAct(g.rows(), g.out_c, y, bias, l.relu, y);
     }
-    case LayerKind::kMaxPool:
+    case DeviceLayerKind::kMaxPool:
       return backend_->MaxPoolForward(plan_.Pool(i, batch), x, y);
-    case LayerKind::kRelu:
+    case DeviceLayerKind::kRelu:
       return backend_->BiasAct(batch, static_cast<int>(l.out_size), x, nullptr, true, y);
-    case LayerKind::kFlatten:
+    case DeviceLayerKind::kFlatten:
       return absl::OkStatus();  // same NHWC bytes, act_[i] aliases the input
   }
   return absl::InternalError("unknown layer kind");
@@ -109,7 +109,7 @@ absl::Status DeviceGradientComputer::BackwardLayer(int i, int batch, bool need_d
   const float* x = LayerInput(i);
   if (l.relu) RETURN_IF_ERROR(backend_->ReluGrad(static_cast<int>(batch * l.out_size), act_[i], *dy, *dy));
   switch (l.kind) {
-    case LayerKind::kDense: {
+    case DeviceLayerKind::kDense: {
       const int in = static_cast<int>(l.in_size), out = static_cast<int>(l.out_size);
       RETURN_IF_ERROR(RowMajorGemm(true, false, in, out, batch, x, *dy, 0.0f, Grad(l.kernel_param)));
       if (l.bias_param >= 0) {
@@ -119,7 +119,7 @@ absl::Status DeviceGradientComputer::BackwardLayer(int i, int batch, bool need_d
       RETURN_IF_ERROR(RowMajorGemm(false, true, batch, in, out, *dy, Param(l.kernel_param), 0.0f, *spare));
       break;
     }
-    case LayerKind::kConv2D: {
+    case DeviceLayerKind::kConv2D: {
       const ConvGeometry g = plan_.Conv(i, batch);
       RETURN_IF_ERROR(backend_->Im2Col(g, x, col_.get()));  // col_ is shared by all conv layers: rebuild
       RETURN_IF_ERROR(
@@ -133,12 +133,12 @@ absl::Status DeviceGradientComputer::BackwardLayer(int i, int batch, bool need_d
       RETURN_IF_ERROR(backend_->Col2Im(g, col_.get(), *spare));
       break;
     }
-    case LayerKind::kMaxPool:
+    case DeviceLayerKind::kMaxPool:
       if (!need_dx) return absl::OkStatus();
       RETURN_IF_ERROR(backend_->MaxPoolBackward(plan_.Pool(i, batch), x, *dy, *spare));
       break;
-    case LayerKind::kRelu:
-    case LayerKind::kFlatten:
+    case DeviceLayerKind::kRelu:
+    case DeviceLayerKind::kFlatten:
       return absl::OkStatus();  // relu was applied in place above; flatten shares bytes
   }
   std::swap(*dy, *spare);

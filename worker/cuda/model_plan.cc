@@ -14,12 +14,12 @@ absl::Status PlanError(size_t i, const LayerSpec& layer, const std::string& why)
       absl::StrCat("device model: model.layers[", i, "] (", layer.type, " \"", layer.name, "\"): ", why));
 }
 
-absl::StatusOr<LayerKind> KindOf(size_t i, const LayerSpec& layer) {
-  if (layer.type == "dense") return LayerKind::kDense;
-  if (layer.type == "conv2d") return LayerKind::kConv2D;
-  if (layer.type == "max_pool2d") return LayerKind::kMaxPool;
-  if (layer.type == "flatten") return LayerKind::kFlatten;
-  if (layer.type == "relu") return LayerKind::kRelu;
+absl::StatusOr<DeviceLayerKind> KindOf(size_t i, const LayerSpec& layer) {
+  if (layer.type == "dense") return DeviceLayerKind::kDense;
+  if (layer.type == "conv2d") return DeviceLayerKind::kConv2D;
+  if (layer.type == "max_pool2d") return DeviceLayerKind::kMaxPool;
+  if (layer.type == "flatten") return DeviceLayerKind::kFlatten;
+  if (layer.type == "relu") return DeviceLayerKind::kRelu;
   return PlanError(i, layer, "unknown layer type; supported: dense, conv2d, max_pool2d, flatten, relu");
 }
 
@@ -28,7 +28,7 @@ absl::Status FillLayer(size_t i, const LayerSpec& spec, LayerPlan* layer) {
   layer->name = spec.name;
   layer->in_size = NumElements(layer->in_shape);
   layer->out_size = NumElements(layer->out_shape);
-  if (layer->kind == LayerKind::kDense || layer->kind == LayerKind::kConv2D) {
+  if (layer->kind == DeviceLayerKind::kDense || layer->kind == DeviceLayerKind::kConv2D) {
     if (spec.activation == "relu") {
       layer->relu = true;
     } else if (!spec.activation.empty() && spec.activation != "linear") {
@@ -36,8 +36,8 @@ absl::Status FillLayer(size_t i, const LayerSpec& spec, LayerPlan* layer) {
                        absl::StrCat("activation \"", spec.activation, "\" is not supported (use relu or linear)"));
     }
   }
-  if (layer->kind == LayerKind::kRelu) layer->relu = true;
-  if (layer->kind == LayerKind::kConv2D) {
+  if (layer->kind == DeviceLayerKind::kRelu) layer->relu = true;
+  if (layer->kind == DeviceLayerKind::kConv2D) {
     if (spec.padding != "same" && spec.padding != "valid") {
       return PlanError(i, spec, absl::StrCat("padding \"", spec.padding, "\" must be same or valid"));
     }
@@ -46,7 +46,7 @@ absl::Status FillLayer(size_t i, const LayerSpec& spec, LayerPlan* layer) {
       layer->pad_top = layer->pad_left = static_cast<int>((spec.kernel_size - 1) / 2);  // TensorFlow: floor half
     }
   }
-  if (layer->kind == LayerKind::kMaxPool) layer->pool_size = static_cast<int>(spec.pool_size);
+  if (layer->kind == DeviceLayerKind::kMaxPool) layer->pool_size = static_cast<int>(spec.pool_size);
   return absl::OkStatus();
 }
 
@@ -72,7 +72,7 @@ absl::StatusOr<ModelPlan> PlanModel(const ModelSpec& model) {
     layer.in_shape = in;
     layer.out_shape = outputs[i];
     RETURN_IF_ERROR(FillLayer(i, model.layers[i], &layer));
-    if (layer.kind == LayerKind::kDense || layer.kind == LayerKind::kConv2D) {
+    if (layer.kind == DeviceLayerKind::kDense || layer.kind == DeviceLayerKind::kConv2D) {
       layer.kernel_param = next_param++;
       if (model.layers[i].use_bias) layer.bias_param = next_param++;
       if (plan.first_trainable < 0) plan.first_trainable = static_cast<int>(i);
@@ -129,7 +129,7 @@ PoolGeometry ModelPlan::Pool(int layer, int batch) const {
 int64_t ModelPlan::MaxColSize(int64_t batch) const {
   int64_t best = 0;
   for (const LayerPlan& l : layers) {
-    if (l.kind != LayerKind::kConv2D) continue;
+    if (l.kind != DeviceLayerKind::kConv2D) continue;
     best = std::max(best, batch * l.out_shape[0] * l.out_shape[1] * l.kernel_size * l.kernel_size * l.in_shape[2]);
   }
   return best;
@@ -138,7 +138,7 @@ int64_t ModelPlan::MaxColSize(int64_t batch) const {
 int64_t ModelPlan::MaxConvRows(int64_t batch) const {
   int64_t best = 0;
   for (const LayerPlan& l : layers) {
-    if (l.kind == LayerKind::kConv2D) best = std::max(best, batch * l.out_shape[0] * l.out_shape[1]);
+    if (l.kind == DeviceLayerKind::kConv2D) best = std::max(best, batch * l.out_shape[0] * l.out_shape[1]);
   }
   return best;
 }

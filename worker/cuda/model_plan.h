@@ -16,10 +16,10 @@
 
 namespace pstrain {
 
-enum class LayerKind { kDense, kConv2D, kMaxPool, kFlatten, kRelu };
+enum class DeviceLayerKind { kDense, kConv2D, kMaxPool, kFlatten, kRelu };
 
 struct LayerPlan {
-  LayerKind kind = LayerKind::kFlatten;
+  DeviceLayerKind kind = DeviceLayerKind::kFlatten;
   std::string name;
   std::vector<int64_t> in_shape, out_shape;  // per example
   int64_t in_size = 0, out_size = 0;         // per-example element counts

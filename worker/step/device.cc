@@ -5,6 +5,7 @@
 #include "common/platform/status_macros.h"
 #include "worker/cpu/cpu_gradient_computer.h"
 #include "worker/cuda/cuda_gradient_computer.h"
+#include "worker/cuda/graph_lowering.h"
 
 namespace pstrain {
 
@@ -14,9 +15,9 @@ absl::StatusOr<GradientComputerFactory> ComputeFactoryForDevice(const std::strin
     ASSIGN_OR_RETURN(CudaComputerFactory cuda, CudaFactoryForDevice(device, std::max(1, replicas)));
     return GradientComputerFactory(
         [cuda = std::move(cuda)](const ModelSpec& model, int threads) -> absl::StatusOr<std::unique_ptr<GradientComputer>> {
-          if (model.is_graph()) {
-            return absl::InvalidArgumentError(
-                "Keras models (model.keras_model) compute on the CPU only for now: run with --device=cpu");
+          if (model.is_graph()) {  // the chains of layers the device has kernels for
+            ASSIGN_OR_RETURN(ModelSpec lowered, LowerGraphForDevice(model));
+            return cuda(lowered, threads);
           }
           if (model.is_ctr()) {
             return absl::InvalidArgumentError(
