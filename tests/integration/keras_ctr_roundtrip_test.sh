@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Recommendation models, Keras in and Keras out, against real Keras 3 (JAX; the `keras` environment
-# of deploy/install-python-peers.sh, installed on first use; skipped, exit 77, when it cannot be):
+# Recommendation models, Keras in, Keras and ONNX out, against real Keras 3 (JAX), ONNX and ONNX
+# Runtime (the `keras` environment of deploy/install-python-peers.sh, installed on first use;
+# skipped, exit 77, when it cannot be):
 #   1. For DeepFM, Wide & Deep and two towers (tests/common/graph/testdata, Embedding input_dim 1000):
 #      Keras writes initial weights; `pstrain train --init_from` trains with SGD on full batches of a
 #      Criteo TSV file, the Embedding tables as sparse variables, and its test loss after each step
 #      equals the one Keras reaches from the same weights on the same batches (relative 1e-5).
 #   2. A cluster (2 ps, 2 workers, sync) trains Wide & Deep (two tables per id input); `pstrain
-#      export --format=keras` of the checkpoint, loaded by Keras, gives `pstrain evaluate`'s test
-#      loss (relative 1e-5).
+#      export` of the checkpoint as Keras weights (loaded by Keras) and as ONNX (run by ONNX Runtime)
+#      gives `pstrain evaluate`'s test loss (relative 1e-5).
 #   keras_ctr_roundtrip_test.sh BIN_DIR
 source "$(dirname "$0")/lib.sh" "$1"
 source "$(dirname "$0")/pypi_venv.sh"
@@ -62,12 +63,18 @@ wait_pid "$LAST_PID" 120
   || fail "pstrain evaluate failed: $(cat "$WORK/evaluate.log")"
 "$BIN/pstrain" export --checkpoint="$MODEL" --format=keras --out="$DIR/export.weights.h5" >"$WORK/export.log" 2>&1 \
   || fail "pstrain export --format=keras failed: $(cat "$WORK/export.log")"
+"$BIN/pstrain" export --checkpoint="$MODEL" --format=onnx --out="$DIR/export.onnx" >>"$WORK/export.log" 2>&1 \
+  || fail "pstrain export --format=onnx failed: $(cat "$WORK/export.log")"
 "$PY" "$SCRIPT" check "$DIR" "$WORK/test.txt" >"$WORK/check.json" 2>"$WORK/check.log" \
-  || fail "Keras could not use the export: $(tail -n 5 "$WORK/check.log")"
+  || fail "Keras or ONNX Runtime could not use the exports: $(tail -n 5 "$WORK/check.log")"
 ours=$(json_get "$WORK/evaluate.json" "d['test_loss']")
 theirs=$(json_get "$WORK/check.json" "d['keras_test_loss']")
+onnx=$(json_get "$WORK/check.json" "d['onnx_test_loss']")
 python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 1e-5*abs(a) else 1)" \
   "$ours" "$theirs" || fail "Keras computes test loss $theirs with the export; pstrain evaluate gives $ours"
+python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 1e-5*abs(a) else 1)" \
+  "$ours" "$onnx" || fail "ONNX Runtime computes test loss $onnx with the export; pstrain evaluate gives $ours"
 for pid in "${PIDS[@]}"; do wait_pid "$pid" 30; done
 PIDS=()
-echo "PASS: SGD curves equal Keras's (last test loss:$curves); Wide & Deep's cluster export: Keras $theirs == evaluate $ours"
+echo "PASS: SGD curves equal Keras's (last test loss:$curves); Wide & Deep's cluster exports: Keras $theirs," \
+  "ONNX Runtime $onnx == evaluate $ours"

@@ -2,9 +2,10 @@
 # Keras in, Keras and ONNX out, against the real tools (Keras 3 on JAX, ONNX, ONNX Runtime: the
 # `keras` environment of deploy/install-python-peers.sh, installed on first use; skipped, exit 77,
 # when it cannot be):
-#   1. Keras writes a functional model's to_json and initial weights; `pstrain train --init_from`
-#      trains it with SGD on full batches of a CSV set, and its test loss after each step equals the
-#      one Keras reaches from the same weights on the same batches (relative 1e-4).
+#   1. Keras writes a model's to_json and initial weights (a functional residual MLP, the Estimator
+#      guide's linear model, the DTensor guide's MLP); `pstrain train --init_from` trains it with SGD
+#      on full batches of a CSV set, and its test loss after each step equals the one Keras reaches
+#      from the same weights on the same batches (relative 1e-4).
 #   2. A cluster (2 ps, 2 workers, sync) trains the model; `pstrain export` writes the checkpoint as
 #      Keras weights and as ONNX; Keras (model_from_json + load_weights) and ONNX Runtime compute the
 #      test loss that `pstrain evaluate` gives for the checkpoint (relative 1e-5).
@@ -13,25 +14,29 @@ source "$(dirname "$0")/lib.sh" "$1"
 source "$(dirname "$0")/pypi_venv.sh"
 PY=$(pypi_python keras) || exit 77
 SCRIPT="$(dirname "$0")/keras/keras_roundtrip.py"
-DIR="$WORK/keras"
-mkdir -p "$DIR"
-"$PY" "$SCRIPT" make "$DIR" >"$WORK/make.log" 2>&1 || fail "Keras could not make the model: $(tail -n 5 "$WORK/make.log")"
-
-# 1. The same steps as Keras.
-"$BIN/pstrain" train --job="$DIR/job.json" --init_from="$DIR/init.weights.h5" --threads=1 \
-  >"$WORK/train.out" 2>"$WORK/train.log" || fail "pstrain train --init_from failed: $(tail -n 3 "$WORK/train.log")"
-tail -n 1 "$WORK/train.out" >"$WORK/train.json"
-python3 - "$WORK/train.json" "$DIR/keras_curve.json" <<'PY' || fail "pstrain's test losses differ from Keras's"
+# 1. The same steps as Keras: the residual MLP, the Estimator guide's linear model, the DTensor guide's MLP.
+for kind in residual linear mlp; do
+  KDIR="$WORK/keras-$kind"
+  mkdir -p "$KDIR"
+  "$PY" "$SCRIPT" make "$KDIR" "$kind" >"$WORK/make-$kind.log" 2>&1 \
+    || fail "Keras could not make the $kind model: $(tail -n 5 "$WORK/make-$kind.log")"
+  "$BIN/pstrain" train --job="$KDIR/job.json" --init_from="$KDIR/init.weights.h5" --threads=1 \
+    >"$WORK/train-$kind.out" 2>"$WORK/train-$kind.log" \
+    || fail "pstrain train --init_from of the $kind model failed: $(tail -n 3 "$WORK/train-$kind.log")"
+  tail -n 1 "$WORK/train-$kind.out" >"$WORK/train-$kind.json"
+  python3 - "$WORK/train-$kind.json" "$KDIR/keras_curve.json" "$kind" <<'PY' || fail "pstrain's test losses differ from Keras's ($kind)"
 import json, sys
 ours = [e["test_loss"] for e in json.load(open(sys.argv[1]))["per_epoch"]]
 keras = json.load(open(sys.argv[2]))
-print("pstrain", ours)
-print("keras  ", keras)
+print(sys.argv[3], "pstrain", ours)
+print(sys.argv[3], "keras  ", keras)
 assert len(ours) == len(keras) == 5, (len(ours), len(keras))
 for a, b in zip(ours, keras):
     assert abs(a - b) <= 1e-4 * abs(b), (a, b)
 assert keras[-1] < 0.9 * keras[0], "the model did not learn, so the comparison would prove little"
 PY
+done
+DIR="$WORK/keras-residual"
 # A weights file for another model is refused, naming what does not fit.
 "$BIN/pstrain" train --job=mlp --model_json="$DIR/model.json" --init_from="$DIR/nonexistent.weights.h5" --steps=1 \
   >/dev/null 2>"$WORK/bad_init.log" && fail "a missing --init_from file was accepted"
@@ -62,4 +67,4 @@ print("pstrain evaluate", ours, theirs)
 for name in ("keras_test_loss", "onnx_test_loss"):
     assert abs(theirs[name] - ours) <= 1e-5 * max(1.0, abs(ours)), (name, theirs[name], ours)
 PY
-echo "PASS: pstrain train --init_from follows Keras's SGD curve; Keras and ONNX Runtime reproduce pstrain evaluate's test loss"
+echo "PASS: pstrain train --init_from follows Keras's SGD curves (residual MLP, linear, DTensor-guide MLP); Keras and ONNX Runtime reproduce pstrain evaluate's test loss"

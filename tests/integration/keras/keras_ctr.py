@@ -6,8 +6,10 @@ id modulo the Embedding's input_dim, empty = 0).
   keras_ctr.py make DIR MODEL_JSON TRAIN TEST   initial weights (init.weights.h5), a pstrain job of
                                                 full-batch SGD on TRAIN (job.json), and the test loss
                                                 Keras reaches after each of 5 steps (keras_curve.json)
-  keras_ctr.py check DIR TEST                   the test loss of pstrain's Keras export
-                                                (export.weights.h5 with its .json), as JSON
+  keras_ctr.py check DIR TEST                   the test loss of pstrain's exports: Keras
+                                                (export.weights.h5 with its .json) and ONNX
+                                                Runtime (export.onnx, after onnx's full checker),
+                                                as JSON
 """
 import json
 import math
@@ -62,8 +64,11 @@ def from_logits(model):
 
 
 def test_loss(model, inputs, y):
-    out = np.asarray(model.predict(inputs, verbose=0), dtype="float64")
-    if from_logits(model):
+    return loss_of(np.asarray(model.predict(inputs, verbose=0), dtype="float64"), y, from_logits(model))
+
+
+def loss_of(out, y, logits):
+    if logits:
         return float(np.mean(np.maximum(out, 0) - out * y + np.log1p(np.exp(-np.abs(out)))))
     p = np.clip(out, 1e-7, 1 - 1e-7)
     return float(np.mean(-(y * np.log(p) + (1 - y) * np.log(1 - p))))
@@ -100,7 +105,16 @@ def check(out, test):
     model = keras.models.model_from_json(json.dumps(doc))
     model.load_weights(os.path.join(out, "export.weights.h5"))
     x_test, y_test = read_tsv(test, model, doc)
-    print(json.dumps({"keras_test_loss": test_loss(model, x_test, y_test)}))
+    import onnx
+    import onnxruntime
+    proto = onnx.load(os.path.join(out, "export.onnx"))
+    onnx.checker.check_model(proto, full_check=True)
+    session = onnxruntime.InferenceSession(os.path.join(out, "export.onnx"), providers=["CPUExecutionProvider"])
+    names = [entry[0] for entry in doc["config"]["input_layers"]]
+    feed = {name: (x if k == 0 else x.astype("int64")) for k, (name, x) in enumerate(zip(names, x_test))}
+    (onnx_out,) = session.run(None, feed)
+    print(json.dumps({"keras_test_loss": test_loss(model, x_test, y_test),
+                      "onnx_test_loss": loss_of(np.asarray(onnx_out, dtype="float64"), y_test, from_logits(model))}))
 
 
 if __name__ == "__main__":
