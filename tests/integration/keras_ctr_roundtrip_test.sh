@@ -24,14 +24,7 @@ curves=""
 for m in keras3_deepfm keras3_wide_deep keras3_two_tower; do
   DIR="$WORK/$m"
   mkdir -p "$DIR"
-  python3 - "$FIXTURES/$m.json" "$DIR/model.json" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for layer in doc["config"]["layers"]:
-    if layer["class_name"] == "Embedding":
-        layer["config"]["input_dim"] = 1000
-json.dump(doc, open(sys.argv[2], "w"))
-PY
+  python3 "$(dirname "$0")/keras/set_input_dim.py" "$FIXTURES/$m.json" "$DIR/model.json" 1000
   "$PY" "$SCRIPT" make "$DIR" "$DIR/model.json" "$WORK/train.txt" "$WORK/test.txt" >"$DIR/make.log" 2>&1 \
     || fail "Keras could not train $m: $(tail -n 5 "$DIR/make.log")"
   "$BIN/pstrain" train --job="$DIR/job.json" --init_from="$DIR/init.weights.h5" --threads=2 \

@@ -18,14 +18,7 @@ mkdir -p "$WORK/data" "$WORK/models"
 for split in train test; do cut -f1-4,15-18 "$WORK/full/$split.txt" >"$WORK/data/$split.txt"; done
 MODELS="keras3_deepfm keras2_dcn_v2 keras3_wide_deep keras2_dlrm keras3_two_tower"
 for m in $MODELS; do
-  python3 - "$FIXTURES/$m.json" "$WORK/models/$m.json" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for layer in doc["config"]["layers"]:
-    if layer["class_name"] == "Embedding":
-        layer["config"]["input_dim"] = 1000
-json.dump(doc, open(sys.argv[2], "w"))
-PY
+  python3 "$(dirname "$0")/keras/set_input_dim.py" "$FIXTURES/$m.json" "$WORK/models/$m.json" 1000
 done
 head -n 512 "$WORK/data/train.txt" >"$WORK/data/small.txt"
 job() {  # job FILE MODEL MODE [TRAIN BATCH SCHEDULE]
@@ -59,16 +52,20 @@ tables=$(grep -c "table" "$WORK/plan.txt")
 [ "$tables" -ge 8 ] || fail "the plan shows $tables table lines; Wide & Deep has 8 Embedding tables: $(cat "$WORK/plan.txt")"
 grep "deep_emb0/embeddings" "$WORK/plan.txt" | grep -q table || fail "deep_emb0/embeddings is not a table in the plan"
 
+cluster_run() {  # cluster_run JOB MODEL_DIR: 2 ps + 2 workers train JOB to its end
+  make_cluster 2 2
+  start_servers 2 2 --threads=1
+  start chief 0 pstrain-chief --job="$1" --model_dir="$2" --wait_timeout_secs=30
+  wait_pid "$LAST_PID" 240
+  [ "$WAIT_RC" = 0 ] || fail "the chief of $1 exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+  for pid in "${PIDS[@]}"; do wait_pid "$pid" 30; done
+  PIDS=()
+}
+
 # 3. Sync mode with full-batch steps: 2 workers x half of the global batch == one process with it.
 job "$WORK/sync.json" keras3_deepfm sync small 512 '{"steps": 6, "steps_per_closure": 2}'
-make_cluster 2 2
-start_servers 2 2 --threads=1
 SYNC="$WORK/sync"
-start chief 0 pstrain-chief --job="$WORK/sync.json" --model_dir="$SYNC" --wait_timeout_secs=30
-wait_pid "$LAST_PID" 240
-[ "$WAIT_RC" = 0 ] || fail "the sync chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
-for pid in "${PIDS[@]}"; do wait_pid "$pid" 30; done
-PIDS=()
+cluster_run "$WORK/sync.json" "$SYNC"
 "$BIN/pstrain" train --job="$WORK/sync.json" --threads=1 >"$WORK/sync_train.out" 2>"$WORK/sync_train.log" \
   || fail "pstrain train of the sync job failed: $(tail -n 3 "$WORK/sync_train.log")"
 cluster=$(json_get "$SYNC/summary.json" "d['final_test_loss']")
@@ -83,17 +80,11 @@ python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if
 
 # 4. Async mode: the same AUC within noise.
 job "$WORK/async.json" keras2_dcn_v2 async
-make_cluster 2 2
-start_servers 2 2 --threads=1
 ASYNC="$WORK/async"
-start chief 0 pstrain-chief --job="$WORK/async.json" --model_dir="$ASYNC" --wait_timeout_secs=30
-wait_pid "$LAST_PID" 240
-[ "$WAIT_RC" = 0 ] || fail "the async chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+cluster_run "$WORK/async.json" "$ASYNC"
 async_auc=$(json_get "$ASYNC/summary.json" "d['final_test_auc']")
 python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) <= 0.03 else 1)" \
   "$async_auc" "${AUC[keras2_dcn_v2]}" || fail "DCN-v2's async cluster AUC $async_auc is not within 0.03 of pstrain train's ${AUC[keras2_dcn_v2]}"
-for pid in "${PIDS[@]}"; do wait_pid "$pid" 30; done
-PIDS=()
 summary=""
 for m in $MODELS; do summary+=" $m AUC ${AUC[$m]};"; done
 echo "PASS: pstrain train:$summary DeepFM sync cluster $cluster == pstrain train $single == evaluate $evaluated;" \
