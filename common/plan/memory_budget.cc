@@ -101,7 +101,7 @@ absl::StatusOr<ComputeBytes> EstimateComputeBytes(const ModelSpec& model, int64_
   const std::string what = "the model's memory";
   for (const VariableSpec& v : variables) {
     ASSIGN_OR_RETURN(int64_t bytes, CheckedNumBytes(v.shape, DTypeSize(v.dtype), what));
-    int64_t copies = 2 + slots;  // values, gradients, slots
+    int64_t copies = 2 + (v.trainable ? slots : 0);  // values, gradients, slots (none for moving statistics)
     if (v.sparse) {
       // A step's rows (gathered values and their gradient rows), and the whole table with its slots
       // where the updates are applied.

@@ -1,8 +1,11 @@
 """The Keras side of keras_roundtrip_test.sh, with real Keras 3 (JAX backend), ONNX and ONNX Runtime.
 
-  keras_roundtrip.py make DIR     writes a functional Keras model (to_json + initial .weights.h5), CSV
-                                  train and test sets, a pstrain job on them, and the test loss Keras
-                                  reaches after each of 5 full-batch SGD steps (keras_curve.json)
+  keras_roundtrip.py make DIR     writes a functional Keras model with BatchNormalization (to_json +
+                                  initial .weights.h5), CSV train and test sets, a pstrain job on them,
+                                  and the test loss Keras reaches after each of 5 full-batch SGD steps
+                                  (keras_curve.json; inference normalises with the moving statistics),
+                                  and the one it would reach had the moving statistics stayed at their
+                                  initial values (keras_frozen_curve.json)
   keras_roundtrip.py check DIR    loads pstrain's exports of a checkpoint (export.weights.h5 with its
                                   .json, export.onnx) and prints the test loss Keras and ONNX Runtime
                                   compute with them, as JSON
@@ -53,6 +56,8 @@ def make(out):
     x_test, y_test = read_csv(os.path.join(out, "test.csv"))
     inputs = keras.Input(shape=(6,), name="features")
     h1 = keras.layers.Dense(16, activation="relu", name="h1")(inputs)
+    # A small momentum moves the moving statistics far in 5 steps, so the test loss tells their values.
+    h1 = keras.layers.BatchNormalization(momentum=0.8, name="bn")(h1)
     h2 = keras.layers.Dense(16, activation="gelu", name="h2")(keras.layers.LayerNormalization(name="norm")(h1))
     out_layer = keras.layers.Dense(3, activation="softmax", name="classes")(keras.layers.Add(name="residual")([h1, h2]))
     model = keras.Model(inputs, out_layer)
@@ -68,12 +73,22 @@ def make(out):
     with open(os.path.join(out, "job.json"), "w") as f:
         json.dump(job, f)
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=LR), loss="sparse_categorical_crossentropy")
-    curve = []
+    bn = model.get_layer("bn")
+    initial_moving = [np.array(bn.moving_mean), np.array(bn.moving_variance)]
+    curve, frozen = [], []
     for _ in range(STEPS):
         model.train_on_batch(x_train, y_train)
         curve.append(test_loss(np.asarray(model.predict(x_test, verbose=0)), y_test))
+        moving = [np.array(bn.moving_mean), np.array(bn.moving_variance)]
+        bn.moving_mean.assign(initial_moving[0])
+        bn.moving_variance.assign(initial_moving[1])
+        frozen.append(test_loss(np.asarray(model.predict(x_test, verbose=0)), y_test))
+        bn.moving_mean.assign(moving[0])
+        bn.moving_variance.assign(moving[1])
     with open(os.path.join(out, "keras_curve.json"), "w") as f:
         json.dump(curve, f)
+    with open(os.path.join(out, "keras_frozen_curve.json"), "w") as f:
+        json.dump(frozen, f)
 
 
 def check(out):
