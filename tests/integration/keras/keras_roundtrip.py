@@ -44,6 +44,10 @@ def test_loss(probs, y):
     return float(np.mean(-np.log(p)))
 
 
+def moving_statistics(bn):
+    return [keras.ops.convert_to_numpy(v) for v in (bn.moving_mean, bn.moving_variance)]
+
+
 def make(out):
     keras.utils.set_random_seed(3)
     rng = np.random.default_rng(3)
@@ -74,12 +78,12 @@ def make(out):
         json.dump(job, f)
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=LR), loss="sparse_categorical_crossentropy")
     bn = model.get_layer("bn")
-    initial_moving = [np.array(bn.moving_mean), np.array(bn.moving_variance)]
+    initial_moving = moving_statistics(bn)
     curve, frozen = [], []
     for _ in range(STEPS):
         model.train_on_batch(x_train, y_train)
         curve.append(test_loss(np.asarray(model.predict(x_test, verbose=0)), y_test))
-        moving = [np.array(bn.moving_mean), np.array(bn.moving_variance)]
+        moving = moving_statistics(bn)
         bn.moving_mean.assign(initial_moving[0])
         bn.moving_variance.assign(initial_moving[1])
         frozen.append(test_loss(np.asarray(model.predict(x_test, verbose=0)), y_test))
