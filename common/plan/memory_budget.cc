@@ -65,6 +65,7 @@ absl::Status CheckMemoryBudget(absl::string_view task, int64_t bytes, absl::stri
 absl::StatusOr<std::vector<int64_t>> PsSlotBytes(const VariablePlan& plan, int slots) {
   std::vector<int64_t> out(plan.ps_bytes.size(), 0);
   for (const PlannedVariable& pv : plan.variables) {
+    if (!pv.variable.trainable) continue;  // moving statistics have no optimizer slots
     for (const PlannedShard& s : pv.shards) {
       const int64_t elements = s.bytes / std::max<int64_t>(DTypeSize(pv.variable.dtype), 1);
       const std::string what = absl::StrCat("the optimizer slots of ", s.name);

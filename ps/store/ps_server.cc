@@ -153,7 +153,7 @@ absl::Status PsServer::CheckMemoryBudget(const google::protobuf::RepeatedPtrFiel
   for (const ShardSpecProto& spec : specs) {
     ASSIGN_OR_RETURN(std::vector<int64_t> shape, ShardShape(spec));
     ASSIGN_OR_RETURN(int64_t bytes, CheckedNumBytes(shape, sizeof(float), spec.shard_name()));
-    ASSIGN_OR_RETURN(bytes, CheckedSizeProduct(bytes, 1 + slots, what));
+    ASSIGN_OR_RETURN(bytes, CheckedSizeProduct(bytes, 1 + (spec.non_trainable() ? 0 : slots), what));
     ASSIGN_OR_RETURN(total, CheckedSizeSum(total, bytes, what));
     replaced.insert(spec.shard_name());
   }

@@ -108,6 +108,14 @@ cat >"$WORK/job/bn_job.json" <<'JSON'
  "batch_size": 64, "schedule": {"steps": 8, "steps_per_closure": 2}, "mode": "sync", "seed": 5,
  "partitioner": {"type": "fixed_shards", "num_shards": 2}}
 JSON
+"$BIN/pstrain" plan --job="$WORK/job/bn_job.json" --num_ps=2 --format=json >"$WORK/bn_plan.json" 2>&1 \
+  || fail "pstrain plan of the BatchNormalization model failed: $(cat "$WORK/bn_plan.json")"
+python3 - "$WORK/bn_plan.json" <<'PY' || fail "the plan does not mark the moving statistics non-trainable"
+import json, sys
+trainable = {v["name"]: v["trainable"] for v in json.load(open(sys.argv[1]))["variables"]}
+assert trainable["norm/moving_mean"] is False and trainable["norm/moving_variance"] is False, trainable
+assert trainable["norm/gamma"] is True and trainable["hidden/kernel"] is True, trainable
+PY
 make_cluster 2 2
 start_servers 2 2 --threads=1
 BN="$WORK/bn"
