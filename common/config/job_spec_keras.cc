@@ -15,19 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-absl::Status RefuseNonTrainable(const ModelGraph& graph, const std::string& what) {
-  for (const GraphVariableSpec& v : graph.variables) {
-    if (!v.trainable) {
-      const GraphLayerSpec& layer = graph.layers[v.layer];
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": layer '", layer.name, "' (", layer.class_name, ") has the non-trainable variable '", v.name,
-          "'; the ps has no update for moving statistics yet, so BatchNormalization is not trainable here "
-          "(LayerNormalization is)"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // A model fed ids: float inputs of rank 1 take the numeric features and each integer input feeds
 // Embedding layers only (several on one input need one input_dim: the ids index all of them).
 absl::Status SetCtrInputs(const ModelGraph& graph, const std::string& what, ModelSpec* out) {
@@ -91,7 +78,6 @@ absl::Status SetCtrInputs(const ModelGraph& graph, const std::string& what, Mode
 // The model's inputs as the job's dataset gives them: one float tensor per example, or (a model
 // with integer inputs) the numeric features and categorical ids of CTR data.
 absl::Status SetInputs(const ModelGraph& graph, const std::string& what, ModelSpec* out) {
-  RETURN_IF_ERROR(RefuseNonTrainable(graph, what));
   bool ids = false;
   for (int in : graph.inputs) ids |= graph.layers[in].config.int_input;
   if (ids) return SetCtrInputs(graph, what, out);

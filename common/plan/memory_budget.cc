@@ -65,6 +65,7 @@ absl::Status CheckMemoryBudget(absl::string_view task, int64_t bytes, absl::stri
 absl::StatusOr<std::vector<int64_t>> PsSlotBytes(const VariablePlan& plan, int slots) {
   std::vector<int64_t> out(plan.ps_bytes.size(), 0);
   for (const PlannedVariable& pv : plan.variables) {
+    if (!pv.variable.trainable) continue;  // moving statistics have no optimizer slots
     for (const PlannedShard& s : pv.shards) {
       const int64_t elements = s.bytes / std::max<int64_t>(DTypeSize(pv.variable.dtype), 1);
       const std::string what = absl::StrCat("the optimizer slots of ", s.name);
@@ -101,7 +102,7 @@ absl::StatusOr<ComputeBytes> EstimateComputeBytes(const ModelSpec& model, int64_
   const std::string what = "the model's memory";
   for (const VariableSpec& v : variables) {
     ASSIGN_OR_RETURN(int64_t bytes, CheckedNumBytes(v.shape, DTypeSize(v.dtype), what));
-    int64_t copies = 2 + slots;  // values, gradients, slots
+    int64_t copies = 2 + (v.trainable ? slots : 0);  // values, gradients, slots (none for moving statistics)
     if (v.sparse) {
       // A step's rows (gathered values and their gradient rows), and the whole table with its slots
       // where the updates are applied.

@@ -73,7 +73,7 @@ absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model)
     }
     std::vector<VariableSpec> vars;
     for (const GraphVariableSpec& v : model.graph->variables) {
-      if (v.trainable) vars.push_back({v.name, v.shape, DType::kFloat32, v.initializer, tables.count(v.name) > 0});
+      vars.push_back({v.name, v.shape, DType::kFloat32, v.initializer, tables.count(v.name) > 0, v.trainable});
     }
     return vars;
   }

@@ -1,5 +1,6 @@
-// The trainable variables a model declares (a Keras model: its graph's trainable variables, in
-// graph order, with the initializers its to_json names), in creation order, with shapes inferred layer by layer
+// The variables a model declares (a Keras model: its graph's variables, in graph order, with the
+// initializers its to_json names; the non-trainable ones, BatchNormalization's moving statistics,
+// marked so), in creation order, with shapes inferred layer by layer
 // from the input shape (Keras naming: "conv2d/kernel", "conv2d/bias", "dense_1/kernel", ...). A
 // CTR model declares its embedding tables first ("embedding/embeddings", "embedding_1/embeddings",
 // ... in field order), then the dense tower's variables. A Keras model with integer inputs: the
@@ -25,6 +26,10 @@ struct VariableSpec {
   // An embedding table [vocabulary_size, embedding_dim], float32: partitioned like any variable
   // (axis 0), but never moved whole: a step pulls and pushes only the rows its batch touches.
   bool sparse = false;
+  // False for a Keras model's non-trainable variables (BatchNormalization's moving mean and
+  // variance): their "gradient" is an additive update, which the ps and `pstrain train` add as is,
+  // never through the optimizer (ShardSpecProto.non_trainable).
+  bool trainable = true;
 };
 
 // Shape of one example after each layer: result[i] is the output of layers[i]; InvalidArgument

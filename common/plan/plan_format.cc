@@ -36,6 +36,7 @@ nlohmann::json PlanToJson(const VariablePlan& plan, const std::string& strategy,
                     {"shape", pv.variable.shape},
                     {"dtype", DTypeName(pv.variable.dtype)},
                     {"sparse", pv.variable.sparse},
+                    {"trainable", pv.variable.trainable},
                     {"shards", shards}});
   }
   const std::vector<int64_t> slot_bytes = SlotBytes(plan, slots);

@@ -94,6 +94,7 @@ VariablePlanProto VariablePlanToProto(const VariablePlan& plan, uint64_t seed) {
     for (int64_t d : pv.variable.shape) v->add_shape(d);
     v->set_dtype(ToProtoDType(pv.variable.dtype));
     v->set_sparse(pv.variable.sparse);
+    v->set_non_trainable(!pv.variable.trainable);
     for (const PlannedShard& s : pv.shards) {
       auto* sp = v->add_shards();
       sp->set_shard_name(s.name);
@@ -107,6 +108,7 @@ VariablePlanProto VariablePlanToProto(const VariablePlan& plan, uint64_t seed) {
       sp->set_ps_task(s.ps);
       sp->set_row_stride(s.row_stride);
       sp->set_sparse(pv.variable.sparse);
+      sp->set_non_trainable(!pv.variable.trainable);
       if (s.backup_ps >= 0) sp->set_backup_ps(s.backup_ps);
     }
   }

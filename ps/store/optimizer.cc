@@ -62,7 +62,26 @@ class RmsProp : public Optimizer {
   }
 };
 
+class AdditiveUpdate : public Optimizer {
+ public:
+  using Optimizer::Optimizer;
+  std::vector<std::string> SlotNames() const override { return {}; }
+  void Apply(absl::Span<const float> g, absl::Span<float> w, absl::Span<const absl::Span<float>>,
+             int64_t) const override {
+    for (size_t i = 0; i < w.size(); ++i) w[i] += g[i];
+  }
+};
+
 }  // namespace
+
+std::shared_ptr<const Optimizer> Optimizer::Additive() {
+  static const std::shared_ptr<const Optimizer> additive = [] {
+    OptimizerProto p;
+    p.set_type("additive");
+    return std::shared_ptr<const Optimizer>(new AdditiveUpdate(std::move(p)));
+  }();
+  return additive;
+}
 
 absl::StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerProto& proto) {
   OptimizerProto p = proto;

@@ -15,6 +15,9 @@
 // others 0.001), beta_1 (0.9), beta_2 (0.999), epsilon (1e-7), rho (0.9) and Adagrad's
 // initial_accumulator_value (0.1); ftrl's learning_rate_power is optional (absent: -0.5).
 // OptimizerProtoFromSpec (common/plan/optimizer_proto.h) fills every field explicitly.
+// Additive() is no optimizer but the update of a non-trainable variable (BatchNormalization's
+// moving statistics): values += grad, the push being the delta itself, with no learning rate and no
+// slots (TensorFlow's assign_moving_average on a ps: var -= (var - value) * (1 - momentum)).
 // Thread-safety: an Optimizer is immutable after Create; Apply is safe to call concurrently on
 // different (values, slots).
 #ifndef PSTRAIN_PS_STORE_OPTIMIZER_H_
@@ -38,6 +41,8 @@ class Optimizer {
   // InvalidArgument naming the field for an unknown type or schedule, a non-positive learning
   // rate or epsilon, a decay without decay_steps, or piecewise values not boundaries+1 long.
   static absl::StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerProto& proto);
+  // The update of non-trainable variables: adds the push to the values; no slots. Shared, immutable.
+  static std::shared_ptr<const Optimizer> Additive();
 
   virtual ~Optimizer() = default;
 
@@ -45,7 +50,7 @@ class Optimizer {
   const OptimizerProto& config() const { return config_; }
   // Names of the per-element state tensors kept beside a shard ("m", "v", "accumulator", ...),
   // as common/plan/optimizer_defaults.h lists them for every optimizer.
-  std::vector<std::string> SlotNames() const { return OptimizerSlotNames(config_); }
+  virtual std::vector<std::string> SlotNames() const { return OptimizerSlotNames(config_); }
   // Value every element of slot `i` starts from.
   virtual float SlotInitialValue(int i) const { return 0.0f; }
 

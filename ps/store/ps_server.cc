@@ -102,8 +102,7 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
   RETURN_IF_ERROR(CheckProtocolVersion(request.protocol_version(), "the caller of CreateShards"));
   ASSIGN_OR_RETURN(ShardOptions opts, MakeOptions(request.optimizer(), request.mode(), request.num_workers(),
                                                   request.sync_timeout_ms(), request.non_finite()));
-  const std::vector<std::string> slot_names = opts.optimizer->SlotNames();
-  RETURN_IF_ERROR(CheckMemoryBudget(request.shards(), static_cast<int>(slot_names.size())));
+  RETURN_IF_ERROR(CheckMemoryBudget(request.shards(), static_cast<int>(opts.optimizer->SlotNames().size())));
   std::vector<std::shared_ptr<Shard>> created;
   std::set<std::string> names;
   for (const ShardSpecProto& spec : request.shards()) {
@@ -116,6 +115,13 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
                                                      spec.variable_name(), " must be 2-D [rows, dim], not ",
                                                      ShapeString(spec.full_shape())));
     }
+    if (spec.sparse() && spec.non_trainable()) {
+      return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), ": embedding table ",
+                                                     spec.variable_name(),
+                                                     " is marked non-trainable; only dense variables can be"));
+    }
+    const ShardOptions shard_opts = OptionsForShard(opts, spec);
+    const std::vector<std::string> slot_names = shard_opts.optimizer->SlotNames();
     // A table shard never travels whole, so only dense shards must fit one message.
     if (!spec.sparse() && NumElements(shape) * 4 > kMaxMessageBytes) {
       return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " of shape ", ShapeString(shape),
@@ -127,11 +133,11 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
     std::vector<Tensor> slots;
     for (size_t i = 0; i < slot_names.size(); ++i) {
       Tensor slot(DType::kFloat32, shape);
-      const float init = opts.optimizer->SlotInitialValue(static_cast<int>(i));
+      const float init = shard_opts.optimizer->SlotInitialValue(static_cast<int>(i));
       if (init != 0) std::fill(slot.flat().begin(), slot.flat().end(), init);
       slots.push_back(std::move(slot));
     }
-    created.push_back(std::make_shared<Shard>(spec, opts, std::move(values), std::move(slots), 0));
+    created.push_back(std::make_shared<Shard>(spec, shard_opts, std::move(values), std::move(slots), 0));
   }
   RETURN_IF_ERROR(AssignRoles(created, request.initialize()));
   Install(std::move(created));
@@ -147,7 +153,7 @@ absl::Status PsServer::CheckMemoryBudget(const google::protobuf::RepeatedPtrFiel
   for (const ShardSpecProto& spec : specs) {
     ASSIGN_OR_RETURN(std::vector<int64_t> shape, ShardShape(spec));
     ASSIGN_OR_RETURN(int64_t bytes, CheckedNumBytes(shape, sizeof(float), spec.shard_name()));
-    ASSIGN_OR_RETURN(bytes, CheckedSizeProduct(bytes, 1 + slots, what));
+    ASSIGN_OR_RETURN(bytes, CheckedSizeProduct(bytes, 1 + (spec.non_trainable() ? 0 : slots), what));
     ASSIGN_OR_RETURN(total, CheckedSizeSum(total, bytes, what));
     replaced.insert(spec.shard_name());
   }

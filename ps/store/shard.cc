@@ -29,6 +29,12 @@ void RunAll(std::vector<std::function<void()>>& fns) {
 
 }  // namespace
 
+ShardOptions OptionsForShard(const ShardOptions& job, const ShardSpecProto& spec) {
+  ShardOptions o = job;
+  if (spec.non_trainable()) o.optimizer = Optimizer::Additive();
+  return o;
+}
+
 Shard::Shard(ShardSpecProto spec, ShardOptions options, Tensor values, std::vector<Tensor> slots, int64_t version)
     : spec_(std::move(spec)),
       options_(std::move(options)),

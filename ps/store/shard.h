@@ -53,6 +53,10 @@ struct ShardOptions {
   Histogram* update_latency = nullptr;  // observes each update's seconds (not owned; may be null)
 };
 
+// The options of the shard `spec`: `job`'s, except that a non-trainable variable's shard
+// (spec.non_trainable()) adds its pushes as they are (Optimizer::Additive(): no slots).
+ShardOptions OptionsForShard(const ShardOptions& job, const ShardSpecProto& spec);
+
 // A consistent copy of a shard's state, for checkpoints.
 struct ShardSnapshot {
   Tensor values;

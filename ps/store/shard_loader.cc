@@ -34,9 +34,10 @@ absl::StatusOr<std::vector<std::shared_ptr<Shard>>> LoadShardsFromCheckpoint(Env
                                                                              const ShardOptions& options) {
   ASSIGN_OR_RETURN(CheckpointIndex index, ReadCheckpointIndex(env, dir));
   CheckpointReader reader(env, dir, &index);
-  const std::vector<std::string> slot_names = options.optimizer->SlotNames();
   std::vector<std::shared_ptr<Shard>> shards;
   for (const ShardSpecProto& spec : specs) {
+    const ShardOptions shard_options = OptionsForShard(options, spec);
+    const std::vector<std::string> slot_names = shard_options.optimizer->SlotNames();
     ASSIGN_OR_RETURN(std::vector<int64_t> shape, ShardShape(spec));
     RETURN_IF_ERROR(CheckSameVariable(index, spec, dir));
     // Each tensor is read straight into its final buffer: a shard costs its own size, no more.
@@ -50,13 +51,13 @@ absl::StatusOr<std::vector<std::shared_ptr<Shard>>> LoadShardsFromCheckpoint(Env
       if (reader.HasSlot(spec.variable_name(), slot_names[i])) {
         RETURN_IF_ERROR(reader.ReadRowsInto(spec.variable_name(), rows, slot_names[i], &slot));
       } else {
-        const float init = options.optimizer->SlotInitialValue(static_cast<int>(i));
+        const float init = shard_options.optimizer->SlotInitialValue(static_cast<int>(i));
         if (init != 0) std::fill(slot.flat().begin(), slot.flat().end(), init);
       }
       slots.push_back(std::move(slot));
     }
     const int64_t version = reader.VersionOf(spec.variable_name(), rows);
-    shards.push_back(std::make_shared<Shard>(spec, options, std::move(values), std::move(slots), version));
+    shards.push_back(std::make_shared<Shard>(spec, shard_options, std::move(values), std::move(slots), version));
   }
   return shards;
 }

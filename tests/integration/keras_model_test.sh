@@ -5,7 +5,12 @@
 #      file), async: it learns Fashion-MNIST, its variables carry Keras's names in the plan and the
 #      checkpoint, and `pstrain evaluate` of the final checkpoint gives the chief's final figures;
 #   2. a Keras 3 regression MLP in sync mode on the full synthetic set: the cluster's test loss equals
-#      `pstrain train`'s (the same global batches, so the same steps).
+#      `pstrain train`'s (the same global batches, so the same steps);
+#   3. the regression MLP with a BatchNormalization, sync mode, Adagrad: its moving statistics are ps
+#      variables (in the checkpoint without optimizer slots) that the workers' updates are added to,
+#      raw; with 2 workers `pstrain evaluate` of the final checkpoint gives the chief's final test loss
+#      (inference on the moving statistics); with 1 worker (the whole batch, so pstrain train's batch
+#      statistics) the cluster's test loss equals `pstrain train`'s.
 #   keras_model_test.sh BIN_DIR
 source "$(dirname "$0")/lib.sh" "$1"
 FIXTURES="$(cd "$(dirname "$0")/../common/graph/testdata" && pwd)"
@@ -74,5 +79,84 @@ python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if
   "$cluster" "$single" || fail "the sync cluster's test loss $cluster differs from pstrain train's $single"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) < 0.8 * float(sys.argv[1]) else 1)" "$first" "$cluster" \
   || fail "the regression MLP did not learn: test loss $first after the first step, $cluster at the end"
+for pid in "${PIDS[@]}"; do wait_pid "$pid" 30; done
+PIDS=()
+
+# 3. BatchNormalization: the regression MLP with one between its layers (momentum 0.8), on the full
+# synthetic set as in 2.
+python3 - "$FIXTURES/keras3_regression_mlp.json" "$WORK/job/bn.json" <<'PY'
+import json, sys
+model = json.load(open(sys.argv[1]))
+layers = model["config"]["layers"]
+assert [l["config"]["name"] for l in layers] == ["xy", "hidden", "y"], "the fixture changed"
+def tensor(source):
+    return {"class_name": "__keras_tensor__",
+            "config": {"shape": [None, 8], "dtype": "float32", "keras_history": [source, 0, 0]}}
+bn = {"module": "keras.layers", "class_name": "BatchNormalization", "name": "norm",
+      "config": {"name": "norm", "trainable": True, "axis": -1, "momentum": 0.8, "epsilon": 0.001,
+                 "center": True, "scale": True},
+      "inbound_nodes": [{"args": [tensor("hidden")], "kwargs": {}}]}
+layers[2]["inbound_nodes"] = [{"args": [tensor("norm")], "kwargs": {}}]
+layers.insert(2, bn)
+json.dump(model, open(sys.argv[2], "w"))
+PY
+cat >"$WORK/job/bn_job.json" <<'JSON'
+{"name": "keras-batch-norm",
+ "model": {"keras_json": "bn.json", "loss": "mse"},
+ "optimizer": {"type": "adagrad", "learning_rate": 0.05},
+ "data": {"dataset": "synthetic_linear", "num_examples": 64},
+ "batch_size": 64, "schedule": {"steps": 8, "steps_per_closure": 2}, "mode": "sync", "seed": 5,
+ "partitioner": {"type": "fixed_shards", "num_shards": 2}}
+JSON
+"$BIN/pstrain" plan --job="$WORK/job/bn_job.json" --num_ps=2 --format=json >"$WORK/bn_plan.json" 2>&1 \
+  || fail "pstrain plan of the BatchNormalization model failed: $(cat "$WORK/bn_plan.json")"
+python3 - "$WORK/bn_plan.json" <<'PY' || fail "the plan does not mark the moving statistics non-trainable"
+import json, sys
+trainable = {v["name"]: v["trainable"] for v in json.load(open(sys.argv[1]))["variables"]}
+assert trainable["norm/moving_mean"] is False and trainable["norm/moving_variance"] is False, trainable
+assert trainable["norm/gamma"] is True and trainable["hidden/kernel"] is True, trainable
+PY
+make_cluster 2 2
+start_servers 2 2 --threads=1
+BN="$WORK/bn"
+start chief 0 pstrain-chief --job="$WORK/job/bn_job.json" --model_dir="$BN" --wait_timeout_secs=30
+wait_pid "$LAST_PID" 120
+[ "$WAIT_RC" = 0 ] || fail "the BatchNormalization chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+for pid in "${PIDS[@]}"; do wait_pid "$pid" 30; done
+PIDS=()
+"$BIN/pstrain" evaluate --checkpoint="$BN" --format=json >"$WORK/bn_evaluate.json" 2>"$WORK/bn_evaluate.log" \
+  || fail "pstrain evaluate of the BatchNormalization model failed: $(cat "$WORK/bn_evaluate.log")"
+# One worker takes the whole batch, so its statistics are pstrain train's: the ps's raw additions
+# must then give pstrain train's moving statistics, and so its test loss.
+make_cluster 2 1
+start_servers 2 1 --threads=1
+BN1="$WORK/bn1"
+start chief 0 pstrain-chief --job="$WORK/job/bn_job.json" --model_dir="$BN1" --wait_timeout_secs=30
+wait_pid "$LAST_PID" 120
+[ "$WAIT_RC" = 0 ] || fail "the one-worker BatchNormalization chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+"$BIN/pstrain" train --job="$WORK/job/bn_job.json" --threads=1 >"$WORK/bn_train.out" 2>"$WORK/bn_train.log" \
+  || fail "pstrain train of the BatchNormalization model failed: $(tail -n 3 "$WORK/bn_train.log")"
+tail -n 1 "$WORK/bn_train.out" >"$WORK/bn_train.json"
+python3 - "$BN" "$WORK/bn_evaluate.json" "$BN1" "$WORK/bn_train.json" <<'PY' || fail "BatchNormalization on the cluster"
+import glob, json, os, sys
+two, evaluate, one, train = sys.argv[1:]
+chief = json.load(open(os.path.join(two, "summary.json")))["final_test_loss"]
+evaluated = json.load(open(evaluate))["test_loss"]
+one_worker = json.load(open(os.path.join(one, "summary.json")))["final_test_loss"]
+single = json.load(open(train))["final_test_loss"]
+print("2 workers: chief", chief, "evaluate", evaluated, "; 1 worker", one_worker, "pstrain train", single)
+assert abs(chief - evaluated) <= 1e-5 * max(1, abs(chief)), ("evaluate differs from the chief", chief, evaluated)
+assert abs(one_worker - single) <= 1e-4 * max(abs(single), 1e-3), ("the cluster differs from pstrain train",
+                                                                    one_worker, single)
+ckpt = sorted(glob.glob(os.path.join(two, "ckpt-*")), key=lambda d: int(d.rsplit("-", 1)[1]))[-1]
+slots = {}
+for s in json.load(open(os.path.join(ckpt, "index.json")))["shards"]:
+    slots.setdefault(s["variable_name"], set()).update(s.get("slot_names", []))
+for name in ("norm/moving_mean", "norm/moving_variance"):
+    assert name in slots, (name, "not in the checkpoint", sorted(slots))
+    assert not slots[name], (name, "has optimizer slots", slots[name])
+assert slots["norm/gamma"] == {"accumulator"}, slots["norm/gamma"]
+PY
 echo "PASS: Keras residual MLP accuracy $accuracy on the cluster, evaluate $evaluated == chief $final;" \
-  "Keras regression MLP in sync mode: cluster $cluster == pstrain train $single"
+  "Keras regression MLP in sync mode: cluster $cluster == pstrain train $single;" \
+  "BatchNormalization in sync mode: evaluate == chief (2 workers), cluster == pstrain train (1 worker)"

@@ -2,13 +2,17 @@
 # Keras in, Keras and ONNX out, against the real tools (Keras 3 on JAX, ONNX, ONNX Runtime: the
 # `keras` environment of deploy/install-python-peers.sh, installed on first use; skipped, exit 77,
 # when it cannot be):
-#   1. Keras writes a model's to_json and initial weights (a functional residual MLP, the Estimator
-#      guide's linear model, the DTensor guide's MLP); `pstrain train --init_from` trains it with SGD
-#      on full batches of a CSV set, and its test loss after each step equals the one Keras reaches
-#      from the same weights on the same batches (relative 1e-4).
-#   2. A cluster (2 ps, 2 workers, sync) trains the model; `pstrain export` writes the checkpoint as
-#      Keras weights and as ONNX; Keras (model_from_json + load_weights) and ONNX Runtime compute the
-#      test loss that `pstrain evaluate` gives for the checkpoint (relative 1e-5).
+#   1. Keras writes a model's to_json and initial weights (a functional residual MLP with
+#      BatchNormalization, momentum 0.8; the Estimator guide's linear model; the DTensor guide's MLP);
+#      `pstrain train --init_from` trains it with SGD on full batches of a CSV set, and its test loss
+#      after each step equals the one Keras reaches from the same weights on the same batches
+#      (relative 1e-4). Inference normalises with the moving statistics, so they match Keras's too:
+#      had they not moved, the loss would differ (Keras's "frozen" curve).
+#   2. A cluster (2 ps, 2 workers, sync) trains the residual model, the moving statistics being ps
+#      variables that the workers' updates are added to; `pstrain evaluate` of the final checkpoint
+#      gives the chief's final test loss; `pstrain export` writes the checkpoint as Keras weights and
+#      as ONNX; Keras (model_from_json + load_weights) and ONNX Runtime compute the test loss that
+#      `pstrain evaluate` gives for the checkpoint (relative 1e-5).
 #   keras_roundtrip_test.sh BIN_DIR
 source "$(dirname "$0")/lib.sh" "$1"
 source "$(dirname "$0")/pypi_venv.sh"
@@ -24,12 +28,17 @@ for kind in residual linear mlp; do
     >"$WORK/train-$kind.out" 2>"$WORK/train-$kind.log" \
     || fail "pstrain train --init_from of the $kind model failed: $(tail -n 3 "$WORK/train-$kind.log")"
   tail -n 1 "$WORK/train-$kind.out" >"$WORK/train-$kind.json"
-  python3 - "$WORK/train-$kind.json" "$KDIR/keras_curve.json" "$kind" <<'PY' || fail "pstrain's test losses differ from Keras's ($kind)"
+  python3 - "$WORK/train-$kind.json" "$KDIR/keras_curve.json" "$kind" "$KDIR/keras_frozen_curve.json" <<'PY' \
+    || fail "pstrain's test losses differ from Keras's ($kind)"
 import json, sys
 ours = [e["test_loss"] for e in json.load(open(sys.argv[1]))["per_epoch"]]
 keras = json.load(open(sys.argv[2]))
 print(sys.argv[3], "pstrain", ours)
 print(sys.argv[3], "keras  ", keras)
+if sys.argv[3] == "residual":
+    frozen = json.load(open(sys.argv[4]))
+    print(sys.argv[3], "frozen ", frozen)
+    assert abs(frozen[-1] - keras[-1]) > 1e-2 * abs(keras[-1]), "the moving statistics hardly change the test loss"
 assert len(ours) == len(keras) == 5, (len(ours), len(keras))
 for a, b in zip(ours, keras):
     assert abs(a - b) <= 1e-4 * abs(b), (a, b)
@@ -51,6 +60,10 @@ wait_pid "$LAST_PID" 120
 [ "$WAIT_RC" = 0 ] || fail "the chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
 "$BIN/pstrain" evaluate --checkpoint="$MODEL" --format=json >"$WORK/evaluate.json" 2>"$WORK/evaluate.log" \
   || fail "pstrain evaluate failed: $(cat "$WORK/evaluate.log")"
+final=$(json_get "$MODEL/summary.json" "d['final_test_loss']")
+evaluated=$(json_get "$WORK/evaluate.json" "d['test_loss']")
+python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 1e-5*max(1,abs(a)) else 1)" \
+  "$final" "$evaluated" || fail "the chief's final test loss $final differs from pstrain evaluate's $evaluated"
 "$BIN/pstrain" export --checkpoint="$MODEL" --format=keras --out="$DIR/export.weights.h5" >"$WORK/export.log" 2>&1 \
   || fail "pstrain export --format=keras failed: $(cat "$WORK/export.log")"
 "$BIN/pstrain" export --checkpoint="$MODEL" --format=onnx --out="$DIR/export.onnx" >>"$WORK/export.log" 2>&1 \
@@ -67,4 +80,6 @@ print("pstrain evaluate", ours, theirs)
 for name in ("keras_test_loss", "onnx_test_loss"):
     assert abs(theirs[name] - ours) <= 1e-5 * max(1.0, abs(ours)), (name, theirs[name], ours)
 PY
-echo "PASS: pstrain train --init_from follows Keras's SGD curves (residual MLP, linear, DTensor-guide MLP); Keras and ONNX Runtime reproduce pstrain evaluate's test loss"
+echo "PASS: pstrain train --init_from follows Keras's SGD curves (residual MLP with BatchNormalization's" \
+  "moving statistics, linear, DTensor-guide MLP); the sync cluster's final test loss $final == pstrain evaluate's;" \
+  "Keras and ONNX Runtime reproduce it"

@@ -134,8 +134,23 @@ class GraphGradientComputer : public GradientComputer {
         if (it == chunk_grads_[t].end()) continue;  // a variable the output does not depend on
         ActiveCpuKernels().add((*grads)[i].data<float>(), it->second.data.data(), it->second.size());
       }
+      AddMovingDeltas(*executors_[t], static_cast<float>(chunk_metrics_[t].examples) * loss_scale, grads);
     }
     return absl::OkStatus();
+  }
+
+  // The non-trainable variables' "gradients": the additive updates of the moving statistics,
+  // (new - moving) = (batch statistic - moving) * (1 - momentum) of the chunk, scaled by its share
+  // of the global batch like the gradients, so the parts of one step add up to one Keras update.
+  void AddMovingDeltas(const GraphExecutor<float>& executor, float share, std::vector<Tensor>* grads) const {
+    const NamedArrays<float> updates = executor.MovingUpdates();
+    for (size_t i = 0; i < variables_.size() && !updates.empty(); ++i) {
+      auto it = updates.find(variables_[i].name);
+      if (variables_[i].trainable || it == updates.end()) continue;
+      const float* moving = variables_by_name_.at(variables_[i].name).data.data();
+      float* g = (*grads)[i].data<float>();
+      for (size_t k = 0; k < it->second.data.size(); ++k) g[k] += (it->second.data[k] - moving[k]) * share;
+    }
   }
 
   absl::Status RunChunk(GraphExecutor<float>& executor, const Batch& batch, int64_t begin, int64_t count,

@@ -4,6 +4,10 @@
 // executor's loss is the chunk's mean, so its output gradient is scaled by chunk size * loss_scale.
 // Metrics: sparse_categorical_crossentropy counts argmax == label; binary_crossentropy counts
 // (output past 0, or 0.5 for probabilities) == label and reports each example's logit for AUC.
+// Non-trainable variables (BatchNormalization's moving statistics) get no gradient but their
+// additive update: (new moving value - moving value) of each thread's chunk, times its examples *
+// loss_scale (each chunk normalises with its own statistics, so with several threads the batch
+// variance is the mean of the chunks' variances).
 // Dropout draws its masks from the chunk's first example index and a count of calls.
 // A model with id inputs (model.is_ctr()) takes CTR batches: its float inputs get columns of
 // batch.inputs, its integer inputs columns of batch.positions, and each Embedding table comes as

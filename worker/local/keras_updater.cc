@@ -17,6 +17,7 @@ class KerasUpdater : public ParameterUpdater {
     const int slots = static_cast<int>(optimizer_->SlotNames().size());
     slots_.resize(variables.size());
     for (size_t v = 0; v < variables.size(); ++v) {
+      if (!variables[v].trainable) continue;  // updated by Optimizer::Additive(), which has no slots
       for (int s = 0; s < slots; ++s) {
         slots_[v].emplace_back(NumElements(variables[v].shape), optimizer_->SlotInitialValue(s));
       }
@@ -29,7 +30,8 @@ class KerasUpdater : public ParameterUpdater {
     }
     for (size_t v = 0; v < slots_.size(); ++v) {
       if (variables_[v].sparse) continue;  // tables are updated by ApplySparse
-      optimizer_->Apply(grads[v].flat(), (*params)[v].flat(), SlotSpans(v), step_);
+      const Optimizer& update = variables_[v].trainable ? *optimizer_ : *additive_;
+      update.Apply(grads[v].flat(), (*params)[v].flat(), SlotSpans(v), step_);
     }
     ++step_;
     return absl::OkStatus();
@@ -76,6 +78,7 @@ class KerasUpdater : public ParameterUpdater {
   }
 
   std::unique_ptr<Optimizer> optimizer_;
+  const std::shared_ptr<const Optimizer> additive_ = Optimizer::Additive();  // non-trainable variables
   std::vector<VariableSpec> variables_;
   std::vector<std::vector<std::vector<float>>> slots_;  // [variable][slot][element]
   int64_t step_ = 0;

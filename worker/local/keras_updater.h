@@ -24,6 +24,8 @@ absl::Status InitializeVariable(const VariableSpec& var, uint64_t seed, Tensor* 
 // A ParameterUpdater running the ps's Keras optimizer with per-variable slots, counting steps.
 // Embedding tables (VariableSpec::sparse) are updated by ApplySparse with the ps's own sparse-apply
 // implementation (ps/store/sparse_apply.h): the same rows and slots change as on a cluster.
+// Non-trainable variables (VariableSpec::trainable false) get their "gradient" added as is, as a ps
+// adds it (Optimizer::Additive()), with no slots and no learning rate.
 // InvalidArgument naming the field for a bad optimizer spec.
 absl::StatusOr<std::unique_ptr<ParameterUpdater>> NewKerasUpdater(const OptimizerSpec& optimizer,
                                                                   const std::vector<VariableSpec>& variables);

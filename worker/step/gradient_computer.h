@@ -7,6 +7,10 @@
 // Loss scaling (the seeds' contract): gradients are the SUM over the batch of per-example loss
 // gradients multiplied by `loss_scale` (the caller passes 1 / global batch), so N workers with B
 // examples each, added up, equal one worker with N*B.
+// A non-trainable variable (VariableSpec::trainable false: BatchNormalization's moving statistics)
+// gets, in its gradient's place, the additive update of its value (new - old, Keras's moving-average
+// rule on the batch), scaled likewise; the ps and `pstrain train` add it as is, never through the
+// optimizer.
 // Thread-safety: one Compute/Evaluate at a time per object; use one object per replica thread.
 #ifndef PSTRAIN_WORKER_STEP_GRADIENT_COMPUTER_H_
 #define PSTRAIN_WORKER_STEP_GRADIENT_COMPUTER_H_

@@ -4,8 +4,10 @@
                                   writes a Keras model (to_json + initial .weights.h5), CSV train and
                                   test sets, a pstrain job on them, and the test loss Keras reaches
                                   after each of 5 full-batch SGD steps (keras_curve.json). KIND:
-                                  residual (default: a functional residual MLP with LayerNormalization,
-                                  3 classes), linear (the Estimator guide's model: Dense(1), MSE) or
+                                  residual (default: a functional residual MLP with BatchNormalization
+                                  and LayerNormalization, 3 classes; also keras_frozen_curve.json, the
+                                  losses had its moving statistics stayed at their initial values),
+                                  linear (the Estimator guide's model: Dense(1), MSE) or
                                   mlp (the DTensor guide's MLP: Sequential Dense 700 relu, 500 relu, 10
                                   logits)
   keras_roundtrip.py check DIR    loads pstrain's exports of a checkpoint (export.weights.h5 with its
@@ -56,6 +58,10 @@ def test_loss(out, y, kind="residual"):
     return float(np.mean(-np.log(p)))
 
 
+def moving_statistics(bn):
+    return [keras.ops.convert_to_numpy(v) for v in (bn.moving_mean, bn.moving_variance)]
+
+
 def build(kind):
     if kind == "linear":
         inputs = keras.Input(shape=(6,), name="features")
@@ -68,6 +74,8 @@ def build(kind):
         return model, keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     inputs = keras.Input(shape=(6,), name="features")
     h1 = keras.layers.Dense(16, activation="relu", name="h1")(inputs)
+    # A small momentum moves the moving statistics far in 5 steps, so the test loss tells their values.
+    h1 = keras.layers.BatchNormalization(momentum=0.8, name="bn")(h1)
     h2 = keras.layers.Dense(16, activation="gelu", name="h2")(keras.layers.LayerNormalization(name="norm")(h1))
     out_layer = keras.layers.Dense(3, activation="softmax", name="classes")(keras.layers.Add(name="residual")([h1, h2]))
     return keras.Model(inputs, out_layer), "sparse_categorical_crossentropy"
@@ -97,12 +105,25 @@ def make(out, kind="residual"):
     with open(os.path.join(out, "job.json"), "w") as f:
         json.dump(job, f)
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=LR), loss=loss)
-    curve = []
+    bn = model.get_layer("bn") if kind == "residual" else None
+    initial_moving = moving_statistics(bn) if bn is not None else None
+    curve, frozen = [], []
     for _ in range(STEPS):
         model.train_on_batch(x_train, y_train)
         curve.append(test_loss(np.asarray(model.predict(x_test, verbose=0)), y_test, kind))
+        if bn is None:
+            continue
+        moving = moving_statistics(bn)
+        bn.moving_mean.assign(initial_moving[0])
+        bn.moving_variance.assign(initial_moving[1])
+        frozen.append(test_loss(np.asarray(model.predict(x_test, verbose=0)), y_test, kind))
+        bn.moving_mean.assign(moving[0])
+        bn.moving_variance.assign(moving[1])
     with open(os.path.join(out, "keras_curve.json"), "w") as f:
         json.dump(curve, f)
+    if bn is not None:
+        with open(os.path.join(out, "keras_frozen_curve.json"), "w") as f:
+            json.dump(frozen, f)
 
 
 def check(out):

@@ -3,6 +3,7 @@
 // code), whatever the thread count; probabilities and logits give the same loss; bad batches are
 // refused.
 #include <cmath>
+#include <map>
 
 #include "common/config/job_spec.h"
 #include "common/plan/model_variables.h"
@@ -112,6 +113,85 @@ TEST(GraphGradientComputerTest, LossScaleMultipliesTheGradientsAndDropoutIsRepro
   ASSERT_TRUE((*a)->Evaluate(params, batch, &eval1).ok());
   ASSERT_TRUE((*b)->Evaluate(params, batch, &eval2).ok());
   EXPECT_DOUBLE_EQ(eval1.loss_sum, eval2.loss_sum) << "evaluation does not drop";
+}
+
+// Input [2] -> BatchNormalization "bn" (momentum 0.8) -> Dense "y" [1], as Keras 3's to_json writes it.
+json BatchNormModel() {
+  auto tensor = [](const std::string& from, int width) {
+    return json{{"class_name", "__keras_tensor__"},
+                {"config", {{"shape", {nullptr, width}}, {"dtype", "float32"}, {"keras_history", {from, 0, 0}}}}};
+  };
+  json input = {{"module", "keras.layers"}, {"class_name", "InputLayer"}, {"name", "x"}, {"inbound_nodes", json::array()},
+                {"config", {{"batch_shape", {nullptr, 2}}, {"dtype", "float32"}, {"name", "x"}}}};
+  json bn = {{"module", "keras.layers"}, {"class_name", "BatchNormalization"}, {"name", "bn"},
+             {"config", {{"name", "bn"}, {"axis", -1}, {"momentum", 0.8}, {"epsilon", 0.001}, {"center", true},
+                         {"scale", true}}},
+             {"inbound_nodes", {{{"args", {tensor("x", 2)}}, {"kwargs", json::object()}}}}};
+  json dense = {{"module", "keras.layers"}, {"class_name", "Dense"}, {"name", "y"},
+                {"config", {{"name", "y"}, {"units", 1}, {"activation", "linear"}, {"use_bias", true}}},
+                {"inbound_nodes", {{{"args", {tensor("bn", 2)}}, {"kwargs", json::object()}}}}};
+  return {{"module", "keras.src.models.functional"}, {"class_name", "Functional"},
+          {"config", {{"name", "bn_model"}, {"layers", {input, bn, dense}}, {"input_layers", {"x", 0, 0}},
+                      {"output_layers", {"y", 0, 0}}}}};
+}
+
+// The moving statistics' "gradients" are Keras's update (batch statistic - moving) * (1 - momentum),
+// times the batch's share of the global batch (examples * loss_scale); with several threads the
+// chunks' parts add up to the batch's mean.
+TEST(GraphGradientComputerTest, MovingStatisticsGetKerasUpdateScaledByTheBatchShare) {
+  json job = {{"model", {{"keras_model", BatchNormModel()}, {"loss", "mse"}}},
+              {"data", {{"dataset", "synthetic_linear"}, {"num_examples", 8}}},
+              {"schedule", {{"steps", 1}}}};
+  auto spec = JobSpecFromJson(job);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const std::vector<VariableSpec> variables = *ModelVariables(spec->model);
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < variables.size(); ++i) index[variables[i].name] = static_cast<int>(i);
+  ASSERT_EQ(index.count("bn/moving_mean"), 1u);
+  ASSERT_EQ(index.count("bn/moving_variance"), 1u);
+  const int mean = index["bn/moving_mean"], var = index["bn/moving_variance"];
+  EXPECT_FALSE(variables[mean].trainable);
+  std::vector<Tensor> params;
+  for (const VariableSpec& v : variables) params.emplace_back(DType::kFloat32, v.shape);
+  auto set = [&](const std::string& name, std::vector<float> values) {
+    std::copy(values.begin(), values.end(), params[index[name]].flat().begin());
+  };
+  set("bn/gamma", {1, 2});
+  set("bn/beta", {0, 1});
+  set("bn/moving_mean", {1, -1});
+  set("bn/moving_variance", {2, 0.5f});
+  set("y/kernel", {0.5f, -1});
+  Batch batch;
+  batch.inputs = Tensor(DType::kFloat32, {4, 2});
+  const std::vector<float> x = {1, 4, 3, 8, 5, 0, -1, 4};  // column means 2, 4; variances 5, 8
+  std::copy(x.begin(), x.end(), batch.inputs.flat().begin());
+  batch.targets = {1, 0, -1, 2};
+  const float loss_scale = 1.0f / 8;  // a worker with half of a global batch of 8
+  const float share = 4 * loss_scale;
+  auto computer = NewCpuGradientComputer(spec->model, 1);
+  ASSERT_TRUE(computer.ok()) << computer.status();
+  std::vector<Tensor> grads;
+  BatchMetrics metrics;
+  ASSERT_TRUE((*computer)->Compute(params, batch, loss_scale, &grads, &metrics).ok());
+  EXPECT_NEAR(grads[mean].flat()[0], (2 - 1) * 0.2f * share, 1e-6);
+  EXPECT_NEAR(grads[mean].flat()[1], (4 + 1) * 0.2f * share, 1e-6);
+  EXPECT_NEAR(grads[var].flat()[0], (5 - 2) * 0.2f * share, 1e-6);
+  EXPECT_NEAR(grads[var].flat()[1], (8 - 0.5f) * 0.2f * share, 1e-6);
+  EXPECT_NE(grads[index["bn/gamma"]].flat()[0], 0.f) << "the trainable variables still get gradients";
+  // Two threads: chunks {rows 0, 1} and {rows 2, 3}, each its own statistics; the means add up to
+  // the batch's, the variances to the mean of the chunks' (1 and 4; 9 and 4).
+  auto threaded = NewCpuGradientComputer(spec->model, 2);
+  ASSERT_TRUE(threaded.ok());
+  std::vector<Tensor> split;
+  ASSERT_TRUE((*threaded)->Compute(params, batch, loss_scale, &split, &metrics).ok());
+  EXPECT_NEAR(split[mean].flat()[0], grads[mean].flat()[0], 1e-6);
+  EXPECT_NEAR(split[mean].flat()[1], grads[mean].flat()[1], 1e-6);
+  EXPECT_NEAR(split[var].flat()[0], ((1 + 9) / 2.0f - 2) * 0.2f * share, 1e-6);
+  EXPECT_NEAR(split[var].flat()[1], ((4 + 4) / 2.0f - 0.5f) * 0.2f * share, 1e-6);
+  // Evaluation leaves nothing to update and uses the moving statistics.
+  BatchMetrics eval;
+  ASSERT_TRUE((*computer)->Evaluate(params, batch, &eval).ok());
+  EXPECT_GT(eval.loss_sum, 0);
 }
 
 TEST(GraphGradientComputerTest, BadBatchesAreRefusedNamingWhatIsWrong) {

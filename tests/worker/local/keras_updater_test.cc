@@ -2,6 +2,8 @@
 // equals its shards initialised by the ps under any partitioning; the updater runs Keras Adam.
 #include "worker/local/keras_updater.h"
 
+#include <cmath>
+
 #include "common/config/job_spec.h"
 #include "common/plan/model_variables.h"
 #include "common/plan/variable_planner.h"
@@ -58,6 +60,38 @@ TEST(KerasUpdaterTest, AdamFirstStepMovesByLearningRate) {
   OptimizerSpec bad;
   bad.type = "nadam";
   EXPECT_FALSE(NewKerasUpdater(bad, vars).ok());
+}
+
+// A non-trainable variable (a moving statistic) gets its update added as is, with no slots and no
+// learning rate, whatever the optimizer; the trainable one beside it runs Adagrad.
+TEST(KerasUpdaterTest, NonTrainableVariablesAddTheirUpdateAsIs) {
+  OptimizerSpec adagrad;
+  adagrad.type = "adagrad";
+  adagrad.learning_rate.initial = 0.5;
+  std::vector<VariableSpec> vars = {{"w", {2}, DType::kFloat32, InitializerSpec{"ones"}},
+                                    {"bn/moving_mean", {2}, DType::kFloat32, InitializerSpec{"zeros"}}};
+  vars[1].trainable = false;
+  auto updater = NewKerasUpdater(adagrad, vars);
+  ASSERT_TRUE(updater.ok()) << updater.status();
+  std::vector<Tensor> params = {Tensor(DType::kFloat32, {2}), Tensor(DType::kFloat32, {2})};
+  for (float& x : params[0].flat()) x = 1;
+  const float momentum = 0.9f;
+  const std::vector<std::vector<float>> batch_means = {{2, -4}, {1, 3}, {0.5f, 0}};
+  std::vector<float> keras = {0, 0};
+  for (const std::vector<float>& mean : batch_means) {
+    std::vector<Tensor> grads = {Tensor(DType::kFloat32, {2}), Tensor(DType::kFloat32, {2})};
+    for (int i = 0; i < 2; ++i) {
+      grads[0].flat()[i] = 1;
+      grads[1].flat()[i] = (mean[i] - params[1].flat()[i]) * (1 - momentum);
+      keras[i] = keras[i] * momentum + mean[i] * (1 - momentum);
+    }
+    ASSERT_TRUE((*updater)->Apply(grads, &params).ok());
+  }
+  for (int i = 0; i < 2; ++i) EXPECT_NEAR(params[1].flat()[i], keras[i], 1e-6);
+  // Adagrad on w: a = 0.1 + t after t steps of gradient 1.
+  float w = 1;
+  for (int t = 1; t <= 3; ++t) w -= 0.5f / std::sqrt(0.1f + t);
+  EXPECT_NEAR(params[0].flat()[0], w, 1e-5);
 }
 
 // A table's sparse apply changes only the touched rows, and rejects what does not fit.
