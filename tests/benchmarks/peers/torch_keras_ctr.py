@@ -104,6 +104,7 @@ def main():
     args = ap.parse_args()
     wall = Timer()
     torch.set_num_threads(args.threads)
+    torch.sparse.check_sparse_tensor_invariants.disable()  # the default, said explicitly: no per-step checks
     torch.manual_seed(42)
     t = Timer()
     xtr, ctr, ytr = load(args.train)
