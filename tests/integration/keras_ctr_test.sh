@@ -7,7 +7,8 @@
 #   2. `pstrain plan` names the Embedding tables as tables (sparse ps variables);
 #   3. 2 ps + 2 workers in sync mode train DeepFM to `pstrain train`'s test loss (full-batch steps:
 #      the same global batches), and `pstrain evaluate` of the final checkpoint gives the chief's figures;
-#   4. 2 ps + 2 workers in async mode train DCN-v2 to `pstrain train`'s AUC within 0.03.
+#   4. 2 ps + 2 workers in async mode train DCN-v2 to `pstrain train`'s AUC (at most 0.03 below it;
+#      the workers' stale pulls make it vary by run).
 #   keras_ctr_test.sh BIN_DIR
 source "$(dirname "$0")/lib.sh" "$1"
 FIXTURES="$(cd "$(dirname "$0")/../common/graph/testdata" && pwd)"
@@ -83,8 +84,8 @@ job "$WORK/async.json" keras2_dcn_v2 async
 ASYNC="$WORK/async"
 cluster_run "$WORK/async.json" "$ASYNC"
 async_auc=$(json_get "$ASYNC/summary.json" "d['final_test_auc']")
-python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) <= 0.03 else 1)" \
-  "$async_auc" "${AUC[keras2_dcn_v2]}" || fail "DCN-v2's async cluster AUC $async_auc is not within 0.03 of pstrain train's ${AUC[keras2_dcn_v2]}"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) - 0.03 else 1)" \
+  "$async_auc" "${AUC[keras2_dcn_v2]}" || fail "DCN-v2's async cluster AUC $async_auc is more than 0.03 below pstrain train's ${AUC[keras2_dcn_v2]}"
 summary=""
 for m in $MODELS; do summary+=" $m AUC ${AUC[$m]};"; done
 echo "PASS: pstrain train:$summary DeepFM sync cluster $cluster == pstrain train $single == evaluate $evaluated;" \
