@@ -75,6 +75,14 @@ TEST_F(CoordinatorTest, WorkerThatComesBackIsReconfiguredAndUsedAgain) {
   bool lost_first = false;
   std::thread revive([&] {
     lost_first = WaitForLog("lost worker:1 at fake");  // back only once the chief gave up on it
+    // ... and once worker 0 has finished a closure, so the job's step has moved when it is reconfigured.
+    for (int i = 0; i < 60000; ++i) {
+      {
+        absl::MutexLock lock(&workers_[0]->mu);
+        if (workers_[0]->runs.size() >= 2) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     workers_[1]->down = false;
   });
   auto summary = Make()->Run();
