@@ -1,5 +1,5 @@
 # Shared helpers of the benchmark scripts (source it): the host line every figure is quoted with,
-# and the PyTorch peers' dependencies.
+# the PyTorch peers' dependencies, and run_peer for the CTR peers that end with a RESULT line.
 
 # bench_host_line: "AMD EPYC, cpu family 26, model 2, AVX-512, 2 CPUs, 23 GiB (21 GiB available)".
 bench_host_line() {
@@ -18,4 +18,18 @@ bench_peer_deps() {
     echo "installing the peers' dependencies (deploy/install-bench-deps.sh)" >&2
     bash "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/deploy/install-bench-deps.sh"
   fi
+}
+
+# run_peer NAME COMMAND...: runs a CTR peer in $PEERS (log: $OUT/NAME.r$rep.log) that ends with a
+# `RESULT {json}` line, and hands its examples/s, wall seconds, test AUC and log loss to the
+# caller's `record NAME "FIGURES"`.
+run_peer() {
+  local name=$1 log="$OUT/$1.r$rep.log" line
+  shift
+  (cd "$PEERS" && timeout 3600 "$@") >"$log" 2>&1 || { echo "$name failed, see $log" >&2; return 1; }
+  line=$(python3 -c "import json,sys
+for l in open(sys.argv[1]):
+    if l.startswith('RESULT '):
+        d = json.loads(l[7:]); print(d['train_examples_per_sec'], d['wall_seconds'], d['test_auc'], d['test_logloss'])" "$log")
+  record "$name" "$line"
 }

@@ -68,17 +68,6 @@ run_train() {  # run_train MODEL
 print(d['examples_per_second'], float(sys.argv[1]), d['final_test_auc'], d['final_test_logloss'])" "$(echo "$(now) - $t0" | bc)")
   record "train-$1" "$line"
 }
-run_peer() {  # run_peer NAME COMMAND...: a peer that ends with a RESULT line
-  local name=$1 log="$OUT/$1.r$rep.log" line
-  shift
-  (cd "$PEERS" && timeout 3600 "$@") >"$log" 2>&1 || { echo "$name failed, see $log" >&2; return 1; }
-  line=$(python3 -c "import json,sys
-for l in open(sys.argv[1]):
-    if l.startswith('RESULT '):
-        d = json.loads(l[7:]); print(d['train_examples_per_sec'], d['wall_seconds'], d['test_auc'], d['test_logloss'])" "$log")
-  record "$name" "$line"
-}
-
 echo "host: $(bench_host_line)"
 echo "load average before: $(bench_load) (figures are only comparable on an idle machine)"
 for rep in $(seq 1 "$REPS"); do
