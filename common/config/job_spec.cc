@@ -333,13 +333,7 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
   RETURN_IF_ERROR(ParseModel(top, &spec.model));
   RETURN_IF_ERROR(ParseOptimizer(top, &spec.optimizer));
   RETURN_IF_ERROR(ParseData(top, &spec.data));
-  if (spec.model.is_graph() && spec.model.is_ctr() != IsCtrDataset(spec.data.dataset)) {
-    return Invalid("data.dataset", spec.model.is_ctr()
-                                       ? "must be criteo or tfrecord for a Keras model with integer (id) inputs"
-                                       : spec.data.dataset + " feeds models with id inputs (CTR); a Keras model "
-                                                             "without them is trained on fashion_mnist, csv or "
-                                                             "synthetic_linear data");
-  }
+  if (spec.model.is_graph()) RETURN_IF_ERROR(internal_job_spec::CheckKerasModelData(spec));
   if (!spec.model.is_graph() && spec.model.is_ctr() != IsCtrDataset(spec.data.dataset)) {
     return Invalid("data.dataset", spec.model.is_ctr() ? "must be criteo or tfrecord for a model with fields (CTR)"
                                                        : spec.data.dataset + " needs a CTR model (model.fields)");

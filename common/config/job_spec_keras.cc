@@ -113,10 +113,6 @@ absl::Status ParseKerasModel(JsonFields& f, ModelSpec* spec) {
   RETURN_IF_ERROR(SetKerasModel(*doc, kPrefix + f.Where("keras_model"), spec));
   ASSIGN_OR_RETURN(spec->loss, f.String("loss", spec->is_ctr() ? "binary_crossentropy" : "sparse_categorical_crossentropy",
                                         {"sparse_categorical_crossentropy", "binary_crossentropy", "mse"}));
-  if (spec->is_ctr() && spec->loss != "binary_crossentropy") {
-    return f.Invalid("loss", "must be binary_crossentropy for a Keras model with integer (id) inputs: it trains "
-                             "on CTR data, whose labels are 0 or 1");
-  }
   ASSIGN_OR_RETURN(spec->from_logits, f.Bool("from_logits", spec->from_logits));  // inferred unless given
   return absl::OkStatus();
 }
@@ -139,6 +135,22 @@ absl::Status InlineKerasJson(const std::string& spec_path, json* doc) {
   }
   model.erase("keras_json");
   model["keras_model"] = *std::move(keras);
+  return absl::OkStatus();
+}
+
+absl::Status CheckKerasModelData(const JobSpec& spec) {
+  const ModelSpec& model = spec.model;
+  if (model.is_ctr() != IsCtrDataset(spec.data.dataset)) {
+    return Invalid("data.dataset", model.is_ctr()
+                                       ? "must be criteo or tfrecord for a Keras model with integer (id) inputs"
+                                       : spec.data.dataset + " feeds models with id inputs (CTR); a Keras model "
+                                                             "without them is trained on fashion_mnist, csv or "
+                                                             "synthetic_linear data");
+  }
+  if (model.is_ctr() && model.loss != "binary_crossentropy") {
+    return Invalid("model.loss", "must be binary_crossentropy for a Keras model with integer (id) inputs: it "
+                                 "trains on CTR data, whose labels are 0 or 1");
+  }
   return absl::OkStatus();
 }
 
@@ -173,21 +185,15 @@ absl::Status OverrideModelJson(const std::string& path, const std::string& flag,
   if (path.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(nlohmann::json doc, ReadJsonFile(path));
   const std::string what = absl::StrCat(flag, "=", path);
-  ModelSpec model = job->model;
-  RETURN_IF_ERROR(SetKerasModel(doc, what, &model));  // keeps the job's loss
-  if (model.is_ctr() != IsCtrDataset(job->data.dataset)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, model.is_ctr() ? ": the model has integer (id) inputs, which take CTR data, but job \""
-                             : ": the model has no integer (id) inputs, so it cannot take the CTR data of job \"",
-        job->name, "\" (", job->data.dataset, "); give a job with ",
-        model.is_ctr() ? "criteo or tfrecord data" : "fashion_mnist, csv or synthetic_linear data"));
+  JobSpec candidate = *job;
+  RETURN_IF_ERROR(SetKerasModel(doc, what, &candidate.model));  // keeps the job's loss
+  if (absl::Status fits = internal_job_spec::CheckKerasModelData(candidate); !fits.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": the model does not fit job \"", job->name, "\" (",
+                                                   job->data.dataset, " data, loss ", job->model.loss, "): ",
+                                                   fits.message()));
   }
-  if (model.is_ctr() && model.loss != "binary_crossentropy") {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": a model with id inputs needs loss binary_crossentropy; "
-                                                         "job \"", job->name, "\" has ", model.loss));
-  }
-  job->model = std::move(model);
-  if (job->data.dataset == "tfrecord") RETURN_IF_ERROR(internal_job_spec::CheckTfExampleFeatures(*job));
+  if (candidate.data.dataset == "tfrecord") RETURN_IF_ERROR(internal_job_spec::CheckTfExampleFeatures(candidate));
+  job->model = std::move(candidate.model);
   return absl::OkStatus();
 }
 

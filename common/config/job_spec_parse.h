@@ -41,6 +41,9 @@ void CtrModelToJson(const ModelSpec& spec, nlohmann::json* model);
 bool HasKerasModel(JsonFields& model);
 absl::Status ParseKerasModel(JsonFields& model, ModelSpec* spec);
 void KerasModelToJson(const ModelSpec& spec, nlohmann::json* model);
+// A Keras model against the job's data: one with integer (id) inputs needs criteo or tfrecord data
+// and binary_crossentropy, one without needs the other datasets. InvalidArgument naming the key.
+absl::Status CheckKerasModelData(const JobSpec& spec);
 // A job file's model.keras_json (a path, relative to `spec_path`'s folder) read into
 // model.keras_model; errors name the key and the file.
 absl::Status InlineKerasJson(const std::string& spec_path, nlohmann::json* doc);
