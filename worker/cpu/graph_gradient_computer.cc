@@ -157,13 +157,7 @@ class GraphGradientComputer : public GradientComputer {
                         int64_t in_size, bool training, float loss_scale, NamedArrays<float>* grads,
                         BatchMetrics* metrics) const {
     std::vector<Array<float>> inputs(inputs_.size());
-    if (!ctr_) {
-      inputs[0].shape = {count};
-      inputs[0].shape.insert(inputs[0].shape.end(), input_shape_.begin(), input_shape_.end());
-      const float* x = batch.inputs.data<float>() + begin * in_size;
-      inputs[0].data.assign(x, x + count * in_size);
-    }
-    for (size_t k = 0; ctr_ && k < inputs_.size(); ++k) {  // columns of the numeric features or of the ids
+    for (size_t k = 0; k < inputs_.size(); ++k) {  // columns of batch.inputs or of the ids' positions
       const InputColumns& c = inputs_[k];
       inputs[k].shape = {count};
       inputs[k].shape.insert(inputs[k].shape.end(), c.shape.begin(), c.shape.end());
@@ -223,7 +217,8 @@ class GraphGradientComputer : public GradientComputer {
     }
   }
 
-  // Where a graph input's values are in a CTR batch: columns of batch.inputs, or of batch.positions.
+  // Where a graph input's values are in a batch: columns of batch.inputs (all of them for a model of
+  // one float input), or of batch.positions (a CTR model's ids).
   struct InputColumns {
     bool ids = false;
     std::vector<int64_t> shape;  // per example

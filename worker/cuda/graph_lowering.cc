@@ -21,18 +21,22 @@ absl::Status Refuse(const GraphLayerSpec& layer, const std::string& what) {
                                                  what.empty() ? "" : " ", what, " has no device kernel: ", kSupported));
 }
 
+// A softmax the device folds into its cross-entropy from logits: the model's output, probabilities.
+bool SoftmaxIsTheLoss(ActivationKind activation, bool last, const ModelSpec& model) {
+  return activation == ActivationKind::kSoftmax && last && model.loss == "sparse_categorical_crossentropy" &&
+         !model.from_logits;
+}
+
 // relu or linear on a Dense / Conv2D; a softmax only as the model's output, folded into the loss.
 absl::Status Activation(const GraphLayerSpec& layer, bool last, const ModelSpec& model, LayerSpec* out) {
-  switch (layer.config.activation) {
-    case ActivationKind::kLinear: out->activation = "linear"; return absl::OkStatus();
-    case ActivationKind::kRelu: out->activation = "relu"; return absl::OkStatus();
-    case ActivationKind::kSoftmax:
-      if (last && model.loss == "sparse_categorical_crossentropy" && !model.from_logits) {
-        out->activation = "linear";
-        return absl::OkStatus();
-      }
-      break;
-    default: break;
+  const ActivationKind activation = layer.config.activation;
+  if (activation == ActivationKind::kRelu) {
+    out->activation = "relu";
+    return absl::OkStatus();
+  }
+  if (activation == ActivationKind::kLinear || SoftmaxIsTheLoss(activation, last, model)) {
+    out->activation = "linear";
+    return absl::OkStatus();
   }
   return Refuse(layer, absl::StrCat("with activation ", ActivationName(layer.config.activation)));
 }
@@ -95,9 +99,7 @@ absl::StatusOr<ModelSpec> LowerGraphForDevice(const ModelSpec& model) {
       case LayerKind::kActivation:
         if (c.activation == ActivationKind::kRelu) {
           spec.type = "relu";
-        } else if (c.activation == ActivationKind::kLinear ||
-                   (c.activation == ActivationKind::kSoftmax && last &&
-                    model.loss == "sparse_categorical_crossentropy" && !model.from_logits)) {
+        } else if (c.activation == ActivationKind::kLinear || SoftmaxIsTheLoss(c.activation, last, model)) {
           previous = static_cast<int>(i);  // nothing to run: the identity, or the loss's softmax
           continue;
         } else {
