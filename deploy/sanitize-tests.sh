@@ -105,6 +105,9 @@ case $KIND in
 esac
 
 [ -n "$REGEX" ] && TESTS=$REGEX
+# Both kinds compile with clang's thread-safety analysis as errors, so deploy/thread-safety.sh need not
+# parse again the sources these builds compiled (listed in $BUILD_DIR/thread-safety-checked.txt).
+SAN_FLAGS+=" -Wthread-safety -Werror=thread-safety"
 
 bash deploy/install-deps.sh clang libclang-rt-14-dev strace
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}"
@@ -124,6 +127,10 @@ fi
 start=$(date +%s)
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${UNIT_TARGETS[@]}" ${BINARIES[@]+"${BINARIES[@]}"}
 built=$(date +%s)
+# The sources compiled for these targets, relative to the repository (ninja keeps each object current
+# with its command line, so every one was compiled with the flags above).
+ninja -C "$BUILD_DIR" -t commands "${UNIT_TARGETS[@]}" ${BINARIES[@]+"${BINARIES[@]}"} |
+  grep -o ' -c [^ ]*\.cc' | sed "s| -c ||; s|^$(pwd)/||" | sort -u >"$BUILD_DIR/thread-safety-checked.txt"
 if [ -z "$TESTS" ]; then
   suites=$(for t in "${UNIT_TARGETS[@]}"; do "$BUILD_DIR/tests/$t" --gtest_list_tests | sed -n 's/^\([A-Za-z0-9_/]*\)\.$/\1/p'; done |
            sort -u | paste -sd'|')
