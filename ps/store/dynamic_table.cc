@@ -62,6 +62,29 @@ DynamicTable::DynamicTable(DynamicTableOptions options, DynamicRowInitializer in
   for (int s = 0; s < num_slots_; ++s) slot_initial_.push_back(options_.optimizer->SlotInitialValue(s));
 }
 
+std::vector<int64_t>& DynamicTable::RowScratch() {
+  thread_local std::vector<int64_t> rows;  // reused: no allocation per call
+  return rows;
+}
+
+void DynamicTable::FindRows(absl::Span<const int64_t> keys, std::vector<int64_t>* rows) const {
+  // Random keys of a big table miss the cache twice (the map's slot, then the row): asking for
+  // the slot a few keys ahead and for the row as soon as it is known keeps several misses in flight.
+  constexpr size_t kAhead = 8;
+  rows->resize(keys.size());
+  for (size_t i = 0; i < std::min(keys.size(), kAhead); ++i) index_.prefetch(keys[i]);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i + kAhead < keys.size()) index_.prefetch(keys[i + kAhead]);
+    auto it = index_.find(keys[i]);
+    if (it == index_.end()) {
+      (*rows)[i] = -1;
+    } else {
+      (*rows)[i] = it->second;
+      __builtin_prefetch(arena_.header(it->second), 1);
+    }
+  }
+}
+
 absl::Status DynamicTable::Lookup(absl::Span<const int64_t> keys, absl::Span<float> out) const {
   const size_t dim = static_cast<size_t>(options_.dim);
   if (out.size() != keys.size() * dim) {
@@ -71,14 +94,15 @@ absl::Status DynamicTable::Lookup(absl::Span<const int64_t> keys, absl::Span<flo
   int64_t missing = 0;
   {
     absl::ReaderMutexLock lock(&mu_);
+    std::vector<int64_t>& rows = RowScratch();
+    FindRows(keys, &rows);
     for (size_t i = 0; i < keys.size(); ++i) {
       float* dst = out.data() + i * dim;
-      auto it = index_.find(keys[i]);
-      if (it == index_.end()) {
+      if (rows[i] < 0) {
         initializer_.Fill(keys[i], absl::MakeSpan(dst, dim));
         ++missing;
       } else {
-        std::memcpy(dst, arena_.floats(it->second), dim * sizeof(float));
+        std::memcpy(dst, arena_.floats(rows[i]), dim * sizeof(float));
       }
     }
   }
@@ -137,16 +161,20 @@ absl::Status DynamicTable::Push(absl::Span<const int64_t> keys, absl::Span<const
   std::vector<float> summed;     // their summed gradients
   touched.reserve(keys.size());
   summed.reserve(keys.size() * dim);
+  std::vector<int64_t>& found = RowScratch();
+  FindRows(keys, &found);
   for (size_t i = 0; i < keys.size(); ++i) {
     const float* g = grads.data() + i * dim;
-    auto it = index_.find(keys[i]);
-    int64_t row;
-    if (it != index_.end()) {
-      row = it->second;
-    } else if (Admit(keys[i])) {
-      row = NewRow(keys[i]);
-    } else {
-      continue;  // not admitted yet: counted below
+    int64_t row = found[i];
+    if (row < 0) {  // missing before this push; an earlier occurrence may have made it
+      auto it = index_.find(keys[i]);
+      if (it != index_.end()) {
+        row = it->second;
+      } else if (Admit(keys[i])) {
+        row = NewRow(keys[i]);
+      } else {
+        continue;  // not admitted yet: counted below
+      }
     }
     RowHeader* h = arena_.header(row);
     if (h->push_tag == tag) {  // a repeat: summed into the key's first occurrence, in order
@@ -178,6 +206,10 @@ void DynamicTable::ApplyTouched(const std::vector<int64_t>& rows, const std::vec
     if (scratch.size() < block * parts) scratch.resize(block * parts);
     // Gather: part p of row i (values, then each slot) goes to block p, position i.
     for (size_t i = 0; i < n; ++i) {
+      if (i + 8 < n) {
+        const char* next = reinterpret_cast<const char*>(arena_.floats(rows[first + i + 8]));
+        for (size_t b = 0; b < parts * dim * sizeof(float); b += 64) __builtin_prefetch(next + b);
+      }
       const float* src = arena_.floats(rows[first + i]);
       for (size_t p = 0; p < parts; ++p) std::memcpy(scratch.data() + p * block + i * dim, src + p * dim, dim * 4);
     }

@@ -119,6 +119,10 @@ class DynamicTable {
  private:
   DynamicTable(DynamicTableOptions options, DynamicRowInitializer initializer, int num_slots);
 
+  // The scratch list of rows this thread's calls fill (FindRows).
+  static std::vector<int64_t>& RowScratch();
+  // rows[i] = the record of keys[i], or -1 when the table does not hold it.
+  void FindRows(absl::Span<const int64_t> keys, std::vector<int64_t>* rows) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // A fresh row for `key`: initial values and slots, header cleared.
   int64_t NewRow(int64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a missing key's push may make its row (admission), counting it once per push.
