@@ -191,6 +191,35 @@ TEST(DynamicTable, InitializerDistributions) {
   EXPECT_NE(bad.status().message().find("unknown initializer \"orthogonal\""), std::string::npos) << bad.status();
 }
 
+TEST(DynamicTable, GlorotUniformUsesDimAsBothFans) {
+  DynamicTableOptions o = Options();
+  o.dim = 6;
+  o.initializer.Clear();
+  o.initializer.set_type("glorot_uniform");
+  auto t = Make(o);
+  const double limit = std::sqrt(6.0 / 12.0);
+  double max_abs = 0;
+  for (int64_t key = 0; key < 500; ++key) {
+    for (float v : LookupOne(*t, key)) max_abs = std::max(max_abs, std::fabs(static_cast<double>(v)));
+  }
+  EXPECT_LE(max_abs, limit);
+  EXPECT_GT(max_abs, 0.95 * limit);
+}
+
+TEST(DynamicKeyOwner, SpreadsConsecutiveKeysOverShards) {
+  constexpr int kShards = 4, kKeys = 20000;
+  std::vector<int> per_shard(kShards, 0);
+  for (int64_t key = 0; key < kKeys; ++key) {
+    const int s = DynamicKeyOwner(static_cast<uint64_t>(key), kShards);
+    ASSERT_GE(s, 0);
+    ASSERT_LT(s, kShards);
+    ++per_shard[s];
+  }
+  for (int n : per_shard) EXPECT_NEAR(n, kKeys / kShards, kKeys / kShards / 10);
+  EXPECT_EQ(DynamicKeyOwner(12345, 1), 0);
+  EXPECT_EQ(DynamicKeyOwner(12345, 0), 0);
+}
+
 TEST(DynamicTable, LookupOfMissingKeyStoresNothing) {
   auto t = Make(Options());
   const std::vector<float> first = LookupOne(*t, 9);
