@@ -211,7 +211,7 @@ void DynamicTable::ApplyTouched(const std::vector<int64_t>& rows, const std::vec
         for (size_t b = 0; b < parts * dim * sizeof(float); b += 64) __builtin_prefetch(next + b);
       }
       const float* src = arena_.floats(rows[first + i]);
-      for (size_t p = 0; p < parts; ++p) std::memcpy(scratch.data() + p * block + i * dim, src + p * dim, dim * 4);
+      for (size_t p = 0; p < parts; ++p) std::memcpy(scratch.data() + p * block + i * dim, src + p * dim, dim * sizeof(float));
     }
     absl::Span<float> slot_blocks[8];
     for (size_t s = 0; s < static_cast<size_t>(num_slots_); ++s) {
@@ -222,7 +222,7 @@ void DynamicTable::ApplyTouched(const std::vector<int64_t>& rows, const std::vec
                               absl::MakeConstSpan(slot_blocks, static_cast<size_t>(num_slots_)), step);
     for (size_t i = 0; i < n; ++i) {
       float* dst = arena_.floats(rows[first + i]);
-      for (size_t p = 0; p < parts; ++p) std::memcpy(dst + p * dim, scratch.data() + p * block + i * dim, dim * 4);
+      for (size_t p = 0; p < parts; ++p) std::memcpy(dst + p * dim, scratch.data() + p * block + i * dim, dim * sizeof(float));
       arena_.header(rows[first + i])->last_update_step = step;
     }
   }
@@ -262,7 +262,7 @@ bool DynamicTable::ReadRow(int64_t key, absl::Span<float> values_and_slots, int6
   absl::ReaderMutexLock lock(&mu_);
   auto it = index_.find(key);
   if (it == index_.end()) return false;
-  std::memcpy(values_and_slots.data(), arena_.floats(it->second), static_cast<size_t>(floats_per_row_) * 4);
+  std::memcpy(values_and_slots.data(), arena_.floats(it->second), static_cast<size_t>(floats_per_row_) * sizeof(float));
   if (last_update_step != nullptr) *last_update_step = arena_.header(it->second)->last_update_step;
   return true;
 }

@@ -105,7 +105,8 @@ class DynamicTable {
   DynamicTableState ExportState() const ABSL_LOCKS_EXCLUDED(mu_);
   // Replaces the table's rows, filter, step and counters by `state`. InvalidArgument naming the
   // mismatch, changing nothing, when its name, dim, slot count or filter size differ from this
-  // table's, or its sizes are inconsistent.
+  // table's, or its sizes are inconsistent. A saved filter is dropped when this table admits every
+  // key; a state without one gives a table with admission an empty filter.
   absl::Status RestoreState(const DynamicTableState& state) ABSL_LOCKS_EXCLUDED(mu_);
 
   const DynamicTableOptions& options() const { return options_; }

@@ -32,6 +32,7 @@ void Put(std::string* out, T v) {
 
 template <typename T>
 void PutArray(std::string* out, const std::vector<T>& v) {
+  if (v.empty()) return;
   out->append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
 
@@ -53,6 +54,7 @@ class Reader {
   absl::Status GetArray(const char* what, uint64_t count, std::vector<T>* v) {
     if (count > (bytes_.size() - pos_) / sizeof(T)) return Truncated(what);
     v->resize(static_cast<size_t>(count));
+    if (count == 0) return absl::OkStatus();  // memcpy may not take the null data() of an empty vector
     std::memcpy(v->data(), bytes_.data() + pos_, static_cast<size_t>(count) * sizeof(T));
     pos_ += static_cast<size_t>(count) * sizeof(T);
     return absl::OkStatus();
