@@ -57,8 +57,8 @@ absl::Status AdmissionFilter::Merge(const AdmissionFilter& other) {
 
 absl::Status AdmissionFilter::SetCounters(std::vector<uint8_t> counters) {
   if (counters.size() != counters_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("admission filter of ", depth_, " x ", width_, " counters given ",
-                                                   counters.size(), " counters"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("admission filter of ", depth_, " x ", width_, " counters given ", counters.size(), " counters"));
   }
   counters_ = std::move(counters);
   return absl::OkStatus();

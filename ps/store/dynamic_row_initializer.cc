@@ -17,8 +17,7 @@ uint64_t StreamFor(uint64_t seed, const std::string& name) {
 
 // Uniform in [0, 1) with 53 random bits, from the counter (element, draw) of one row's stream.
 inline double Uniform01(uint64_t row_stream, uint64_t element, uint64_t draw) {
-  const uint64_t bits =
-      Mix64(row_stream ^ Mix64(element * 0x9E3779B97F4A7C15ULL + draw * 0xD1B54A32D192ED03ULL + 1));
+  const uint64_t bits = Mix64(row_stream ^ Mix64(element * 0x9E3779B97F4A7C15ULL + draw * 0xD1B54A32D192ED03ULL + 1));
   return static_cast<double>(bits >> 11) * 0x1.0p-53;
 }
 
@@ -50,7 +49,7 @@ absl::StatusOr<DynamicRowInitializer> DynamicRowInitializer::Create(const Initia
   out.dim_ = dim;
   out.stream_ = StreamFor(seed, table_name);
   const std::string& type = init.type();
-  const double fan = static_cast<double>(dim);  // fan_in = fan_out = dim (no row count)
+  const double fan = static_cast<double>(dim);              // fan_in = fan_out = dim (no row count)
   constexpr double kTruncatedStddev = 0.87962566103423978;  // stddev of a unit normal cut at 2
   if (type.empty() || type == "zeros" || type == "ones" || type == "constant") {
     out.kind_ = Kind::kConstant;

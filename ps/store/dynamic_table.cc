@@ -41,8 +41,8 @@ absl::StatusOr<std::unique_ptr<DynamicTable>> DynamicTable::Create(DynamicTableO
   if (o.max_rows > 0) {
     if (o.cap_low_water == 0) o.cap_low_water = o.max_rows - o.max_rows / 16;
     if (o.cap_low_water < 0 || o.cap_low_water > o.max_rows) {
-      return Invalid(o.name, absl::StrCat("cap_low_water ", o.cap_low_water, " must be in [0, max_rows ", o.max_rows,
-                                          "]"));
+      return Invalid(o.name,
+                     absl::StrCat("cap_low_water ", o.cap_low_water, " must be in [0, max_rows ", o.max_rows, "]"));
     }
   }
   absl::StatusOr<DynamicRowInitializer> init = DynamicRowInitializer::Create(o.initializer, o.seed, o.name, o.dim);
@@ -150,8 +150,8 @@ absl::Status DynamicTable::Push(absl::Span<const int64_t> keys, absl::Span<const
   if (step < 0) return Invalid(options_.name, absl::StrCat("negative step ", step));
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!std::isfinite(grads[i])) {
-      return Invalid(options_.name, absl::StrCat("gradient of key ", keys[i / dim], " (position ", i / dim,
-                                                 ") holds ", grads[i], "; nothing applied"));
+      return Invalid(options_.name, absl::StrCat("gradient of key ", keys[i / dim], " (position ", i / dim, ") holds ",
+                                                 grads[i], "; nothing applied"));
     }
   }
   absl::MutexLock lock(&mu_);
@@ -211,7 +211,8 @@ void DynamicTable::ApplyTouched(const std::vector<int64_t>& rows, const std::vec
         for (size_t b = 0; b < parts * dim * sizeof(float); b += 64) __builtin_prefetch(next + b);
       }
       const float* src = arena_.floats(rows[first + i]);
-      for (size_t p = 0; p < parts; ++p) std::memcpy(scratch.data() + p * block + i * dim, src + p * dim, dim * sizeof(float));
+      for (size_t p = 0; p < parts; ++p)
+        std::memcpy(scratch.data() + p * block + i * dim, src + p * dim, dim * sizeof(float));
     }
     absl::Span<float> slot_blocks[8];
     for (size_t s = 0; s < static_cast<size_t>(num_slots_); ++s) {
@@ -222,7 +223,8 @@ void DynamicTable::ApplyTouched(const std::vector<int64_t>& rows, const std::vec
                               absl::MakeConstSpan(slot_blocks, static_cast<size_t>(num_slots_)), step);
     for (size_t i = 0; i < n; ++i) {
       float* dst = arena_.floats(rows[first + i]);
-      for (size_t p = 0; p < parts; ++p) std::memcpy(dst + p * dim, scratch.data() + p * block + i * dim, dim * sizeof(float));
+      for (size_t p = 0; p < parts; ++p)
+        std::memcpy(dst + p * dim, scratch.data() + p * block + i * dim, dim * sizeof(float));
       arena_.header(rows[first + i])->last_update_step = step;
     }
   }
@@ -323,16 +325,16 @@ absl::Status DynamicTable::RestoreState(const DynamicTableState& st) {
     return Invalid(options_.name, absl::StrCat("cannot restore the state of table \"", st.table_name, "\""));
   }
   if (st.dim != options_.dim || st.num_slots != num_slots_) {
-    return Invalid(options_.name, absl::StrCat("saved rows of dim ", st.dim, " with ", st.num_slots,
-                                               " slots do not fit dim ", options_.dim, " with ", num_slots_,
-                                               " slots (same optimizer and dim needed)"));
+    return Invalid(options_.name,
+                   absl::StrCat("saved rows of dim ", st.dim, " with ", st.num_slots, " slots do not fit dim ",
+                                options_.dim, " with ", num_slots_, " slots (same optimizer and dim needed)"));
   }
   const bool filtered = options_.admission_threshold > 1;
   if (filtered && st.filter_width != 0 &&
       (st.filter_width != options_.filter_width || st.filter_depth != options_.filter_depth)) {
-    return Invalid(options_.name, absl::StrCat("saved admission filter of ", st.filter_depth, " x ", st.filter_width,
-                                               " differs from the table's ", options_.filter_depth, " x ",
-                                               options_.filter_width));
+    return Invalid(options_.name,
+                   absl::StrCat("saved admission filter of ", st.filter_depth, " x ", st.filter_width,
+                                " differs from the table's ", options_.filter_depth, " x ", options_.filter_width));
   }
   const size_t f = static_cast<size_t>(floats_per_row_);
   if (st.last_update_steps.size() != st.keys.size() || st.rows.size() != st.keys.size() * f ||

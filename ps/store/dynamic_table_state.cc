@@ -19,9 +19,9 @@ constexpr int64_t kMaxDim = int64_t{1} << 20;
 constexpr int32_t kMaxSlots = 8;
 
 int64_t* CounterField(DynamicTableCounters& c, int i) {
-  int64_t* fields[DynamicTableState::kNumCounters] = {&c.created,  &c.evicted_ttl,     &c.evicted_cap,
-                                                      &c.admission_dropped_updates, &c.lookups,
-                                                      &c.lookups_missing,           &c.pushed_rows};
+  int64_t* fields[DynamicTableState::kNumCounters] = {
+      &c.created, &c.evicted_ttl,     &c.evicted_cap, &c.admission_dropped_updates,
+      &c.lookups, &c.lookups_missing, &c.pushed_rows};
   return fields[i];
 }
 
@@ -79,8 +79,8 @@ class Reader {
   size_t pos_ = 0;
 };
 
-#define PSTRAIN_DT_TRY(expr)                   \
-  do {                                         \
+#define PSTRAIN_DT_TRY(expr)                           \
+  do {                                                 \
     if (absl::Status s_ = (expr); !s_.ok()) return s_; \
   } while (0)
 
@@ -160,8 +160,8 @@ absl::StatusOr<DynamicTableState> DecodeDynamicTableState(absl::string_view byte
       return Bad(absl::StrCat("admission filter of ", st.filter_depth, " x ", st.filter_width,
                               " counters is larger than the file (truncated?)"));
     }
-    PSTRAIN_DT_TRY(r.GetArray("filter counters", static_cast<uint64_t>(st.filter_width * st.filter_depth),
-                              &st.filter_counters));
+    PSTRAIN_DT_TRY(
+        r.GetArray("filter counters", static_cast<uint64_t>(st.filter_width * st.filter_depth), &st.filter_counters));
   }
   int64_t rows = 0;
   PSTRAIN_DT_TRY(r.Get("row count", &rows));
@@ -176,8 +176,8 @@ absl::StatusOr<DynamicTableState> DecodeDynamicTableState(absl::string_view byte
   if (r.left() != 0) return Bad(absl::StrCat(r.left(), " unexpected bytes after the rows"));
   for (size_t i = 1; i < st.keys.size(); ++i) {
     if (st.keys[i] <= st.keys[i - 1]) {
-      return Bad(absl::StrCat("keys not strictly ascending at row ", i, " (", st.keys[i - 1], " then ", st.keys[i],
-                              ")"));
+      return Bad(
+          absl::StrCat("keys not strictly ascending at row ", i, " (", st.keys[i - 1], " then ", st.keys[i], ")"));
     }
   }
   st.counters.rows = rows;
@@ -185,7 +185,7 @@ absl::StatusOr<DynamicTableState> DecodeDynamicTableState(absl::string_view byte
 }
 
 absl::StatusOr<std::vector<DynamicTableState>> ReshardDynamicTableStates(const std::vector<DynamicTableState>& in,
-                                                                        int num_shards) {
+                                                                         int num_shards) {
   if (num_shards < 1) return absl::InvalidArgumentError(absl::StrCat("cannot reshard into ", num_shards, " shards"));
   if (in.empty()) return absl::InvalidArgumentError("no dynamic table shards to reshard");
   const DynamicTableState& first = in[0];
@@ -197,11 +197,11 @@ absl::StatusOr<std::vector<DynamicTableState>> ReshardDynamicTableStates(const s
     const DynamicTableState& s = in[k];
     if (s.table_name != first.table_name || s.dim != first.dim || s.num_slots != first.num_slots ||
         s.filter_width != first.filter_width || s.filter_depth != first.filter_depth) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dynamic table shard ", k, " (table \"", s.table_name, "\", dim ", s.dim, ", ", s.num_slots,
-          " slots, filter ", s.filter_depth, " x ", s.filter_width, ") is not a shard of the same table as shard 0 (\"",
-          first.table_name, "\", dim ", first.dim, ", ", first.num_slots, " slots, filter ", first.filter_depth,
-          " x ", first.filter_width, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dynamic table shard ", k, " (table \"", s.table_name, "\", dim ", s.dim, ", ", s.num_slots,
+                       " slots, filter ", s.filter_depth, " x ", s.filter_width,
+                       ") is not a shard of the same table as shard 0 (\"", first.table_name, "\", dim ", first.dim,
+                       ", ", first.num_slots, " slots, filter ", first.filter_depth, " x ", first.filter_width, ")"));
     }
     if (s.keys.size() != s.last_update_steps.size() ||
         s.rows.size() != s.keys.size() * static_cast<size_t>(s.FloatsPerRow()) ||
@@ -254,7 +254,7 @@ absl::StatusOr<std::vector<DynamicTableState>> ReshardDynamicTableStates(const s
 }
 
 absl::StatusOr<std::vector<std::string>> ReshardDynamicTableCheckpoints(const std::vector<std::string>& shards,
-                                                                       int num_shards) {
+                                                                        int num_shards) {
   std::vector<DynamicTableState> states;
   for (size_t k = 0; k < shards.size(); ++k) {
     absl::StatusOr<DynamicTableState> s = DecodeDynamicTableState(shards[k]);

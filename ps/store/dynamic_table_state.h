@@ -67,11 +67,11 @@ absl::StatusOr<DynamicTableState> DecodeDynamicTableState(absl::string_view byte
 // InvalidArgument when num_shards < 1, `shards` is empty, the inputs differ in table name, dim,
 // slots or filter size, or a key appears in two inputs.
 absl::StatusOr<std::vector<DynamicTableState>> ReshardDynamicTableStates(const std::vector<DynamicTableState>& shards,
-                                                                        int num_shards);
+                                                                         int num_shards);
 
 // The same over encoded checkpoints: decodes each (errors name the input's index), reshards, encodes.
 absl::StatusOr<std::vector<std::string>> ReshardDynamicTableCheckpoints(const std::vector<std::string>& shards,
-                                                                       int num_shards);
+                                                                        int num_shards);
 
 }  // namespace pstrain
 

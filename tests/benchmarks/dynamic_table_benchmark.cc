@@ -15,7 +15,8 @@
 //                 (optimizer_kernels.h) called once per row: the stronger baseline;
 //   table push:   DynamicTable::Push of the batch: size and NaN/Inf checks, duplicate detection,
 //                 the table's lock, gather, Adagrad over the gathered rows, scatter, step stamps.
-// Ratios are the table's rows/s over the map's (for pushes, over the faster of the two map loops). Single-threaded: figures are per core.
+// Ratios are the table's rows/s over the map's (for pushes, over the faster of the two map loops). Single-threaded:
+// figures are per core.
 //
 // Usage: dynamic_table_benchmark [--keys=1000000] [--dims=16,64] [--batch=16384] [--seconds=0.5]
 //          [--repeats=3] [--zipf_a=1.05] [--distributions=uniform,zipf]
@@ -179,8 +180,8 @@ void RunDim(int64_t dim) {
       }));
     }
     const double a = Median(ml), b = Median(tl), c = Median(ma), e = Median(mk), d = Median(tp);
-    std::printf("%-8s  %13.3g  %14.3g  %6.2f  %13.3g  %13.3g  %13.3g  %6.2f\n", distribution.c_str(), a, b, b / a, c,
-                e, d, d / std::max(c, e));
+    std::printf("%-8s  %13.3g  %14.3g  %6.2f  %13.3g  %13.3g  %13.3g  %6.2f\n", distribution.c_str(), a, b, b / a, c, e,
+                d, d / std::max(c, e));
   }
 }
 
