@@ -18,7 +18,7 @@ if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
   shift
 fi
 ALL=(tf_config_fuzz job_spec_fuzz idx_reader_fuzz csv_reader_fuzz criteo_parser_fuzz checkpoint_fuzz
-     channel_frames_fuzz tfrecord_reader_fuzz)
+     channel_frames_fuzz tfrecord_reader_fuzz dynamic_table_checkpoint_fuzz)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=("${ALL[@]}")
 

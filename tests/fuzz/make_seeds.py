@@ -4,7 +4,7 @@
 Each seed is a small valid input of its format, so the fuzzers start from inputs that get past
 the first checks: TF_CONFIGs, job specs, IDX image/label pairs, CSV files, Criteo lines, a
 checkpoint (index and a shard file whose checksum verifies) and tensor-channel conversations
-(hello, dense and sparse pulls and pushes). Only the standard library: protobuf messages are
+(hello, dense and sparse pulls and pushes), dynamic table checkpoints. Only the standard library: protobuf messages are
 encoded by hand, the checksum (XXH64, common/checkpoint/checksum.h) is computed here.
 """
 import gzip
@@ -206,9 +206,24 @@ def tfrecord_seeds():
     write("tfrecord_reader_fuzz", "truncated", b"\x03" + good[:-3])
 
 
+def dynamic_table_seeds():  # ps/store/dynamic_table_state.h, version 1
+    def state(name, dim, slots, filter_width, filter_depth, keys):
+        out = b"PSDYNTB\0" + struct.pack("<II", 1, len(name)) + name
+        out += struct.pack("<qiq", dim, slots, 7) + struct.pack("<7q", 3, 0, 0, 1, 4, 2, 5)
+        out += struct.pack("<qi", filter_width, filter_depth) + bytes((i % 3 for i in range(filter_width * filter_depth)))
+        out += struct.pack("<q", len(keys)) + struct.pack("<%dq" % len(keys), *keys)
+        out += struct.pack("<%dq" % len(keys), *range(len(keys)))
+        out += struct.pack("<%df" % (len(keys) * dim * (1 + slots)), *(0.25 * i for i in range(len(keys) * dim * (1 + slots))))
+        return out + struct.pack("<Q", xxh64(out))
+    write("dynamic_table_checkpoint_fuzz", "adagrad_filtered", state(b"emb", 2, 1, 8, 2, [-5, 3, 1 << 40]))
+    write("dynamic_table_checkpoint_fuzz", "sgd_plain", state(b"t", 3, 0, 0, 0, [7]))
+    write("dynamic_table_checkpoint_fuzz", "empty", state(b"e", 1, 2, 0, 0, []))
+
+
 if __name__ == "__main__":
     channel_seeds()
     checkpoint_seeds()
     idx_seeds()
     text_seeds()
     tfrecord_seeds()
+    dynamic_table_seeds()
