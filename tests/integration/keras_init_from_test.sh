@@ -27,7 +27,7 @@ MLP="$WORK/mlp"
 make_cluster 2 2
 "$PY" "$KERAS/weights_file.py" drop "$RES/init.weights.h5" "$WORK/drop.weights.h5" layers/batch_normalization/vars/3
 chief() { TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --wait_timeout_secs=5 "$@"; }
-expect_exit 2 missing_variable "--init_from=.*drop.weights.h5.*layer 'bn'.*holds 3 variables; the model's layer has 4" \
+expect_exit 2 missing_variable "--init_from=.*drop.weights.h5.*layer 'bn'.*holds 3 variables; the model's layer has 4 \(bn/gamma, bn/beta, bn/moving_mean, bn/moving_variance" \
   chief --job="$RES/job.json" --model_dir="$WORK/refused" --init_from="$WORK/drop.weights.h5"
 expect_exit 2 not_keras "--init_from=.*job \"linear\" has no Keras model" \
   chief --job=linear --model_dir="$WORK/refused" --init_from="$RES/init.weights.h5"
