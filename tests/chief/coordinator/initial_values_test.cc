@@ -59,8 +59,8 @@ TEST_F(InitialValuesTest, EveryPsStartsFromTheValuesPartitionedAsPlanned) {
     EXPECT_EQ(p->restored[0].checkpoint_dir(), options_.model_dir + "/ckpt-0");
     ASSERT_EQ(p->saved.size(), 1u);  // init_only's checkpoint: ckpt-0 again, from the ps's shards
   }
-  EXPECT_THAT(log(), HasSubstr("wrote the starting values (--init_from) of 2 variables as " + options_.model_dir +
-                               "/ckpt-0"));
+  EXPECT_THAT(log(),
+              HasSubstr("wrote the starting values (--init_from) of 2 variables as " + options_.model_dir + "/ckpt-0"));
   // The ps's save: dense/kernel in two shards, one per ps, holding the given values.
   auto index = ReadCheckpointIndex(Env::Default(), options_.model_dir + "/ckpt-0");
   ASSERT_TRUE(index.ok()) << index.status();

@@ -70,7 +70,8 @@ TEST_F(InitialWeightsTest, AJobWithoutAKerasModelIsRefused) {
   absl::StatusOr<NamedWeights> read = ReadInitialWeights(*preset, dir_ + "/m.weights.h5");
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(read.status().message(), HasSubstr("--init_from=" + dir_ + "/m.weights.h5: job \"linear\" has no Keras model"));
+  EXPECT_THAT(read.status().message(),
+              HasSubstr("--init_from=" + dir_ + "/m.weights.h5: job \"linear\" has no Keras model"));
 }
 
 TEST_F(InitialWeightsTest, AMissingFileOrAnotherModelsFileIsRefusedNamingTheFlag) {
