@@ -36,8 +36,8 @@ absl::StatusOr<std::string> CheckpointManager::Save(int64_t global_step, const s
 }
 
 absl::StatusOr<std::string> CheckpointManager::SaveValues(int64_t global_step, const std::string& job_spec_json,
-                                                           const VariablePlanProto& plan, const FloatTensorMap& values,
-                                                           const std::map<std::string, std::string>& extra_files) {
+                                                          const VariablePlanProto& plan, const FloatTensorMap& values,
+                                                          const std::map<std::string, std::string>& extra_files) {
   return Commit(global_step, [&](const std::string& tmp) -> absl::Status {
     CheckpointIndex index;
     index.global_step = global_step;
@@ -47,8 +47,8 @@ absl::StatusOr<std::string> CheckpointManager::SaveValues(int64_t global_step, c
       auto it = values.find(var.name());
       if (it == values.end() || it->second.shape != shape ||
           static_cast<int64_t>(it->second.values.size()) != NumElements(shape)) {
-        return absl::InvalidArgumentError(absl::StrCat("no value of shape ", ShapeString(shape), " for variable ",
-                                                       var.name()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("no value of shape ", ShapeString(shape), " for variable ", var.name()));
       }
       ShardSpecProto whole;
       whole.set_shard_name(var.name());
@@ -69,7 +69,7 @@ absl::StatusOr<std::string> CheckpointManager::SaveValues(int64_t global_step, c
 }
 
 absl::StatusOr<std::string> CheckpointManager::Commit(int64_t global_step,
-                                                       const std::function<absl::Status(const std::string&)>& fill) {
+                                                      const std::function<absl::Status(const std::string&)>& fill) {
   RETURN_IF_ERROR(env_->CreateDirs(model_dir_));
   const std::string final_dir = absl::StrCat(model_dir_, "/ckpt-", global_step);
   const std::string tmp = absl::StrCat(final_dir, ".tmp-", ::getpid());

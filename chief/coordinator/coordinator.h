@@ -22,9 +22,9 @@
 #include <atomic>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,8 +44,8 @@
 #include "chief/recovery/ps_health_watch.h"
 #include "chief/recovery/ps_recovery.h"
 #include "common/config/job_spec.h"
-#include "common/metrics/metrics_registry.h"
 #include "common/graph/float_tensor.h"
+#include "common/metrics/metrics_registry.h"
 #include "common/plan/variable_planner.h"
 #include "common/platform/env.h"
 #include "nlohmann/json.hpp"

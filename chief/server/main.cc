@@ -20,9 +20,9 @@
 #include "common/metrics/metrics_endpoint.h"
 #include "common/metrics/process_metrics.h"
 #include "common/plan/memory_budget.h"
-#include "common/platform/resource_errors.h"
 #include "common/platform/cpu_level.h"
 #include "common/platform/exit_codes.h"
+#include "common/platform/resource_errors.h"
 #include "common/platform/status_macros.h"
 #include "common/security/tls_config.h"
 

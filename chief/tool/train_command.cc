@@ -1,7 +1,5 @@
 #include "chief/tool/train_command.h"
 
-#include <memory>
-
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -14,9 +12,9 @@
 #include "common/config/json_util.h"
 #include "common/graph/initial_weights.h"
 #include "common/plan/memory_budget.h"
+#include "common/plan/optimizer_defaults.h"
 #include "common/platform/cpu_level.h"
 #include "common/platform/exit_codes.h"
-#include "common/plan/optimizer_defaults.h"
 #include "common/platform/status_macros.h"
 #include "worker/data/ctr_dataset.h"
 #include "worker/local/keras_updater.h"
@@ -35,8 +33,8 @@ absl::StatusOr<VariableInitializer> InitializerFromFlag(const std::string& path,
   return VariableInitializer([weights, path](const VariableSpec& var, uint64_t, Tensor* value) -> absl::Status {
     auto it = weights->find(var.name);
     if (it == weights->end() || it->second.shape != var.shape) {  // checked by ReadInitialWeights
-      return absl::InternalError(absl::StrCat("--init_from=", path, " has no value of shape ", ShapeString(var.shape),
-                                              " for ", var.name));
+      return absl::InternalError(
+          absl::StrCat("--init_from=", path, " has no value of shape ", ShapeString(var.shape), " for ", var.name));
     }
     *value = Tensor(DType::kFloat32, var.shape);
     std::copy(it->second.values.begin(), it->second.values.end(), value->data<float>());

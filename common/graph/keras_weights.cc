@@ -257,9 +257,9 @@ absl::StatusOr<NamedWeights> ReadKeras3(const ModelGraph& graph, hid_t file, con
     absl::StatusOr<std::vector<std::string>> held = Hdf5LinkNames(group.get(), where);
     if (!held.ok()) return held.status();
     if (held->size() != vars[i].size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": holds ", held->size(), " variables; the model's layer has ", vars[i].size(), " (",
-                       VariableNames(graph, vars[i]), ", as vars/0, vars/1, ...)"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": holds ", held->size(),
+                                                     " variables; the model's layer has ", vars[i].size(), " (",
+                                                     VariableNames(graph, vars[i]), ", as vars/0, vars/1, ...)"));
     }
     for (size_t k = 0; k < vars[i].size(); ++k) {
       if (absl::Status s = ReadVariable(graph.variables[vars[i][k]], group.get(), std::to_string(k), where, &out);
