@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "common/checkpoint/checkpoint_reader.h"
 #include "common/platform/status_macros.h"
+#include "common/tensor/tensor.h"
 
 namespace pstrain {
 
@@ -30,12 +31,51 @@ int64_t CheckpointManager::StepOfName(const std::string& name) {
 
 absl::StatusOr<std::string> CheckpointManager::Save(int64_t global_step, const std::string& job_spec_json,
                                                      const std::map<std::string, std::string>& extra_files) {
+  return Commit(global_step,
+                [&](const std::string& tmp) { return SaveInto(tmp, global_step, job_spec_json, extra_files); });
+}
+
+absl::StatusOr<std::string> CheckpointManager::SaveValues(int64_t global_step, const std::string& job_spec_json,
+                                                          const VariablePlanProto& plan, const FloatTensorMap& values,
+                                                          const std::map<std::string, std::string>& extra_files) {
+  return Commit(global_step, [&](const std::string& tmp) -> absl::Status {
+    CheckpointIndex index;
+    index.global_step = global_step;
+    index.job_spec_json = job_spec_json;
+    for (const VariablePlanProto::Variable& var : plan.variables()) {
+      const std::vector<int64_t> shape(var.shape().begin(), var.shape().end());
+      auto it = values.find(var.name());
+      if (it == values.end() || it->second.shape != shape ||
+          static_cast<int64_t>(it->second.values.size()) != NumElements(shape)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("no value of shape ", ShapeString(shape), " for variable ", var.name()));
+      }
+      ShardSpecProto whole;
+      whole.set_shard_name(var.name());
+      whole.set_variable_name(var.name());
+      *whole.mutable_full_shape() = var.shape();
+      whole.set_rows(shape.empty() ? 1 : shape[0]);
+      whole.set_row_stride(1);
+      whole.set_dtype(DT_FLOAT);
+      Tensor tensor(DType::kFloat32, shape);
+      std::copy(it->second.values.begin(), it->second.values.end(), tensor.data<float>());
+      ASSIGN_OR_RETURN(SavedShard saved, WriteShardFile(env_, tmp, whole, tensor, {}, {}, /*version=*/0));
+      index.shards.push_back(std::move(saved));
+    }
+    RETURN_IF_ERROR(WriteCheckpointIndex(env_, tmp, index));
+    for (const auto& [name, contents] : extra_files) RETURN_IF_ERROR(env_->WriteFileAtomic(tmp + "/" + name, contents));
+    return env_->SyncDir(tmp);
+  });
+}
+
+absl::StatusOr<std::string> CheckpointManager::Commit(int64_t global_step,
+                                                      const std::function<absl::Status(const std::string&)>& fill) {
   RETURN_IF_ERROR(env_->CreateDirs(model_dir_));
   const std::string final_dir = absl::StrCat(model_dir_, "/ckpt-", global_step);
   const std::string tmp = absl::StrCat(final_dir, ".tmp-", ::getpid());
   RETURN_IF_ERROR(env_->RemoveAll(tmp));
   RETURN_IF_ERROR(env_->CreateDirs(tmp));
-  absl::Status s = SaveInto(tmp, global_step, job_spec_json, extra_files);
+  absl::Status s = fill(tmp);
   if (s.ok() && env_->FileExists(final_dir)) s = env_->RemoveAll(final_dir);  // same step saved again
   if (s.ok()) s = env_->Rename(tmp, final_dir);
   if (!s.ok()) {

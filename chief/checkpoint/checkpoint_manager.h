@@ -10,6 +10,7 @@
 #ifndef PSTRAIN_CHIEF_CHECKPOINT_CHECKPOINT_MANAGER_H_
 #define PSTRAIN_CHIEF_CHECKPOINT_CHECKPOINT_MANAGER_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,7 +18,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/checkpoint/checkpoint_index.h"
+#include "common/graph/float_tensor.h"
 #include "common/platform/env.h"
+#include "proto/common.pb.h"
 #include "ps/client/ps_client.h"
 
 namespace pstrain {
@@ -38,6 +41,15 @@ class CheckpointManager {
   // is removed then.
   absl::StatusOr<std::string> Save(int64_t global_step, const std::string& job_spec_json,
                                    const std::map<std::string, std::string>& extra_files = {});
+  // A checkpoint the chief writes itself, with no ps: each variable of `plan` whole (one
+  // unpartitioned slice, version 0, no optimizer slots: the ps start those as a fresh shard does)
+  // from `values` (by variable name), and `extra_files`, committed as Save does. A ps restores it under any plan, so
+  // starting values given at start (--init_from) reach the ps partitioned as the plan says.
+  // InvalidArgument naming the variable when `values` lacks one or holds it in another shape or
+  // size; filesystem errors with the path.
+  absl::StatusOr<std::string> SaveValues(int64_t global_step, const std::string& job_spec_json,
+                                         const VariablePlanProto& plan, const FloatTensorMap& values,
+                                         const std::map<std::string, std::string>& extra_files = {});
 
   // ps_replicas: ps task `ps` holds no primary shard (lost, its backups promoted; or back as a
   // backup only), so Save skips it (`skip`) or asks it again (!`skip`).
@@ -62,6 +74,8 @@ class CheckpointManager {
   static int64_t StepOfName(const std::string& name);
 
  private:
+  // Creates the temporary directory, lets `fill` write into it, commits it as ckpt-<step>, prunes.
+  absl::StatusOr<std::string> Commit(int64_t global_step, const std::function<absl::Status(const std::string&)>& fill);
   absl::Status SaveInto(const std::string& tmp, int64_t global_step, const std::string& job_spec_json,
                         const std::map<std::string, std::string>& extra_files);
   absl::Status Prune();

@@ -263,6 +263,14 @@ absl::Status Coordinator::CreateOrRestore() {
     }
     found = *std::move(latest);
   }
+  const bool initial_values = options_.initial_values != nullptr && !found.has_value();
+  if (options_.initial_values != nullptr && found.has_value()) {
+    Log(absl::StrCat("--init_from is not used: resuming from ", found->dir,
+                     " (a checkpoint wins over starting values, as TensorFlow restores over initial values)"));
+  }
+  if (initial_values) {
+    ASSIGN_OR_RETURN(found, InitialValuesCheckpoint());
+  }
   std::vector<std::future<absl::Status>> calls;
   for (size_t i = 0; i < ps_.size(); ++i) {
     calls.push_back(std::async(std::launch::async, [this, i, &found]() -> absl::Status {
@@ -292,11 +300,29 @@ absl::Status Coordinator::CreateOrRestore() {
     RestoreDataPositions(found->dir);
     absl::MutexLock lock(&mu_);
     last_checkpoint_ = found->dir;
-    Log(absl::StrCat("resumed from ", found->dir, " at step ", start_step_));
+    Log(initial_values ? absl::StrCat("restored the starting values of ", found->dir, " on ", ps_.size(), " ps tasks")
+                       : absl::StrCat("resumed from ", found->dir, " at step ", start_step_));
   } else {
     Log(absl::StrCat("created ", plan_.variables_size(), " variables on ", ps_.size(), " ps tasks"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<FoundCheckpoint> Coordinator::InitialValuesCheckpoint() {
+  if (checkpoints_ == nullptr) {
+    return absl::InvalidArgumentError(
+        "--init_from needs a model dir: its values reach the ps as the checkpoint ckpt-0 written there");
+  }
+  const std::string positions = DataPositions::ToJson(0, DataPositions(num_workers_).Snapshot());
+  absl::StatusOr<std::string> dir =
+      checkpoints_->SaveValues(0, spec_json_, plan_, *options_.initial_values, {{kDataPositionsFile, positions}});
+  if (!dir.ok()) {
+    return absl::Status(dir.status().code(), absl::StrCat("writing the starting values (--init_from) into ",
+                                                          options_.model_dir, ": ", dir.status().message()));
+  }
+  ASSIGN_OR_RETURN(CheckpointIndex index, ReadCheckpointIndex(env_, *dir));
+  Log(absl::StrCat("wrote the starting values (--init_from) of ", plan_.variables_size(), " variables as ", *dir));
+  return FoundCheckpoint{*dir, std::move(index)};
 }
 
 void Coordinator::RestoreDataPositions(const std::string& dir) {

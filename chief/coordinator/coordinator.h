@@ -22,9 +22,9 @@
 #include <atomic>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +44,7 @@
 #include "chief/recovery/ps_health_watch.h"
 #include "chief/recovery/ps_recovery.h"
 #include "common/config/job_spec.h"
+#include "common/graph/float_tensor.h"
 #include "common/metrics/metrics_registry.h"
 #include "common/plan/variable_planner.h"
 #include "common/platform/env.h"
@@ -90,6 +91,13 @@ struct CoordinatorOptions {
   // warned about, counted and tried again at the next interval; the job fails after this many
   // in a row (>= 1), or when the final checkpoint cannot be written.
   int max_checkpoint_failures = 3;
+  // Starting values (--init_from) of every variable, by name, instead of the initializers (not
+  // checked here: ReadInitialWeights checked them against the job's variables; nullptr: the
+  // initializers). Used only when the model dir holds no checkpoint: a checkpoint wins, as
+  // TensorFlow restores over initial values. They are written as the model dir's ckpt-0
+  // (CheckpointManager::SaveValues), which every ps restores partitioned as the plan says, so a ps
+  // lost before the next checkpoint comes back with them too. REQUIRES: a model_dir.
+  std::shared_ptr<const FloatTensorMap> initial_values;
 };
 
 struct JobSummary {
@@ -147,6 +155,8 @@ class Coordinator : public WorkerPoolSink {
   bool HasTestData() const;
   nlohmann::json PsStatsJson() const;  // the ps tasks' stats for the summary  // csv jobs without data.test_file cannot evaluate
   absl::Status CreateOrRestore();
+  // Writes options_.initial_values as ckpt-0 of the model dir and returns it, to be restored.
+  absl::StatusOr<FoundCheckpoint> InitialValuesCheckpoint();
   // Data positions from checkpoint `dir`, or derived from start_step_ (with a log line).
   void RestoreDataPositions(const std::string& dir);
   absl::Status ConfigureAll();

@@ -165,6 +165,7 @@ int RunChief(Env* env, const ChiefConfig& config) {
   options.metrics = config.metrics;
   options.ps_recovery.timeout_ms = config.ps_recovery_timeout_secs * 1000;
   options.ps_probes = probes;
+  options.initial_values = config.initial_values;
   Coordinator coordinator(env, config.job, ps, workers, ps_addresses, options);
 
   const std::string task = config.tf_config.task->ToString();

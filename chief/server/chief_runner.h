@@ -5,10 +5,12 @@
 #ifndef PSTRAIN_CHIEF_SERVER_CHIEF_RUNNER_H_
 #define PSTRAIN_CHIEF_SERVER_CHIEF_RUNNER_H_
 
+#include <memory>
 #include <string>
 
 #include "common/config/cluster_spec.h"
 #include "common/config/job_spec.h"
+#include "common/graph/float_tensor.h"
 #include "common/metrics/metrics_registry.h"
 #include "common/platform/env.h"
 #include "common/platform/exit_codes.h"
@@ -36,6 +38,8 @@ struct ChiefConfig {
   std::string listen;                 // the status service's address ("": 0.0.0.0:<TF_CONFIG port>)
   MetricsRegistry* metrics = nullptr; // the process's Prometheus metrics (not owned; may be null)
   TransportConfig transport;          // how to reach the ps (and with transport.tls, every task)
+  // --init_from's values, checked against the job (see CoordinatorOptions::initial_values).
+  std::shared_ptr<const FloatTensorMap> initial_values;
 };
 
 

@@ -16,12 +16,13 @@
 #include "common/config/task_bootstrap.h"
 #include "common/config/task_flags.h"
 #include "common/config/value_range.h"
+#include "common/graph/initial_weights.h"
 #include "common/metrics/metrics_endpoint.h"
 #include "common/metrics/process_metrics.h"
 #include "common/plan/memory_budget.h"
-#include "common/platform/resource_errors.h"
 #include "common/platform/cpu_level.h"
 #include "common/platform/exit_codes.h"
+#include "common/platform/resource_errors.h"
 #include "common/platform/status_macros.h"
 #include "common/security/tls_config.h"
 
@@ -74,6 +75,9 @@ ABSL_FLAG(std::string, data_dir, "",
           "data directory (overrides the job's data.dir; criteo: the cache of the default synthetic set)");
 ABSL_FLAG(std::string, model_json, "",
           "a Keras model's to_json() file: replaces the job's model, keeping its loss and data");
+ABSL_FLAG(std::string, init_from, "",
+          "Keras weights (.weights.h5 of Keras 3, or Keras 2's .h5) of the job's Keras model: every variable starts "
+          "from them (written as ckpt-0 of --model_dir, which the ps restore); a checkpoint in --model_dir wins");
 ABSL_FLAG(std::string, train_files, "",
           "criteo and tfrecord jobs: comma-separated training files or globs (overrides data.train_files)");
 ABSL_FLAG(std::string, test_files, "", "criteo and tfrecord jobs: comma-separated test files or globs (overrides data.test_files)");
@@ -139,6 +143,11 @@ absl::Status CheckChiefFlags() {
   }
   if (absl::GetFlag(FLAGS_ephemeral) && !absl::GetFlag(FLAGS_model_dir).empty()) {
     return absl::InvalidArgumentError("--ephemeral means no model dir; drop it or --model_dir");
+  }
+  if (absl::GetFlag(FLAGS_ephemeral) && !absl::GetFlag(FLAGS_init_from).empty()) {
+    return absl::InvalidArgumentError(
+        "--init_from needs --model_dir, not --ephemeral: the starting values reach the ps as the checkpoint ckpt-0 "
+        "written there");
   }
   return absl::OkStatus();
 }
@@ -226,6 +235,18 @@ int Main() {
   c.max_checkpoint_failures = static_cast<int>(absl::GetFlag(FLAGS_max_checkpoint_failures));
   c.metrics = &metrics;
   c.transport = setup->transport;
+  if (const std::string path = absl::GetFlag(FLAGS_init_from); !path.empty()) {
+    // Read and checked before any task is waited for: a bad file fails at once.
+    absl::StatusOr<NamedWeights> weights = ReadInitialWeights(c.job, path);
+    if (!weights.ok()) {
+      std::cerr << "pstrain-chief: " << weights.status().message() << "\n";
+      return ExitCodeFor(weights.status());
+    }
+    LogLine("chief", absl::StrCat("--init_from=", path, ": ", weights->size(),
+                                  " variables read; they are the starting values unless --model_dir holds a "
+                                  "checkpoint"));
+    c.initial_values = std::make_shared<const NamedWeights>(*std::move(weights));
+  }
   return RunChief(Env::Default(), c);
 }
 

@@ -1,7 +1,5 @@
 #include "chief/tool/train_command.h"
 
-#include <memory>
-
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -12,11 +10,11 @@
 #include "absl/strings/str_format.h"
 #include "common/config/command_line.h"
 #include "common/config/json_util.h"
-#include "common/graph/keras_weights.h"
+#include "common/graph/initial_weights.h"
 #include "common/plan/memory_budget.h"
+#include "common/plan/optimizer_defaults.h"
 #include "common/platform/cpu_level.h"
 #include "common/platform/exit_codes.h"
-#include "common/plan/optimizer_defaults.h"
 #include "common/platform/status_macros.h"
 #include "worker/data/ctr_dataset.h"
 #include "worker/local/keras_updater.h"
@@ -26,21 +24,17 @@
 namespace pstrain {
 namespace {
 
-// --init_from: the variables start from a Keras weights file (every one of the model's, checked
-// against its shapes) instead of their initializers.
+// --init_from: the variables start from a Keras weights file (ReadInitialWeights checks every one
+// of the model's against its shape) instead of their initializers.
 absl::StatusOr<VariableInitializer> InitializerFromFlag(const std::string& path, const JobSpec& job) {
   if (path.empty()) return VariableInitializer(InitializeVariable);
-  if (!job.model.is_graph()) {
-    return absl::InvalidArgumentError(absl::StrCat("--init_from=", path, ": job \"", job.name,
-                                                   "\" has no Keras model (give --model_json or model.keras_json)"));
-  }
-  absl::StatusOr<NamedWeights> read = ReadKerasWeights(*job.model.graph, path);
-  if (!read.ok()) return absl::Status(read.status().code(), absl::StrCat("--init_from: ", read.status().message()));
-  auto weights = std::make_shared<const NamedWeights>(*std::move(read));
-  return VariableInitializer([weights](const VariableSpec& var, uint64_t, Tensor* value) -> absl::Status {
+  ASSIGN_OR_RETURN(NamedWeights read, ReadInitialWeights(job, path));
+  auto weights = std::make_shared<const NamedWeights>(std::move(read));
+  return VariableInitializer([weights, path](const VariableSpec& var, uint64_t, Tensor* value) -> absl::Status {
     auto it = weights->find(var.name);
-    if (it == weights->end() || it->second.shape != var.shape) {
-      return absl::InternalError(absl::StrCat("--init_from has no value of shape ", ShapeString(var.shape), " for ", var.name));
+    if (it == weights->end() || it->second.shape != var.shape) {  // checked by ReadInitialWeights
+      return absl::InternalError(
+          absl::StrCat("--init_from=", path, " has no value of shape ", ShapeString(var.shape), " for ", var.name));
     }
     *value = Tensor(DType::kFloat32, var.shape);
     std::copy(it->second.values.begin(), it->second.values.end(), value->data<float>());

@@ -31,6 +31,13 @@ int64_t Elements(const std::vector<int64_t>& shape) {
 }
 
 // Each layer's variables (indices into graph.variables), trainable first as Keras stores them.
+// "a, b, c": the names of a layer's variables (indices into graph.variables), for messages.
+std::string VariableNames(const ModelGraph& graph, const std::vector<int>& layer_vars) {
+  std::vector<std::string> names;
+  for (int v : layer_vars) names.push_back(graph.variables[static_cast<size_t>(v)].name);
+  return absl::StrJoin(names, ", ");
+}
+
 std::vector<std::vector<int>> VariablesByLayer(const ModelGraph& graph) {
   std::vector<std::vector<int>> out(graph.layers.size());
   for (size_t i = 0; i < graph.variables.size(); ++i) out[graph.variables[i].layer].push_back(static_cast<int>(i));
@@ -250,8 +257,9 @@ absl::StatusOr<NamedWeights> ReadKeras3(const ModelGraph& graph, hid_t file, con
     absl::StatusOr<std::vector<std::string>> held = Hdf5LinkNames(group.get(), where);
     if (!held.ok()) return held.status();
     if (held->size() != vars[i].size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": holds ", held->size(), " variables; the model's layer has ", vars[i].size()));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": holds ", held->size(),
+                                                     " variables; the model's layer has ", vars[i].size(), " (",
+                                                     VariableNames(graph, vars[i]), ", as vars/0, vars/1, ...)"));
     }
     for (size_t k = 0; k < vars[i].size(); ++k) {
       if (absl::Status s = ReadVariable(graph.variables[vars[i][k]], group.get(), std::to_string(k), where, &out);
@@ -297,7 +305,7 @@ absl::StatusOr<NamedWeights> ReadKeras2(const ModelGraph& graph, hid_t base, con
     if (it->second.size() != vars[i].size()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": the file has ", it->second.size(), " weights (",
                                                      Cut(absl::StrJoin(it->second, ", ")), "); the model's layer has ",
-                                                     vars[i].size()));
+                                                     vars[i].size(), " (", VariableNames(graph, vars[i]), ")"));
     }
     Hdf5Handle group(H5Gopen2(base, name.c_str(), H5P_DEFAULT), H5Gclose);
     for (size_t k = 0; k < vars[i].size(); ++k) {

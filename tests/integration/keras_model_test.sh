@@ -31,27 +31,19 @@ for name in embed/kernel block/kernel norm/gamma classes/bias; do
 done
 grep -q "embed/kernel/part_1" "$WORK/plan.txt" || fail "embed/kernel (401 KB) was not partitioned: $(cat "$WORK/plan.txt")"
 
-make_cluster 2 2
-start_servers 2 2 --threads=1
 MODEL="$WORK/model"
-start chief 0 pstrain-chief --job="$WORK/job/job.json" --model_dir="$MODEL" --wait_timeout_secs=30
-wait_pid "$LAST_PID" 180
-[ "$WAIT_RC" = 0 ] || fail "the chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+run_cluster_job 2 2 "$MODEL" 180 --job="$WORK/job/job.json"  # the done job's ps and workers exit on their own
 accuracy=$(json_get "$MODEL/summary.json" "d['final_test_accuracy']")
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.72 else 1)" "$accuracy" \
   || fail "the Keras residual MLP reached test accuracy $accuracy after 400 steps (want >= 0.72; chance is 0.10)"
 ckpt=$(ls -d "$MODEL"/ckpt-400)
 python3 -c "import json,sys; names=json.dumps(json.load(open(sys.argv[1]))); sys.exit(0 if 'block/kernel' in names else 1)" \
   "$ckpt/index.json" || fail "the checkpoint's index does not name block/kernel"
-"$BIN/pstrain" evaluate --checkpoint="$ckpt" --format=json >"$WORK/evaluate.json" 2>"$WORK/evaluate.log" \
-  || fail "pstrain evaluate failed: $(cat "$WORK/evaluate.log")"
+evaluate_checkpoint "$ckpt" "$WORK/evaluate.json"
 final=$(json_get "$MODEL/summary.json" "d['final_test_loss']")
 evaluated=$(json_get "$WORK/evaluate.json" "d['test_loss']")
 python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 1e-5*max(1,abs(a)) else 1)" \
   "$final" "$evaluated" || fail "the chief's final test loss $final differs from pstrain evaluate's $evaluated"
-# The done job's ps and workers exit on their own.
-for pid in "${PIDS[@]}"; do wait_pid "$pid" 30; done
-PIDS=()
 
 # 2. Sync mode: 2 workers x half of each global batch == one process with the whole batch (the full
 # data set, so both see the same batches).
@@ -63,12 +55,8 @@ cat >"$WORK/job/sync.json" <<'JSON'
  "data": {"dataset": "synthetic_linear", "num_examples": 64},
  "batch_size": 64, "schedule": {"steps": 8, "steps_per_closure": 2}, "mode": "sync", "seed": 5}
 JSON
-make_cluster 2 2
-start_servers 2 2 --threads=1
 SYNC="$WORK/sync"
-start chief 0 pstrain-chief --job="$WORK/job/sync.json" --model_dir="$SYNC" --wait_timeout_secs=30
-wait_pid "$LAST_PID" 120
-[ "$WAIT_RC" = 0 ] || fail "the sync chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+run_cluster_job 2 2 "$SYNC" 120 --job="$WORK/job/sync.json"
 "$BIN/pstrain" train --job="$WORK/job/sync.json" --threads=1 >"$WORK/train.out" 2>"$WORK/train.log" \
   || fail "pstrain train failed: $(tail -n 3 "$WORK/train.log")"
 tail -n 1 "$WORK/train.out" >"$WORK/train.json"
@@ -79,8 +67,6 @@ python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if
   "$cluster" "$single" || fail "the sync cluster's test loss $cluster differs from pstrain train's $single"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[2]) < 0.8 * float(sys.argv[1]) else 1)" "$first" "$cluster" \
   || fail "the regression MLP did not learn: test loss $first after the first step, $cluster at the end"
-for pid in "${PIDS[@]}"; do wait_pid "$pid" 30; done
-PIDS=()
 
 # 3. BatchNormalization: the regression MLP with one between its layers (momentum 0.8), on the full
 # synthetic set as in 2.
@@ -116,24 +102,13 @@ trainable = {v["name"]: v["trainable"] for v in json.load(open(sys.argv[1]))["va
 assert trainable["norm/moving_mean"] is False and trainable["norm/moving_variance"] is False, trainable
 assert trainable["norm/gamma"] is True and trainable["hidden/kernel"] is True, trainable
 PY
-make_cluster 2 2
-start_servers 2 2 --threads=1
 BN="$WORK/bn"
-start chief 0 pstrain-chief --job="$WORK/job/bn_job.json" --model_dir="$BN" --wait_timeout_secs=30
-wait_pid "$LAST_PID" 120
-[ "$WAIT_RC" = 0 ] || fail "the BatchNormalization chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
-for pid in "${PIDS[@]}"; do wait_pid "$pid" 30; done
-PIDS=()
-"$BIN/pstrain" evaluate --checkpoint="$BN" --format=json >"$WORK/bn_evaluate.json" 2>"$WORK/bn_evaluate.log" \
-  || fail "pstrain evaluate of the BatchNormalization model failed: $(cat "$WORK/bn_evaluate.log")"
+run_cluster_job 2 2 "$BN" 120 --job="$WORK/job/bn_job.json"
+evaluate_checkpoint "$BN" "$WORK/bn_evaluate.json"
 # One worker takes the whole batch, so its statistics are pstrain train's: the ps's raw additions
 # must then give pstrain train's moving statistics, and so its test loss.
-make_cluster 2 1
-start_servers 2 1 --threads=1
 BN1="$WORK/bn1"
-start chief 0 pstrain-chief --job="$WORK/job/bn_job.json" --model_dir="$BN1" --wait_timeout_secs=30
-wait_pid "$LAST_PID" 120
-[ "$WAIT_RC" = 0 ] || fail "the one-worker BatchNormalization chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+run_cluster_job 2 1 "$BN1" 120 --job="$WORK/job/bn_job.json"
 "$BIN/pstrain" train --job="$WORK/job/bn_job.json" --threads=1 >"$WORK/bn_train.out" 2>"$WORK/bn_train.log" \
   || fail "pstrain train of the BatchNormalization model failed: $(tail -n 3 "$WORK/bn_train.log")"
 tail -n 1 "$WORK/bn_train.out" >"$WORK/bn_train.json"

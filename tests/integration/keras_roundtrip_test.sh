@@ -52,22 +52,15 @@ DIR="$WORK/keras-residual"
 grep -q "init_from" "$WORK/bad_init.log" || fail "the missing weights file's error does not name --init_from: $(cat "$WORK/bad_init.log")"
 
 # 2. A cluster's checkpoint, exported.
-make_cluster 2 2
-start_servers 2 2 --threads=1
 MODEL="$WORK/model"
-start chief 0 pstrain-chief --job="$DIR/job.json" --mode=sync --model_dir="$MODEL" --wait_timeout_secs=30
-wait_pid "$LAST_PID" 120
-[ "$WAIT_RC" = 0 ] || fail "the chief exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
-"$BIN/pstrain" evaluate --checkpoint="$MODEL" --format=json >"$WORK/evaluate.json" 2>"$WORK/evaluate.log" \
-  || fail "pstrain evaluate failed: $(cat "$WORK/evaluate.log")"
+run_cluster_job 2 2 "$MODEL" 120 --job="$DIR/job.json" --mode=sync
+evaluate_checkpoint "$MODEL" "$WORK/evaluate.json"
 final=$(json_get "$MODEL/summary.json" "d['final_test_loss']")
 evaluated=$(json_get "$WORK/evaluate.json" "d['test_loss']")
 python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 1e-5*max(1,abs(a)) else 1)" \
   "$final" "$evaluated" || fail "the chief's final test loss $final differs from pstrain evaluate's $evaluated"
-"$BIN/pstrain" export --checkpoint="$MODEL" --format=keras --out="$DIR/export.weights.h5" >"$WORK/export.log" 2>&1 \
-  || fail "pstrain export --format=keras failed: $(cat "$WORK/export.log")"
-"$BIN/pstrain" export --checkpoint="$MODEL" --format=onnx --out="$DIR/export.onnx" >>"$WORK/export.log" 2>&1 \
-  || fail "pstrain export --format=onnx failed: $(cat "$WORK/export.log")"
+export_checkpoint "$MODEL" keras "$DIR/export.weights.h5"
+export_checkpoint "$MODEL" onnx "$DIR/export.onnx"
 "$BIN/pstrain" export --checkpoint="$MODEL" --format=keras --out="$DIR/export.h5" >"$WORK/bad_export.log" 2>&1 \
   && fail "a Keras 3 export to a name Keras 3 cannot load was accepted"
 grep -q "weights.h5" "$WORK/bad_export.log" || fail "the bad export name's error does not say what to use"

@@ -99,6 +99,36 @@ start_servers() {
   for ((i = 0; i < nw; i++)); do start worker "$i" pstrain-worker "$@"; WORKER_PIDS[$i]=$LAST_PID; done
 }
 
+# run_cluster_job NUM_PS NUM_WORKERS MODEL_DIR SECONDS [CHIEF_ARGS...]: a job on a fresh cluster
+# (ps and workers with --threads=1): the chief with --model_dir=MODEL_DIR --wait_timeout_secs=30
+# and CHIEF_ARGS (--job=... among them), log chief-0.log; fails unless it exits 0 within SECONDS,
+# then waits for the done job's ps and workers to exit on the chief's word.
+run_cluster_job() {
+  local nps=$1 nw=$2 model=$3 secs=$4 before=${#PIDS[@]} i
+  shift 4
+  make_cluster "$nps" "$nw"
+  start_servers "$nps" "$nw" --threads=1
+  start chief 0 pstrain-chief --model_dir="$model" --wait_timeout_secs=30 "$@"
+  wait_pid "$LAST_PID" "$secs"
+  [ "$WAIT_RC" = 0 ] || fail "the chief ($*) exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+  for ((i = before; i < ${#PIDS[@]}; i++)); do wait_pid "${PIDS[$i]}" 30; done
+  PIDS=("${PIDS[@]:0:before}")
+}
+
+# evaluate_checkpoint CHECKPOINT OUT_JSON: `pstrain evaluate --format=json` of a checkpoint (or a
+# model dir's newest) into OUT_JSON; fails with its log when it fails.
+evaluate_checkpoint() {
+  "$BIN/pstrain" evaluate --checkpoint="$1" --format=json >"$2" 2>"$WORK/evaluate.log" \
+    || fail "pstrain evaluate --checkpoint=$1 failed: $(cat "$WORK/evaluate.log")"
+}
+
+# export_checkpoint CHECKPOINT FORMAT OUT: `pstrain export` of a checkpoint (or a model dir's
+# newest); fails with its log when it fails.
+export_checkpoint() {
+  "$BIN/pstrain" export --checkpoint="$1" --format="$2" --out="$3" >"$WORK/export.log" 2>&1 \
+    || fail "pstrain export --checkpoint=$1 --format=$2 failed: $(cat "$WORK/export.log")"
+}
+
 # wait_pid PID SECONDS: waits for the process to exit (its status in WAIT_RC); fails on timeout.
 wait_pid() {
   local pid=$1 secs=$2 i
