@@ -282,7 +282,7 @@ void ExpectSameAsProtobuf(TfExampleCtrParser& parser, const std::string& bytes, 
   float label[2] = {-1, -1}, numeric[2][2] = {};
   int64_t ids[2][3] = {};
   absl::Status fast = parser.Parse(bytes, &label[0], numeric[0], ids[0]);
-  absl::Status slow = parser.Parse(bytes, &label[1], numeric[1], ids[1], /*protobuf_only=*/true);
+  absl::Status slow = parser.Parse(bytes, &label[1], numeric[1], ids[1], nullptr, /*protobuf_only=*/true);
   ASSERT_EQ(fast, slow) << what;
   if (!fast.ok()) return;
   EXPECT_EQ(label[0], label[1]) << what;
