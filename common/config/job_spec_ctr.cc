@@ -141,7 +141,7 @@ absl::Status ParseCategoricalEntry(const json& entry, const std::string& path, s
   }
   JsonFields f(entry, path, kPrefix);
   ASSIGN_OR_RETURN(*name, f.String("name", ""));
-  ASSIGN_OR_RETURN(bag->combiner, f.String("combiner", "", {"sum", "mean", "sqrtn"}));
+  ASSIGN_OR_RETURN(bag->combiner, f.String("combiner", ""));
   ASSIGN_OR_RETURN(bag->weights, f.String("weights", ""));
   ASSIGN_OR_RETURN(bag->max_length,
                    f.Int("max_length", kDefaultBagMaxLength, IntBetween(1, kMaxBagLength, "(ids in one bag)")));
@@ -149,6 +149,10 @@ absl::Status ParseCategoricalEntry(const json& entry, const std::string& path, s
   if (name->empty()) return f.Invalid("name", "is required: the tf.Example feature holding the bag's ids");
   if (bag->combiner.empty()) {
     return f.Invalid("combiner", "is required for a bag: sum, mean or sqrtn (a feature of one id is given by its name)");
+  }
+  if (bag->combiner != "sum" && bag->combiner != "mean" && bag->combiner != "sqrtn") {
+    return f.Invalid("combiner", absl::StrCat("is \"", bag->combiner, "\"; want sum, mean or sqrtn (as "
+                                              "tf.nn.embedding_lookup_sparse's combiner)"));
   }
   return absl::OkStatus();
 }
