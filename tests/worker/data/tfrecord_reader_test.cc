@@ -180,7 +180,7 @@ tfexample::Example MakeExample(int64_t label, std::vector<float> numeric, std::v
   return e;
 }
 
-TfExampleFeatureSpec SmallFeatures() { return {"label", {"I1", "I2"}, {"C1", "C2", "C3"}}; }
+TfExampleFeatureSpec SmallFeatures() { return {"label", {"I1", "I2"}, {"C1", "C2", "C3"}, {}}; }
 const std::vector<int64_t> kTables = {1000, 7, int64_t{1} << 40};
 
 TfRecordCtrOptions SmallOptions(std::vector<std::string> files) {
