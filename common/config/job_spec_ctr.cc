@@ -148,7 +148,8 @@ absl::Status ParseCategoricalEntry(const json& entry, const std::string& path, s
   RETURN_IF_ERROR(f.NoUnknownKeys());
   if (name->empty()) return f.Invalid("name", "is required: the tf.Example feature holding the bag's ids");
   if (bag->combiner.empty()) {
-    return f.Invalid("combiner", "is required for a bag: sum, mean or sqrtn (a feature of one id is given by its name)");
+    return f.Invalid("combiner",
+                     "is required for a bag: sum, mean or sqrtn (a feature of one id is given by its name)");
   }
   if (bag->combiner != "sum" && bag->combiner != "mean" && bag->combiner != "sqrtn") {
     return f.Invalid("combiner", absl::StrCat("is \"", bag->combiner, "\"; want sum, mean or sqrtn (as "

@@ -7,7 +7,9 @@
 #    bags) for sum, mean and sqrtn, with and without weights; a one-id field equals its row.
 # 2. `pstrain train` of a ctr job on the multi-hot data learns (test AUC above 0.6; the label is
 #    planted in the bags).
-# 3. A bag whose weights do not match its ids fails the job naming the file, record and feature.
+# 3. A real cluster (1 ps, 2 workers, sync, one epoch) trains on the bags too: each worker reads its
+#    part of the records, pulls and pushes its batches' unique ids (bag ids included) over gRPC.
+# 4. A bag whose weights do not match its ids fails the job naming the file, record and feature.
 # Exits 77 when TensorFlow cannot be installed.
 source "$(dirname "$0")/lib.sh" "$1"
 source "$(dirname "$0")/pypi_venv.sh"
@@ -157,7 +159,32 @@ echo "test AUC after 300 steps on multi-hot features: $auc"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.6 else 1)" "$auc" ||
   fail "training on bags reached only test AUC $auc (the label is planted in the bags)"
 
-# 3. A bag's weights that do not match its ids: named.
+# 3. A real cluster on the same job (sync, 3 epochs of 3000 records in batches of 64), against
+# `pstrain train` of that job.
+job mean sqrtn sum | sed 's/"steps": 300, "steps_per_closure": 10/"epochs": 3, "steps_per_closure": 4/' |
+  sed 's/"batch_size": 32/"batch_size": 64, "mode": "sync"/' >"$WORK/job-cluster.json"
+make_cluster 1 2
+PIDS=()
+start_servers 1 2 --threads=1
+start chief 0 pstrain-chief --job="$WORK/job-cluster.json" --model_dir="$WORK/model" --wait_timeout_secs=60
+wait_pid "$LAST_PID" 120
+[ "$WAIT_RC" = 0 ] || fail "the chief exited with $WAIT_RC: $(tail -n 20 "$WORK/chief-0.log")"
+for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+timeout 240 "$BIN/pstrain" train --job="$WORK/job-cluster.json" --threads=1 >"$WORK/train-cluster.out" \
+  2>"$WORK/train-cluster.log" || fail "pstrain train of the cluster's job failed: $(tail -n 20 "$WORK/train-cluster.log")"
+tail -n 1 "$WORK/train-cluster.out" >"$WORK/train-cluster.json"
+python3 - "$WORK/model/summary.json" "$WORK/train-cluster.json" <<'PY' ||
+import json, sys
+d, t = (json.load(open(p)) for p in sys.argv[1:3])
+steps = d.get("global_step", d.get("steps"))
+assert steps == 141, steps  # 3 * ceil(3000 / 64)
+print("cluster on bags: steps", steps, "test AUC", d["final_test_auc"], "; pstrain train", t["final_test_auc"])
+assert d["final_test_auc"] > 0.6, d["final_test_auc"]
+assert d["final_test_auc"] >= t["final_test_auc"] - 0.03, (d["final_test_auc"], t["final_test_auc"])
+PY
+  fail "the cluster did not learn on bags: $(cat "$WORK/model/summary.json")"
+
+# 4. A bag's weights that do not match its ids: named.
 job mean sqrtn sum "$WORK/bad.tfrecord" | sed 's/"steps": 300/"steps": 3/' >"$WORK/job-bad.json"
 expect_exit 2 bad-weights "TFRecord file $WORK/bad.tfrecord, record 4: feature \"tag_w\" \\(the weights of bag \"tags\"\\) has" \
   timeout 120 "$BIN/pstrain" train --job="$WORK/job-bad.json" --threads=1

@@ -89,7 +89,9 @@ absl::Status CtrGradientComputer::Check(absl::Span<const Tensor> params, const B
                                                      ", which is not a bag field of the model (or given twice)"));
     }
     is_bag[f] = true;
-    if (bag.examples() != n || bag.offsets[n] != static_cast<int64_t>(bag.ids.size()) ||
+    if (static_cast<int64_t>(bag.offsets.size()) != n + 1 || bag.offsets[0] != 0 ||
+        bag.offsets[n] != static_cast<int64_t>(bag.ids.size()) ||
+        !std::is_sorted(bag.offsets.begin(), bag.offsets.end()) ||
         batch.bag_positions[k].size() != bag.ids.size() ||
         (!bag.weights.empty() && bag.weights.size() != bag.ids.size())) {
       return absl::InvalidArgumentError(absl::StrCat("the batch's bag of field ", f, " does not hold ", n,

@@ -139,7 +139,9 @@ absl::Status TfExampleCtrParser::ReadBag(size_t c, size_t k) {
     }
     const auto size = static_cast<uint64_t>(table_sizes_[c]);
     if (v.kind == FeatureView::kInt64) {
-      if (!ListValues(v.list, v.kind, &ids, nullptr, nullptr)) return BadFeature(name, "has a list that does not parse");
+      if (!ListValues(v.list, v.kind, &ids, nullptr, nullptr)) {
+        return BadFeature(name, "has a list that does not parse");
+      }
       for (int64_t& id : ids) id = static_cast<int64_t>(static_cast<uint64_t>(id) % size);
     } else {
       bytes_values_.clear();

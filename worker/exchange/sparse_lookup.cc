@@ -74,7 +74,8 @@ absl::Status IdDeduper::Build(Batch* batch, SparseLookup* lookup) {
       return absl::InvalidArgumentError(absl::StrCat("the batch's bag ", k, " is of field ", bag.field,
                                                      ", not a field of the model's ", fields, " or given twice"));
     }
-    if (bag.examples() != n || bag.offsets[0] != 0 || bag.offsets[n] != static_cast<int64_t>(bag.ids.size()) ||
+    if (static_cast<int64_t>(bag.offsets.size()) != n + 1 || bag.offsets[0] != 0 ||
+        bag.offsets[n] != static_cast<int64_t>(bag.ids.size()) ||
         !std::is_sorted(bag.offsets.begin(), bag.offsets.end()) ||
         (!bag.weights.empty() && bag.weights.size() != bag.ids.size())) {
       return absl::InvalidArgumentError(absl::StrCat("the batch's bag of field ", bag.field, " holds ", bag.examples(),

@@ -92,7 +92,8 @@ Step MakeStep(const ModelSpec& model, int64_t n, uint32_t seed, bool weighted) {
     const std::vector<int64_t>& ids = s.lookup.unique_ids[v];
     const int64_t dim = vars[v].shape[1];
     Tensor rows(DType::kFloat32, {static_cast<int64_t>(ids.size()), dim});
-    for (size_t u = 0; u < ids.size(); ++u) std::copy_n(full.data<float>() + ids[u] * dim, dim, rows.data<float>() + u * dim);
+    for (size_t u = 0; u < ids.size(); ++u)
+      std::copy_n(full.data<float>() + ids[u] * dim, dim, rows.data<float>() + u * dim);
     s.tables.push_back(std::move(full));
     s.params.push_back(std::move(rows));
   }
@@ -251,7 +252,8 @@ TEST_P(CtrBagModelTest, MatchesTheNaiveReferenceAndFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Combiners, CtrBagModelTest,
-                         ::testing::Values(std::make_tuple("sum", "sum", false), std::make_tuple("mean", "sqrtn", false),
+                         ::testing::Values(std::make_tuple("sum", "sum", false),
+                                           std::make_tuple("mean", "sqrtn", false),
                                            std::make_tuple("sqrtn", "mean", true), std::make_tuple("sum", "mean", true),
                                            std::make_tuple("mean", "sum", true)));
 
@@ -336,7 +338,8 @@ TEST(CtrBagModelTest, RejectsABatchWithoutTheModelsBags) {
   ASSERT_FALSE(s.batch.bag_positions[0].empty());
   s.batch.bag_positions[0][0] = 50;
   {
-    EXPECT_THAT(std::string((*gc)->Compute(s.params, s.batch, 1.f, &grads, &m).message()), HasSubstr("refers to row 50"));
+    EXPECT_THAT(std::string((*gc)->Compute(s.params, s.batch, 1.f, &grads, &m).message()),
+                HasSubstr("refers to row 50"));
   }
 }
 

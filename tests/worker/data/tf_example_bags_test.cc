@@ -92,7 +92,8 @@ TEST(TfExampleBags, EachBadBagNamesTheFeature) {
   (*e.mutable_features()->mutable_feature())["tags"].mutable_float_list()->add_value(1);
   EXPECT_THAT(BagError(e), HasSubstr("feature \"tags\" (a bag of ids) is a float_list; want int64_list or bytes_list"));
   e = MakeExample(1, 2, {1, 2}, {1.f}, {"x"});
-  EXPECT_THAT(BagError(e), HasSubstr("feature \"tag_w\" (the weights of bag \"tags\") has 1 values for the bag's 2 ids"));
+  EXPECT_THAT(BagError(e),
+              HasSubstr("feature \"tag_w\" (the weights of bag \"tags\") has 1 values for the bag's 2 ids"));
   e = MakeExample(1, 2, {1, 2}, {}, {"x"});
   EXPECT_THAT(BagError(e), HasSubstr("feature \"tag_w\" (the weights of bag \"tags\") has 0 values"));
   e = MakeExample(1, 2, {1, 2, 3, 4, 5}, {1, 1, 1, 1, 1}, {"x"});
@@ -104,7 +105,8 @@ TEST(TfExampleBags, EachBadBagNamesTheFeature) {
   e = good;
   (*e.mutable_features()->mutable_feature())["tag_w"].mutable_float_list()->Clear();
   (*e.mutable_features()->mutable_feature())["tag_w"].mutable_int64_list()->add_value(1);
-  EXPECT_THAT(BagError(e), HasSubstr("feature \"tag_w\" (the weights of bag \"tags\") is an int64_list; want float_list"));
+  EXPECT_THAT(BagError(e),
+              HasSubstr("feature \"tag_w\" (the weights of bag \"tags\") is an int64_list; want float_list"));
   // A bad record after a good bag field: nothing of it is appended (checked in BagError).
   e = good;
   (*e.mutable_features()->mutable_feature())["label"].mutable_int64_list()->set_value(0, 3);
@@ -174,8 +176,14 @@ TEST(TfExampleBags, WireWalkAgreesWithProtobuf) {
   EXPECT_EQ(ints, (std::vector<int64_t>{5, -7, 1 << 30, 3}));
   EXPECT_EQ(words, (std::vector<absl::string_view>{"a", "", "long word"}));
   // Unpacked int64 and float lists (protobuf accepts both encodings).
-  const std::string unpacked_tags = std::string("\x0a\x0e") + "\x0a\x04" "tags" "\x12\x06\x1a\x04\x08\x03\x08\x04";
-  const std::string unpacked_w = std::string("\x0a\x15") + "\x0a\x05" "tag_w" "\x12\x0c\x12\x0a\x0d" +
+  const std::string unpacked_tags = std::string("\x0a\x0e") +
+                                    "\x0a\x04"
+                                    "tags"
+                                    "\x12\x06\x1a\x04\x08\x03\x08\x04";
+  const std::string unpacked_w = std::string("\x0a\x15") +
+                                 "\x0a\x05"
+                                 "tag_w"
+                                 "\x12\x0c\x12\x0a\x0d" +
                                  std::string("\x00\x00\x80\x3f", 4) + "\x0d" + std::string("\x00\x00\x00\x40", 4);
   tfexample::Example base = MakeExample(0, 1, {}, {}, {"z"});
   std::string features = base.features().SerializeAsString() + unpacked_tags + unpacked_w;
