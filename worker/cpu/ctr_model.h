@@ -2,7 +2,8 @@
 // dense tower, one logit, binary cross-entropy from logits) running forward and backward on ONE
 // thread over a slice of a batch, with its buffers kept across steps. Parameters are passed per
 // call in ModelVariables() order: the fields' tables as their gathered unique rows [U_f, dim]
-// (the batch's positions index them), then the tower's kernels and biases.
+// (the batch's positions index them), then the tower's kernels and biases. A bag field's
+// embedding is its ids' rows combined (CombineBags, embedding_kernels.h).
 // CtrGradientComputer (ctr_gradient_computer.h) runs one CtrModel per thread and turns the
 // tower-input gradient into the tables' gradient rows.
 // Thread-safety: one call at a time per object.
