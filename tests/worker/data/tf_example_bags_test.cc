@@ -10,8 +10,10 @@
 #include "gtest/gtest.h"
 #include "proto/example.pb.h"
 #include "tests/worker/data/data_files.h"
+#include "worker/data/shard_iterator.h"
 #include "worker/data/tf_example_ctr.h"
 #include "worker/data/tfrecord_reader.h"
+#include "worker/step/batch.h"
 
 namespace pstrain {
 namespace {
@@ -219,6 +221,58 @@ TEST(TfExampleBags, WireWalkAgreesWithProtobuf) {
     ExpectSameAsProtobuf(m, absl::StrCat("mutation ", i));
     if (::testing::Test::HasFailure()) break;
   }
+}
+
+// Batches carry each example's bag with it: shuffled batches (ShardIterator), ranges (FillRange)
+// and slices of a batch (SliceBatch, positions included) hold the bags of the examples they hold.
+TEST(TfExampleBags, BatchesAndSlicesCarryTheExamplesBags) {
+  auto data = std::make_shared<Dataset>();
+  data->size = 7;
+  data->example_shape = {1};
+  data->ids_per_example = 2;
+  IdBags bag;
+  bag.field = 1;
+  bag.offsets = {0};
+  for (int e = 0; e < 7; ++e) {
+    data->features.push_back(static_cast<float>(e));  // the example's index
+    data->targets.push_back(0.f);
+    data->ids.insert(data->ids.end(), {e, 0});
+    for (int i = 0; i < e % 3; ++i) {  // example e: e % 3 ids 10 e + i, weighing e + i
+      bag.ids.push_back(10 * e + i);
+      bag.weights.push_back(static_cast<float>(e + i));
+    }
+    bag.offsets.push_back(static_cast<int64_t>(bag.ids.size()));
+  }
+  data->target_width = 1;
+  data->bags.push_back(bag);
+  auto expect_bags = [](const Batch& batch, const std::string& what) {
+    ASSERT_EQ(batch.bags.size(), 1u) << what;
+    const IdBags& b = batch.bags[0];
+    EXPECT_EQ(b.field, 1) << what;
+    ASSERT_EQ(b.examples(), batch.size()) << what;
+    for (int64_t k = 0; k < batch.size(); ++k) {
+      const int e = static_cast<int>(batch.inputs.data<float>()[k]);
+      ASSERT_EQ(b.offsets[k + 1] - b.offsets[k], e % 3) << what << " example " << e;
+      for (int i = 0; i < e % 3; ++i) {
+        EXPECT_EQ(b.ids[b.offsets[k] + i], 10 * e + i) << what;
+        EXPECT_EQ(b.weights[b.offsets[k] + i], static_cast<float>(e + i)) << what;
+      }
+    }
+  };
+  ShardIterator it(data, 0, 1, 3);
+  Batch batch;
+  for (int step = 0; step < 6; ++step) {  // past an epoch: reshuffled, reused buffers
+    it.Next(3, &batch);
+    expect_bags(batch, absl::StrCat("step ", step));
+  }
+  FillRange(*data, 2, 7, &batch);
+  expect_bags(batch, "range");
+  batch.bag_positions = {std::vector<int32_t>(batch.bags[0].ids.size())};
+  for (size_t i = 0; i < batch.bag_positions[0].size(); ++i) batch.bag_positions[0][i] = static_cast<int32_t>(100 + i);
+  Batch slice;
+  SliceBatch(batch, 2, 4, &slice);  // examples 4 and 5: 1 and 2 ids, entries 2..4 of the range
+  expect_bags(slice, "slice");
+  EXPECT_EQ(slice.bag_positions, (std::vector<std::vector<int32_t>>{{102, 103, 104}}));
 }
 
 }  // namespace
