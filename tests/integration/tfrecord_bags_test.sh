@@ -8,7 +8,8 @@
 # 2. `pstrain train` of a ctr job on the multi-hot data learns (test AUC above 0.6; the label is
 #    planted in the bags).
 # 3. A real cluster (1 ps, 2 workers, sync, one epoch) trains on the bags too: each worker reads its
-#    part of the records, pulls and pushes its batches' unique ids (bag ids included) over gRPC.
+#    part of the records, pulls and pushes its batches' unique ids (bag ids included) over gRPC;
+#    `pstrain evaluate` of its checkpoint gives the chief's final figures.
 # 4. A bag whose weights do not match its ids fails the job naming the file, record and feature.
 # Exits 77 when TensorFlow cannot be installed.
 source "$(dirname "$0")/lib.sh" "$1"
@@ -183,6 +184,16 @@ assert d["final_test_auc"] > 0.6, d["final_test_auc"]
 assert d["final_test_auc"] >= t["final_test_auc"] - 0.03, (d["final_test_auc"], t["final_test_auc"])
 PY
   fail "the cluster did not learn on bags: $(cat "$WORK/model/summary.json")"
+# `pstrain evaluate` of the cluster's checkpoint reads the bags as the chief did: the same figures.
+"$BIN/pstrain" evaluate --checkpoint="$WORK/model" --format=json >"$WORK/evaluate.json" 2>"$WORK/evaluate.log" ||
+  fail "pstrain evaluate failed: $(cat "$WORK/evaluate.log")"
+python3 - "$WORK/evaluate.json" "$WORK/model/summary.json" <<'PY' || fail "pstrain evaluate disagrees with the chief"
+import json, sys
+e, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert e["test_examples"] == 400 and e["step"] == s["global_step"], (e, s["global_step"])
+assert abs(e["test_auc"] - s["final_test_auc"]) <= 1e-9, (e["test_auc"], s["final_test_auc"])
+assert abs(e["test_logloss"] - s["final_test_logloss"]) <= 1e-6 * s["final_test_logloss"], (e, s["final_test_logloss"])
+PY
 
 # 4. A bag's weights that do not match its ids: named.
 job mean sqrtn sum "$WORK/bad.tfrecord" | sed 's/"steps": 300/"steps": 3/' >"$WORK/job-bad.json"
