@@ -338,7 +338,10 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
     return Invalid("data.dataset", spec.model.is_ctr() ? "must be criteo or tfrecord for a model with fields (CTR)"
                                                        : spec.data.dataset + " needs a CTR model (model.fields)");
   }
-  if (spec.data.dataset == "tfrecord") RETURN_IF_ERROR(internal_job_spec::CheckTfExampleFeatures(spec));
+  if (spec.data.dataset == "tfrecord") {
+    RETURN_IF_ERROR(internal_job_spec::CheckTfExampleFeatures(spec));
+    internal_job_spec::ApplyTfExampleBags(&spec);
+  }
   RETURN_IF_ERROR(ParseSchedule(top, &spec.schedule));
   RETURN_IF_ERROR(ParsePartitioner(top, &spec.partitioner));
   ASSIGN_OR_RETURN(spec.batch_size, top.Int("batch_size", 64, DimensionRange()));

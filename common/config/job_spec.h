@@ -46,6 +46,9 @@ struct EmbeddingFieldSpec {
   // input_dim, e.g. a wide and a deep table); their "<layer>/embeddings" tables share the step's
   // unique ids. Empty for the `fields` of a job spec: the table is `name`'s.
   std::vector<std::string> tables;
+  // Derived from a tfrecord job's data.features, never written in model JSON: "" when the field
+  // holds one id per example, else the bag combiner (sum | mean | sqrtn) of its variable-length ids.
+  std::string combiner;
 };
 
 struct ModelSpec {
@@ -108,13 +111,27 @@ struct OptimizerSpec {
   double beta = 0.0;
 };
 
+// A categorical tf.Example feature read as a bag (multi-hot): any number of ids (0..max_length),
+// as tf.io.VarLenFeature reads it, embedded as combiner(rows of its ids), as
+// tf.nn.embedding_lookup_sparse does. A missing feature is an empty bag (zeros).
+struct TfExampleBagSpec {
+  std::string combiner;  // "" (the feature is fixed-length, one id) | sum | mean | sqrtn
+  std::string weights;   // "" (each id weighs 1) or a float_list feature with one weight >= 0 per id
+  int64_t max_length = 0;  // most ids a bag may hold (more: a bad record)
+  bool is_bag() const { return !combiner.empty(); }
+};
+
 // tfrecord data: which tf.Example features (by name) hold the label, the numeric inputs (in the
 // model's order) and the categorical fields (one per model field, in order). Each is a
-// fixed-length feature of one value, as tf.io.FixedLenFeature([], ...) reads it.
+// fixed-length feature of one value, as tf.io.FixedLenFeature([], ...) reads it, unless
+// `bags` declares it a bag.
 struct TfExampleFeatureSpec {
   std::string label;                     // int64 or float, 0 or 1
   std::vector<std::string> numeric;      // float or int64
   std::vector<std::string> categorical;  // int64 ids, or bytes (hashed)
+  // Empty (every field fixed-length) or one per categorical feature.
+  std::vector<TfExampleBagSpec> bags;
+  bool is_bag(size_t c) const { return c < bags.size() && bags[c].is_bag(); }
 };
 
 struct DataSpec {

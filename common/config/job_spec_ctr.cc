@@ -122,6 +122,44 @@ void CtrModelToJson(const ModelSpec& spec, json* model) {
   (*model)["fields"] = std::move(fields);
 }
 
+namespace {
+
+constexpr int64_t kDefaultBagMaxLength = 4096;
+constexpr int64_t kMaxBagLength = int64_t{1} << 20;
+
+// One entry of data.features.categorical: a feature name, or a bag object.
+absl::Status ParseCategoricalEntry(const json& entry, const std::string& path, std::string* name,
+                                   TfExampleBagSpec* bag) {
+  if (entry.is_string()) {
+    *name = entry.get<std::string>();
+    if (name->empty()) return Invalid(path, "is empty; name the tf.Example feature");
+    return absl::OkStatus();
+  }
+  if (!entry.is_object()) {
+    return Invalid(path, "must be a feature name or a bag {\"name\": ..., \"combiner\": \"sum\" | \"mean\" | "
+                         "\"sqrtn\", \"weights\": name (optional), \"max_length\": n (optional)}");
+  }
+  JsonFields f(entry, path, kPrefix);
+  ASSIGN_OR_RETURN(*name, f.String("name", ""));
+  ASSIGN_OR_RETURN(bag->combiner, f.String("combiner", ""));
+  ASSIGN_OR_RETURN(bag->weights, f.String("weights", ""));
+  ASSIGN_OR_RETURN(bag->max_length,
+                   f.Int("max_length", kDefaultBagMaxLength, IntBetween(1, kMaxBagLength, "(ids in one bag)")));
+  RETURN_IF_ERROR(f.NoUnknownKeys());
+  if (name->empty()) return f.Invalid("name", "is required: the tf.Example feature holding the bag's ids");
+  if (bag->combiner.empty()) {
+    return f.Invalid("combiner",
+                     "is required for a bag: sum, mean or sqrtn (a feature of one id is given by its name)");
+  }
+  if (bag->combiner != "sum" && bag->combiner != "mean" && bag->combiner != "sqrtn") {
+    return f.Invalid("combiner", absl::StrCat("is \"", bag->combiner, "\"; want sum, mean or sqrtn (as "
+                                              "tf.nn.embedding_lookup_sparse's combiner)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ParseTfExampleFeatures(JsonFields& data, bool tfrecord, TfExampleFeatureSpec* spec) {
   const nlohmann::json* value = data.Find("features");
   if (value == nullptr) {
@@ -137,8 +175,27 @@ absl::Status ParseTfExampleFeatures(JsonFields& data, bool tfrecord, TfExampleFe
   JsonFields f(*value, path, kPrefix);
   ASSIGN_OR_RETURN(spec->label, f.String("label", ""));
   ASSIGN_OR_RETURN(spec->numeric, f.StringList("numeric", 10000));
-  ASSIGN_OR_RETURN(spec->categorical, f.StringList("categorical", 10000));
+  const nlohmann::json* categorical = f.Find("categorical");
   RETURN_IF_ERROR(f.NoUnknownKeys());
+  spec->categorical.clear();
+  spec->bags.clear();
+  if (categorical != nullptr) {
+    const std::string where = f.Where("categorical");
+    if (categorical->is_string()) {
+      RETURN_IF_ERROR(ParseCategoricalEntry(*categorical, where, &spec->categorical.emplace_back(),
+                                            &spec->bags.emplace_back()));
+    } else if (!categorical->is_array() || categorical->size() > 10000) {
+      return Invalid(where, "must be a list of at most 10000 entries: feature names or bags");
+    } else {
+      for (size_t i = 0; i < categorical->size(); ++i) {
+        RETURN_IF_ERROR(ParseCategoricalEntry((*categorical)[i], absl::StrCat(where, "[", i, "]"),
+                                              &spec->categorical.emplace_back(), &spec->bags.emplace_back()));
+      }
+    }
+  }
+  bool any_bag = false;
+  for (const TfExampleBagSpec& bag : spec->bags) any_bag = any_bag || bag.is_bag();
+  if (!any_bag) spec->bags.clear();  // all fixed-length: the plain form
   if (spec->label.empty()) return f.Invalid("label", "is required: the name of the tf.Example feature holding the label");
   return absl::OkStatus();
 }
@@ -154,19 +211,49 @@ absl::Status CheckTfExampleFeatures(const JobSpec& spec) {
                    absl::StrCat("names ", f.categorical.size(), " features but the model has ", spec.model.fields.size(),
                                 " fields (model.fields, counts included); name one each"));
   }
+  std::vector<std::string> weights;
+  for (size_t c = 0; c < f.categorical.size(); ++c) {
+    if (!f.is_bag(c)) continue;
+    if (spec.model.is_graph()) {
+      return Invalid(absl::StrCat("data.features.categorical[", c, "]"),
+                     absl::StrCat("is a bag (\"", f.categorical[c], "\"); bags feed models of model.fields only, "
+                                  "not Keras models yet: declare the model with model.fields"));
+    }
+    if (!f.bags[c].weights.empty()) weights.push_back(f.bags[c].weights);
+  }
   std::set<std::string> seen{f.label};
-  for (const auto* list : {&f.numeric, &f.categorical}) {
+  const std::vector<std::string>* lists[] = {&f.numeric, &f.categorical, &weights};
+  for (const auto* list : lists) {
     for (const std::string& name : *list) {
       if (!seen.insert(name).second) {
-        return Invalid("data.features", absl::StrCat("names feature \"", name, "\" twice; each input needs its own"));
+        return Invalid("data.features", absl::StrCat("names feature \"", name,
+                                                    "\" twice; each input (and each bag's weights) needs its own"));
       }
     }
   }
   return absl::OkStatus();
 }
 
+void ApplyTfExampleBags(JobSpec* spec) {
+  const TfExampleFeatureSpec& f = spec->data.features;
+  for (size_t c = 0; c < spec->model.fields.size(); ++c) {
+    spec->model.fields[c].combiner = f.is_bag(c) ? f.bags[c].combiner : "";
+  }
+}
+
 nlohmann::json TfExampleFeaturesToJson(const TfExampleFeatureSpec& spec) {
-  return {{"label", spec.label}, {"numeric", spec.numeric}, {"categorical", spec.categorical}};
+  json categorical = json::array();
+  for (size_t c = 0; c < spec.categorical.size(); ++c) {
+    if (!spec.is_bag(c)) {
+      categorical.push_back(spec.categorical[c]);
+      continue;
+    }
+    const TfExampleBagSpec& bag = spec.bags[c];
+    json entry = {{"name", spec.categorical[c]}, {"combiner", bag.combiner}, {"max_length", bag.max_length}};
+    if (!bag.weights.empty()) entry["weights"] = bag.weights;
+    categorical.push_back(std::move(entry));
+  }
+  return {{"label", spec.label}, {"numeric", spec.numeric}, {"categorical", std::move(categorical)}};
 }
 
 }  // namespace internal_job_spec

@@ -48,11 +48,16 @@ absl::Status CheckKerasModelData(const JobSpec& spec);
 // model.keras_model; errors name the key and the file.
 absl::Status InlineKerasJson(const std::string& spec_path, nlohmann::json* doc);
 // data.features (tfrecord data only; refused for other data): an object {"label": name,
-// "numeric": [names], "categorical": [names]}, label required, names non-empty.
+// "numeric": [names], "categorical": [entries]}, label required, names non-empty. A categorical
+// entry is a name (one id per example) or a bag {"name", "combiner": sum|mean|sqrtn, optional
+// "weights": name, "max_length": n (default kDefaultBagMaxLength)}.
 absl::Status ParseTfExampleFeatures(JsonFields& data, bool tfrecord, TfExampleFeatureSpec* spec);
 // The features against the model: one numeric name per numeric input, one categorical name per
-// field, and no name used twice.
+// field, no name used twice (weights included), and bags only for models of `fields` (a Keras
+// model does not take bags yet).
 absl::Status CheckTfExampleFeatures(const JobSpec& spec);
+// Copies each bag's combiner into its model field (EmbeddingFieldSpec::combiner).
+void ApplyTfExampleBags(JobSpec* spec);
 nlohmann::json TfExampleFeaturesToJson(const TfExampleFeatureSpec& spec);
 
 }  // namespace internal_job_spec

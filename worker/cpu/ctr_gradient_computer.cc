@@ -26,6 +26,11 @@ class CtrGradientComputer : public GradientComputer {
   absl::Status Check(absl::Span<const Tensor> params, const Batch& batch) const;
   void PrepareGrads(absl::Span<const Tensor> params, std::vector<Tensor>* grads);
   void SumTowerGrads(int chunks, std::vector<Tensor>* grads);
+  // The batch's bags as views per field (bag_views_; nullptr when no field is a bag), with
+  // their combiner coefficients. REQUIRES: Check passed.
+  const BagView* PrepareBags(const Batch& batch);
+  // Per-chunk views: each bag field's offsets advanced to the chunk's first example.
+  const BagView* ChunkBags(const BagView* bags, int t, int64_t begin);
 
   std::vector<std::unique_ptr<CtrModel>> replicas_;
   ThreadPool pool_;
@@ -34,6 +39,9 @@ class CtrGradientComputer : public GradientComputer {
   std::vector<std::vector<float*>> grad_ptrs_;  // [thread][variable]
   std::vector<BatchMetrics> replica_metrics_;
   std::vector<float> din_;  // [batch, tower input width]
+  std::vector<BagView> bag_views_;                // [field]
+  std::vector<std::vector<BagView>> chunk_bags_;  // [thread][field]
+  std::vector<std::vector<float>> coef_;          // [bag]: per id
 };
 
 absl::Status CtrGradientComputer::Check(absl::Span<const Tensor> params, const Batch& batch) const {
@@ -67,8 +75,44 @@ absl::Status CtrGradientComputer::Check(absl::Span<const Tensor> params, const B
     return absl::InvalidArgumentError(absl::StrCat("batch has ", batch.positions.size(), " id positions for ", n,
                                                    " examples of ", fields, " fields (was the lookup built?)"));
   }
+  const std::vector<std::string>& combiners = model().combiners();
+  std::vector<bool> is_bag(fields, false);
+  if (batch.bag_positions.size() != batch.bags.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("batch has ", batch.bags.size(), " bags but positions for ",
+                                                   batch.bag_positions.size(), " (was the lookup built?)"));
+  }
+  for (size_t k = 0; k < batch.bags.size(); ++k) {
+    const IdBags& bag = batch.bags[k];
+    const int f = bag.field;
+    if (f < 0 || f >= fields || combiners[f].empty() || is_bag[f]) {
+      return absl::InvalidArgumentError(absl::StrCat("batch bag ", k, " is of field ", f,
+                                                     ", which is not a bag field of the model (or given twice)"));
+    }
+    is_bag[f] = true;
+    if (static_cast<int64_t>(bag.offsets.size()) != n + 1 || bag.offsets[0] != 0 ||
+        bag.offsets[n] != static_cast<int64_t>(bag.ids.size()) ||
+        !std::is_sorted(bag.offsets.begin(), bag.offsets.end()) ||
+        batch.bag_positions[k].size() != bag.ids.size() ||
+        (!bag.weights.empty() && bag.weights.size() != bag.ids.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("the batch's bag of field ", f, " does not hold ", n,
+                                                     " examples with a position (and weight) per id"));
+    }
+    for (int32_t p : batch.bag_positions[k]) {
+      if (p < 0 || p >= params[f].dim(0)) {
+        return absl::InvalidArgumentError(absl::StrCat("a bag id of field ", f, " refers to row ", p, " of the ",
+                                                       params[f].dim(0), " rows pulled for ", vars[f].name));
+      }
+    }
+  }
+  for (int f = 0; f < fields; ++f) {
+    if (!combiners[f].empty() && !is_bag[f]) {
+      return absl::InvalidArgumentError(absl::StrCat("field ", f, " (", vars[f].name,
+                                                     ") is a bag but the batch has no bag for it"));
+    }
+  }
   for (int64_t b = 0; b < n; ++b) {
     for (int f = 0; f < fields; ++f) {
+      if (is_bag[f]) continue;
       const int32_t p = batch.positions[b * fields + f];
       if (p < 0 || p >= params[f].dim(0)) {
         return absl::InvalidArgumentError(absl::StrCat("example ", b, " field ", f, " refers to row ", p, " of the ",
@@ -113,6 +157,30 @@ void CtrGradientComputer::SumTowerGrads(int chunks, std::vector<Tensor>* grads) 
   }
 }
 
+const BagView* CtrGradientComputer::PrepareBags(const Batch& batch) {
+  if (batch.bags.empty()) return nullptr;
+  const int fields = model().num_fields();
+  bag_views_.assign(fields, BagView{});
+  coef_.resize(batch.bags.size());
+  for (size_t k = 0; k < batch.bags.size(); ++k) {
+    const IdBags& bag = batch.bags[k];
+    BagCoefficients(model().combiners()[bag.field], bag.offsets.data(), bag.examples(),
+                    bag.weights.empty() ? nullptr : bag.weights.data(), &coef_[k]);
+    bag_views_[bag.field] = BagView{bag.offsets.data(), batch.bag_positions[k].data(), coef_[k].data()};
+  }
+  return bag_views_.data();
+}
+
+const BagView* CtrGradientComputer::ChunkBags(const BagView* bags, int t, int64_t begin) {
+  if (bags == nullptr) return nullptr;
+  std::vector<BagView>& views = chunk_bags_[t];
+  views.assign(bags, bags + model().num_fields());
+  for (BagView& v : views) {
+    if (v.offsets != nullptr) v.offsets += begin;
+  }
+  return views.data();
+}
+
 absl::Status CtrGradientComputer::Compute(absl::Span<const Tensor> params, const Batch& batch, float loss_scale,
                                           std::vector<Tensor>* grads, BatchMetrics* metrics) {
   RETURN_IF_ERROR(Check(params, batch));
@@ -126,17 +194,24 @@ absl::Status CtrGradientComputer::Compute(absl::Span<const Tensor> params, const
   const EmbeddingLayout& layout = model().layout();
   if (din_.size() < static_cast<size_t>(n * layout.width)) din_.resize(n * layout.width);
   replica_metrics_.assign(replicas_.size(), BatchMetrics{});
+  const BagView* bags = PrepareBags(batch);
+  chunk_bags_.resize(replicas_.size());
   const int chunks = pool_.RunChunks(n, [&](int t, int64_t begin, int64_t count) {
     replicas_[t]->Compute(param_ptrs_.data(), batch.inputs.data<float>() + begin * layout.num_numeric,
-                          batch.positions.data() + begin * fields, batch.targets.data() + begin, count, loss_scale,
-                          grad_ptrs_[t].data(), din_.data() + begin * layout.width, &replica_metrics_[t]);
+                          batch.positions.data() + begin * fields, ChunkBags(bags, t, begin),
+                          batch.targets.data() + begin, count, loss_scale, grad_ptrs_[t].data(),
+                          din_.data() + begin * layout.width, &replica_metrics_[t]);
   });
   // Tables: thread t owns fields t, t + chunks, ...; each adds the examples in batch order.
   pool_.Run(chunks, [&](int t) {
     for (int f = t; f < fields; f += chunks) {
       Tensor& g = (*grads)[f];
       std::fill(g.flat().begin(), g.flat().end(), 0.f);
-      ScatterAddField(layout, f, din_.data(), batch.positions.data(), n, g.data<float>());
+      if (bags != nullptr && bags[f].offsets != nullptr) {
+        ScatterAddBags(layout, f, din_.data(), bags[f], n, g.data<float>());
+      } else {
+        ScatterAddField(layout, f, din_.data(), batch.positions.data(), n, g.data<float>());
+      }
     }
   });
   SumTowerGrads(chunks, grads);
@@ -153,10 +228,12 @@ absl::Status CtrGradientComputer::Evaluate(absl::Span<const Tensor> params, cons
   if (n == 0) return absl::OkStatus();
   const int64_t numeric = model().layout().num_numeric;
   const int fields = model().num_fields();
+  const BagView* bags = PrepareBags(batch);
+  chunk_bags_.resize(replicas_.size());
   const int chunks = pool_.RunChunks(n, [&](int t, int64_t begin, int64_t count) {
     replicas_[t]->Evaluate(param_ptrs_.data(), batch.inputs.data<float>() + begin * numeric,
-                           batch.positions.data() + begin * fields, batch.targets.data() + begin, count,
-                           &replica_metrics_[t]);
+                           batch.positions.data() + begin * fields, ChunkBags(bags, t, begin),
+                           batch.targets.data() + begin, count, &replica_metrics_[t]);
   });
   for (int t = 0; t < chunks; ++t) AddBatchMetrics(replica_metrics_[t], metrics);
   return absl::OkStatus();

@@ -13,7 +13,14 @@ absl::StatusOr<std::unique_ptr<CtrModel>> CtrModel::Create(const ModelSpec& spec
   std::unique_ptr<CtrModel> m(new CtrModel());
   ASSIGN_OR_RETURN(m->variables_, ModelVariables(spec));
   std::vector<int64_t> dims;
-  for (const EmbeddingFieldSpec& f : spec.fields) dims.push_back(f.embedding_dim);
+  for (const EmbeddingFieldSpec& f : spec.fields) {
+    dims.push_back(f.embedding_dim);
+    if (!f.combiner.empty() && f.combiner != "sum" && f.combiner != "mean" && f.combiner != "sqrtn") {
+      return absl::InvalidArgumentError(absl::StrCat("field ", f.name, " has combiner \"", f.combiner,
+                                                     "\"; want sum, mean or sqrtn"));
+    }
+    m->combiners_.push_back(f.combiner);
+  }
   m->layout_ = MakeEmbeddingLayout(spec.numeric_inputs, std::move(dims));
   int64_t in = m->layout_.width;
   int param = m->num_fields();
@@ -34,11 +41,16 @@ absl::StatusOr<std::unique_ptr<CtrModel>> CtrModel::Create(const ModelSpec& spec
 }
 
 const float* CtrModel::Forward(const float* const* params, const float* numeric, const int32_t* positions,
-                               int64_t batch) {
-  for (int f = 0; f < num_fields(); ++f) table_rows_[f] = params[f];
+                               const BagView* bags, int64_t batch) {
+  for (int f = 0; f < num_fields(); ++f) {
+    table_rows_[f] = bags != nullptr && bags[f].offsets != nullptr ? nullptr : params[f];
+  }
   std::vector<float>& x = activations_[0];
   if (x.size() < static_cast<size_t>(batch * layout_.width)) x.resize(batch * layout_.width);
   GatherConcat(layout_, numeric, table_rows_, positions, batch, x.data());
+  for (int f = 0; bags != nullptr && f < num_fields(); ++f) {
+    if (bags[f].offsets != nullptr) CombineBags(layout_, f, params[f], bags[f], batch, x.data());
+  }
   for (size_t l = 0; l < tower_.size(); ++l) {
     const DenseGeometry& g = tower_[l].geometry();
     std::vector<float>& out = activations_[l + 1];
@@ -61,9 +73,10 @@ void CtrModel::AddMetrics(const float* logits, const float* labels, int64_t batc
   metrics->labels.insert(metrics->labels.end(), labels, labels + batch);
 }
 
-void CtrModel::Compute(const float* const* params, const float* numeric, const int32_t* positions, const float* labels,
-                       int64_t batch, float loss_scale, float* const* grads, float* din, BatchMetrics* metrics) {
-  const float* logits = Forward(params, numeric, positions, batch);
+void CtrModel::Compute(const float* const* params, const float* numeric, const int32_t* positions, const BagView* bags,
+                       const float* labels, int64_t batch, float loss_scale, float* const* grads, float* din,
+                       BatchMetrics* metrics) {
+  const float* logits = Forward(params, numeric, positions, bags, batch);
   AddMetrics(logits, labels, batch, loss_scale, /*want_grad=*/true, metrics);
   size_t largest = 0;
   for (const Dense& d : tower_) largest = std::max(largest, static_cast<size_t>(batch * d.geometry().units));
@@ -82,9 +95,9 @@ void CtrModel::Compute(const float* const* params, const float* numeric, const i
   }
 }
 
-void CtrModel::Evaluate(const float* const* params, const float* numeric, const int32_t* positions, const float* labels,
-                        int64_t batch, BatchMetrics* metrics) {
-  const float* logits = Forward(params, numeric, positions, batch);
+void CtrModel::Evaluate(const float* const* params, const float* numeric, const int32_t* positions,
+                        const BagView* bags, const float* labels, int64_t batch, BatchMetrics* metrics) {
+  const float* logits = Forward(params, numeric, positions, bags, batch);
   AddMetrics(logits, labels, batch, 0.f, /*want_grad=*/false, metrics);
 }
 

@@ -7,6 +7,7 @@
 #define PSTRAIN_WORKER_CPU_EMBEDDING_KERNELS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -24,7 +25,8 @@ struct EmbeddingLayout {
 EmbeddingLayout MakeEmbeddingLayout(int64_t num_numeric, std::vector<int64_t> dims);
 
 // out[b] = [numeric[b] | rows[f][positions[b, f]] for each field], for `batch` examples.
-// rows[f]: the field's gathered unique rows [U_f, dims[f]]; positions: [batch, fields].
+// rows[f]: the field's gathered unique rows [U_f, dims[f]]; positions: [batch, fields]. A field
+// whose rows[f] is nullptr (a bag field, CombineBags) is left unwritten.
 // REQUIRES: every position < U_f of its field.
 void GatherConcat(const EmbeddingLayout& layout, const float* numeric, absl::Span<const float* const> rows,
                   const int32_t* positions, int64_t batch, float* out);
@@ -34,6 +36,32 @@ void GatherConcat(const EmbeddingLayout& layout, const float* numeric, absl::Spa
 // grad_rows is [U_f, dims[f]] and is accumulated into, not cleared.
 void ScatterAddField(const EmbeddingLayout& layout, int field, const float* din, const int32_t* positions,
                      int64_t batch, float* grad_rows);
+
+// A bag field's ids for a run of examples (Batch::bags in CSR form): example b's entries are
+// offsets[b] .. offsets[b + 1] (absolute indices into positions and coef), each the position of
+// its id among the table's gathered rows and its combiner coefficient (BagCoefficients).
+struct BagView {
+  const int64_t* offsets = nullptr;
+  const int32_t* positions = nullptr;
+  const float* coef = nullptr;
+};
+
+// The coefficient of each id of `ids_per_bag` bags (offsets: bags + 1) in its bag's combined
+// embedding, as tf.nn.embedding_lookup_sparse combines: sum: w_i; mean: w_i / sum(w);
+// sqrtn: w_i / sqrt(sum(w^2)); a zero denominator (an empty bag, all weights 0) gives 0.
+// `weights`: one per id, or nullptr for all 1. REQUIRES: combiner is sum, mean or sqrtn.
+void BagCoefficients(const std::string& combiner, const int64_t* offsets, int64_t bags, const float* weights,
+                     std::vector<float>* coef);
+
+// out[b, offsets[field] ..] = sum over example b's entries i of coef[i] * rows[positions[i]], for
+// `batch` examples (out as GatherConcat's; an empty bag gives zeros).
+void CombineBags(const EmbeddingLayout& layout, int field, const float* rows, const BagView& bag, int64_t batch,
+                 float* out);
+
+// The backward of CombineBags: grad_rows[positions[i]] += coef[i] * din[b, offsets[field] ..] for
+// the examples b = 0..batch-1 and their entries i in order. Accumulated into, not cleared.
+void ScatterAddBags(const EmbeddingLayout& layout, int field, const float* din, const BagView& bag, int64_t batch,
+                    float* grad_rows);
 
 }  // namespace pstrain
 

@@ -11,6 +11,34 @@
 
 namespace pstrain {
 
+// The ids of one bag field (a multi-hot feature, job_spec.h TfExampleBagSpec) for a run of
+// examples, in CSR form: example e's ids are ids[offsets[e] .. offsets[e + 1]), with their
+// weights when the field has them. The field's column of the fixed ids holds 0 and is not read.
+struct IdBags {
+  int field = 0;                 // the model field
+  std::vector<int64_t> offsets;  // examples + 1 entries, offsets[0] == 0, non-decreasing
+  std::vector<int64_t> ids;      // each in [0, the field's table size)
+  std::vector<float> weights;    // empty (each id weighs 1) or one per id, finite and >= 0
+  int64_t examples() const { return offsets.empty() ? 0 : static_cast<int64_t>(offsets.size()) - 1; }
+  int64_t Bytes() const {
+    return static_cast<int64_t>(sizeof(int64_t) * (offsets.size() + ids.size()) + sizeof(float) * weights.size());
+  }
+  // Appends example `e` of `from` (same field) to this run.
+  void AppendExample(const IdBags& from, int64_t e) {
+    const int64_t begin = from.offsets[e], end = from.offsets[e + 1];
+    if (offsets.empty()) offsets.push_back(0);
+    ids.insert(ids.end(), from.ids.begin() + begin, from.ids.begin() + end);
+    if (!from.weights.empty()) weights.insert(weights.end(), from.weights.begin() + begin, from.weights.begin() + end);
+    offsets.push_back(static_cast<int64_t>(ids.size()));
+  }
+  // An empty run of the same field (and weightedness).
+  void ClearExamples() {
+    offsets.assign(1, 0);
+    ids.clear();
+    weights.clear();
+  }
+};
+
 struct CtrData {
   int64_t size = 0;  // examples
   int num_numeric = 0;
@@ -18,14 +46,17 @@ struct CtrData {
   std::vector<float> labels;   // size values, each 0 or 1
   std::vector<float> numeric;  // size * num_numeric, row-major: log(1 + max(x, 0)), empty = 0
   std::vector<int64_t> ids;    // size * num_categorical, row-major: in [0, that field's table size)
+  std::vector<IdBags> bags;    // one per bag field (none for fixed-length fields), in field order
   // Lines skipped as bad (only with skip_bad_lines) and the error the first of them would have
   // been, so a report can say what was wrong ("" when none was skipped).
   int64_t bad_lines_skipped = 0;
   std::string first_bad_line;
 
-  // Bytes the examples take: size * (4 + 4 * num_numeric + 8 * num_categorical).
+  // Bytes the examples take: size * (4 + 4 * num_numeric + 8 * num_categorical) plus the bags'.
   int64_t ExampleBytes() const {
-    return size * static_cast<int64_t>(sizeof(float) * (1 + num_numeric) + sizeof(int64_t) * num_categorical);
+    int64_t bytes = size * static_cast<int64_t>(sizeof(float) * (1 + num_numeric) + sizeof(int64_t) * num_categorical);
+    for (const IdBags& bag : bags) bytes += bag.Bytes();
+    return bytes;
   }
 };
 

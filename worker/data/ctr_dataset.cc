@@ -134,6 +134,7 @@ absl::StatusOr<Dataset> LoadCtrDataset(Env* env, const JobSpec& job, Split split
   d.target_width = 1;
   d.ids = std::move(data.ids);
   d.ids_per_example = data.num_categorical;
+  d.bags = std::move(data.bags);
   d.bad_lines_skipped = data.bad_lines_skipped;
   d.first_bad_line = std::move(data.first_bad_line);
   return d;

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/config/job_spec.h"
+#include "worker/data/ctr_data.h"
 
 namespace pstrain {
 
@@ -29,6 +30,8 @@ struct Dataset {
   // its field's table; features are the numeric inputs and targets the 0/1 labels.
   std::vector<int64_t> ids;
   int64_t ids_per_example = 0;
+  std::vector<IdBags> bags;            // tfrecord bag fields (ctr_data.h): one per bag field
+
   int64_t bad_lines_skipped = 0;       // criteo with skip_bad_lines
   std::string first_bad_line;          // what the first skipped line had wrong
   int64_t example_floats() const;

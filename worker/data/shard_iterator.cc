@@ -17,6 +17,11 @@ void PrepareBatch(const Dataset& data, int64_t n, Batch* batch) {
   batch->labels.resize(data.labels.empty() ? 0 : n);
   batch->targets.resize(n * data.target_width);
   batch->ids.resize(n * data.ids_per_example);
+  batch->bags.resize(data.bags.size());
+  for (size_t k = 0; k < data.bags.size(); ++k) {
+    batch->bags[k].field = data.bags[k].field;
+    batch->bags[k].ClearExamples();
+  }
 }
 
 void CopyExample(const Dataset& data, int64_t from, int64_t to, Batch* batch) {
@@ -28,6 +33,8 @@ void CopyExample(const Dataset& data, int64_t from, int64_t to, Batch* batch) {
   }
   const int64_t k = data.ids_per_example;
   if (k > 0) std::memcpy(batch->ids.data() + to * k, data.ids.data() + from * k, sizeof(int64_t) * k);
+  // Examples are copied in batch order (to = 0, 1, ...), so each bag appends.
+  for (size_t j = 0; j < data.bags.size(); ++j) batch->bags[j].AppendExample(data.bags[j], from);
 }
 
 }  // namespace
@@ -100,6 +107,19 @@ void SliceBatch(const Batch& from, int64_t begin, int64_t end, Batch* to) {
   slice(from.targets, &to->targets);
   slice(from.ids, &to->ids);
   slice(from.positions, &to->positions);
+  to->bags.resize(from.bags.size());
+  to->bag_positions.resize(from.bag_positions.size());
+  for (size_t k = 0; k < from.bags.size(); ++k) {
+    const IdBags& bag = from.bags[k];
+    IdBags& out = to->bags[k];
+    out.field = bag.field;
+    out.ClearExamples();
+    for (int64_t e = begin; e < end; ++e) out.AppendExample(bag, e);
+    if (k < from.bag_positions.size()) {
+      const std::vector<int32_t>& p = from.bag_positions[k];
+      to->bag_positions[k].assign(p.begin() + bag.offsets[begin], p.begin() + bag.offsets[end]);
+    }
+  }
 }
 
 void FillRange(const Dataset& data, int64_t begin, int64_t end, Batch* batch) {

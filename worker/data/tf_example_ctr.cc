@@ -88,12 +88,91 @@ TfExampleCtrParser::TfExampleCtrParser(TfExampleFeatureSpec features, std::vecto
   for (const auto* list : {&features_.numeric, &features_.categorical}) {
     for (const std::string& name : *list) slots_.emplace(name, slot++);
   }
+  for (size_t c = 0; c < features_.categorical.size(); ++c) {
+    if (features_.is_bag(c) && !features_.bags[c].weights.empty()) slots_.emplace(features_.bags[c].weights, slot++);
+  }
   // A name given twice (refused by the job spec; possible here) reads the same feature twice.
   index_.push_back(slots_.at(features_.label));
   for (const auto* list : {&features_.numeric, &features_.categorical}) {
     for (const std::string& name : *list) index_.push_back(slots_.at(name));
   }
-  bytes_.reserve(slots_.size());  // never reallocated: views point into its strings
+  list_slot_.assign(slots_.size(), false);
+  for (size_t c = 0; c < features_.categorical.size(); ++c) {
+    const bool weighted = features_.is_bag(c) && !features_.bags[c].weights.empty();
+    weights_index_.push_back(weighted ? slots_.at(features_.bags[c].weights) : -1);
+    if (features_.is_bag(c)) {
+      list_slot_[slots_.at(features_.categorical[c])] = true;
+      if (weighted) list_slot_[weights_index_.back()] = true;
+      bag_ids_.emplace_back();
+      bag_weights_.emplace_back();
+    }
+  }
+  bytes_.reserve(2 * slots_.size());  // never reallocated: views point into its strings
+}
+
+std::vector<IdBags> MakeBagColumns(const TfExampleFeatureSpec& features) {
+  std::vector<IdBags> bags;
+  for (size_t c = 0; c < features.categorical.size(); ++c) {
+    if (!features.is_bag(c)) continue;
+    IdBags& bag = bags.emplace_back();
+    bag.field = static_cast<int>(c);
+    bag.offsets.assign(1, 0);
+  }
+  return bags;
+}
+
+absl::Status TfExampleCtrParser::ReadBag(size_t c, size_t k) {
+  const TfExampleBagSpec& spec = features_.bags[c];
+  const std::string& name = features_.categorical[c];
+  const FeatureView& v = views_[index_[1 + features_.numeric.size() + c]];
+  std::vector<int64_t>& ids = bag_ids_[k];
+  std::vector<float>& weights = bag_weights_[k];
+  ids.clear();
+  weights.clear();
+  if (v.present && v.kind != FeatureView::kNone) {
+    if (v.kind != FeatureView::kInt64 && v.kind != FeatureView::kBytes) {
+      return BadFeature(name, absl::StrCat("(a bag of ids) is ", KindName(v.kind), "; want int64_list or bytes_list"));
+    }
+    if (v.count > spec.max_length) {
+      return BadFeature(name, absl::StrCat("(a bag of ids) has ", v.count, " values, more than its max_length ",
+                                           spec.max_length, "; raise max_length in the job spec"));
+    }
+    const auto size = static_cast<uint64_t>(table_sizes_[c]);
+    if (v.kind == FeatureView::kInt64) {
+      if (!ListValues(v.list, v.kind, &ids, nullptr, nullptr)) {
+        return BadFeature(name, "has a list that does not parse");
+      }
+      for (int64_t& id : ids) id = static_cast<int64_t>(static_cast<uint64_t>(id) % size);
+    } else {
+      bytes_values_.clear();
+      if (!ListValues(v.list, v.kind, nullptr, nullptr, &bytes_values_)) {
+        return BadFeature(name, "has a list that does not parse");
+      }
+      for (absl::string_view b : bytes_values_) ids.push_back(b.empty() ? 0 : static_cast<int64_t>(Fnv1a64(b) % size));
+    }
+  }
+  if (spec.weights.empty()) return absl::OkStatus();
+  const FeatureView& w = views_[weights_index_[c]];
+  if (w.present && w.kind != FeatureView::kNone) {
+    if (w.kind != FeatureView::kFloat) {
+      return BadFeature(spec.weights, absl::StrCat("(the weights of bag \"", name, "\") is ", KindName(w.kind),
+                                                   "; want float_list"));
+    }
+    if (!ListValues(w.list, w.kind, nullptr, &weights, nullptr)) {
+      return BadFeature(spec.weights, "has a list that does not parse");
+    }
+  }
+  if (weights.size() != ids.size()) {
+    return BadFeature(spec.weights, absl::StrCat("(the weights of bag \"", name, "\") has ", weights.size(),
+                                                 " values for the bag's ", ids.size(), " ids; want one weight per id"));
+  }
+  for (float x : weights) {
+    if (!std::isfinite(x) || x < 0.f) {
+      return BadFeature(spec.weights, absl::StrCat("(the weights of bag \"", name, "\") has weight ", x,
+                                                   "; weights must be finite and >= 0"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status TfExampleCtrParser::ProtobufViews(absl::string_view serialized) {
@@ -109,6 +188,16 @@ absl::Status TfExampleCtrParser::ProtobufViews(absl::string_view serialized) {
     const tfexample::Feature& f = it->second;
     FeatureView& v = views_[slot];
     v.present = true;
+    if (list_slot_[slot]) {  // the whole list, re-encoded, for ListValues
+      if (f.has_bytes_list()) {
+        bytes_.push_back(f.bytes_list().SerializeAsString());
+      } else if (f.has_float_list()) {
+        bytes_.push_back(f.float_list().SerializeAsString());
+      } else if (f.has_int64_list()) {
+        bytes_.push_back(f.int64_list().SerializeAsString());
+      }
+      if (f.kind_case() != tfexample::Feature::KIND_NOT_SET) v.list = bytes_.back();
+    }
     if (f.has_bytes_list()) {
       v.kind = FeatureView::kBytes;
       v.count = f.bytes_list().value_size();
@@ -131,7 +220,7 @@ absl::Status TfExampleCtrParser::ProtobufViews(absl::string_view serialized) {
 }
 
 absl::Status TfExampleCtrParser::Parse(absl::string_view serialized, float* label, float* numeric, int64_t* ids,
-                                       bool protobuf_only) {
+                                       std::vector<IdBags>* bags, bool protobuf_only) {
   bytes_.clear();
   if (protobuf_only || !FastFeatureViews(serialized, slots_, &views_)) RETURN_IF_ERROR(ProtobufViews(serialized));
   const FeatureView& l = views_[index_[0]];
@@ -147,7 +236,13 @@ absl::Status TfExampleCtrParser::Parse(absl::string_view serialized, float* labe
     if (!std::isfinite(x)) return BadFeature(features_.numeric[i], absl::StrCat("(a numeric input) is ", x));
     numeric[i] = x > 0.0 ? static_cast<float>(std::log1p(x)) : 0.0f;  // as a Criteo numeric field
   }
+  size_t k = 0;  // bags read
   for (size_t c = 0; c < features_.categorical.size(); ++c) {
+    if (features_.is_bag(c)) {
+      RETURN_IF_ERROR(ReadBag(c, k++));
+      ids[c] = 0;
+      continue;
+    }
     const FeatureView& v = views_[index_[1 + num_numeric + c]];
     RETURN_IF_ERROR(CheckFixed(v, features_.categorical[c], "a categorical id", true, false, true));
     const auto size = static_cast<uint64_t>(table_sizes_[c]);
@@ -157,13 +252,21 @@ absl::Status TfExampleCtrParser::Parse(absl::string_view serialized, float* labe
       ids[c] = v.bytes_value.empty() ? 0 : static_cast<int64_t>(Fnv1a64(v.bytes_value) % size);
     }
   }
+  // The record is good: only now append its bags, so a skipped record leaves none behind.
+  for (size_t b = 0; b < k; ++b) {
+    IdBags& bag = (*bags)[b];
+    bag.ids.insert(bag.ids.end(), bag_ids_[b].begin(), bag_ids_[b].end());
+    bag.weights.insert(bag.weights.end(), bag_weights_[b].begin(), bag_weights_[b].end());
+    bag.offsets.push_back(static_cast<int64_t>(bag.ids.size()));
+  }
   return absl::OkStatus();
 }
 
 absl::Status ParseTfExampleCtr(absl::string_view serialized, const TfExampleFeatureSpec& features,
                                const std::vector<int64_t>& table_sizes, float* label, float* numeric, int64_t* ids) {
   TfExampleCtrParser parser(features, table_sizes);
-  return parser.Parse(serialized, label, numeric, ids);
+  std::vector<IdBags> bags = MakeBagColumns(features);  // read and dropped: the ids of bag fields are 0
+  return parser.Parse(serialized, label, numeric, ids, &bags);
 }
 
 absl::StatusOr<CtrData> ReadTfRecordCtr(Env* env, const TfRecordCtrOptions& options) {
@@ -176,6 +279,8 @@ absl::StatusOr<CtrData> ReadTfRecordCtr(Env* env, const TfRecordCtrOptions& opti
   CtrData data;
   data.num_numeric = static_cast<int>(options.features.numeric.size());
   data.num_categorical = static_cast<int>(options.features.categorical.size());
+  data.bags = MakeBagColumns(options.features);
+  int64_t bag_bytes = 0;  // the bags' bytes so far
   const int64_t row_bytes = static_cast<int64_t>(sizeof(float) * (1 + data.num_numeric) +
                                                  sizeof(int64_t) * data.num_categorical);
   std::vector<float> numeric(data.num_numeric);
@@ -189,7 +294,7 @@ absl::StatusOr<CtrData> ReadTfRecordCtr(Env* env, const TfRecordCtrOptions& opti
       if (mine.by_line && i % options.num_parts != options.part) return absl::OkStatus();
       absl::Status status =
           record.checksum_ok
-              ? parser.Parse(record.data, &label, numeric.data(), ids.data())
+              ? parser.Parse(record.data, &label, numeric.data(), ids.data(), &data.bags)
               : absl::DataLossError("the checksum of the record's data does not match (the file is corrupt)");
       if (!status.ok()) {
         status = absl::Status(status.code(), absl::StrCat(TfRecordWhere(file, record.index), status.message()));
@@ -197,7 +302,11 @@ absl::StatusOr<CtrData> ReadTfRecordCtr(Env* env, const TfRecordCtrOptions& opti
         if (data.bad_lines_skipped++ == 0) data.first_bad_line = std::string(status.message());
         return absl::OkStatus();
       }
-      if ((data.size + 1) * row_bytes > budget) {
+      if (!data.bags.empty()) {
+        bag_bytes = 0;
+        for (const IdBags& bag : data.bags) bag_bytes += bag.Bytes();
+      }
+      if ((data.size + 1) * row_bytes + bag_bytes > budget) {
         return absl::ResourceExhaustedError(
             absl::StrCat(TfRecordWhere(file, record.index), "the examples read so far pass the memory budget of ",
                          FormatBytes(budget), " for a data part; give the job more workers (each reads its own part)"));
@@ -214,6 +323,11 @@ absl::StatusOr<CtrData> ReadTfRecordCtr(Env* env, const TfRecordCtrOptions& opti
   data.labels.shrink_to_fit();
   data.numeric.shrink_to_fit();
   data.ids.shrink_to_fit();
+  for (IdBags& bag : data.bags) {
+    bag.offsets.shrink_to_fit();
+    bag.ids.shrink_to_fit();
+    bag.weights.shrink_to_fit();
+  }
   return data;
 }
 

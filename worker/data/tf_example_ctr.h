@@ -7,6 +7,10 @@
 //                Criteo hex id is int(hex, 16) % size); bytes_list: FNV-1a 64 of the bytes % size
 //                (an empty string is id 0, as an empty Criteo field)
 //
+//   bag          (TfExampleBagSpec) int64_list or bytes_list of 0..max_length ids, each mapped as
+//                a categorical id; weights, when named, a float_list of as many values, each finite
+//                and >= 0 (a missing weights feature is an empty list); a missing bag is empty
+//
 // so the same data as Criteo TSV and as tf.Example (ids written as int64 int(hex, 16)) gives the
 // same CtrData. Files, parts and bad data follow criteo_reader.h with records for lines: the
 // globs' files sorted, whole files per part when there are at least as many files as parts, else
@@ -45,19 +49,32 @@ class TfExampleCtrParser {
   // REQUIRES: table_sizes has one entry >= 1 per categorical feature.
   TfExampleCtrParser(TfExampleFeatureSpec features, std::vector<int64_t> table_sizes);
   // As ParseTfExampleCtr below; `protobuf_only` skips the wire walk (the reference in tests).
+  // Bag fields write 0 to their `ids` entry and, only when the whole record is good, append the
+  // example to `bags` (one IdBags per bag field, in field order, as MakeBagColumns makes them).
+  // REQUIRES: `bags` given when the features have bags.
   absl::Status Parse(absl::string_view serialized, float* label, float* numeric, int64_t* ids,
-                     bool protobuf_only = false);
+                     std::vector<IdBags>* bags = nullptr, bool protobuf_only = false);
 
  private:
   absl::Status ProtobufViews(absl::string_view serialized);
+  // Reads bag field `c` (its k-th bag) into bag_ids_[k] / bag_weights_[k].
+  absl::Status ReadBag(size_t c, size_t k);
 
   const TfExampleFeatureSpec features_;
   const std::vector<int64_t> table_sizes_;
   FeatureSlots slots_;          // each distinct name once
   std::vector<int> index_;      // label, numeric..., categorical... -> slot
+  std::vector<int> weights_index_;  // per categorical feature: its bag weights' slot, or -1
+  std::vector<bool> list_slot_;     // per slot: the protobuf path keeps its whole list (bags, weights)
+  std::vector<std::vector<int64_t>> bag_ids_;  // per bag: this record's ids
+  std::vector<std::vector<float>> bag_weights_;
+  std::vector<absl::string_view> bytes_values_;
   std::vector<FeatureView> views_;
   std::vector<std::string> bytes_;  // bytes values of the protobuf path, alive for one Parse
 };
+
+// One empty IdBags per bag field of `features`, in field order (the form Parse appends to).
+std::vector<IdBags> MakeBagColumns(const TfExampleFeatureSpec& features);
 
 // Parses one serialized tf.Example into label, numeric[features.numeric.size()] and
 // ids[features.categorical.size()]. InvalidArgument naming the feature (`feature "C3" is a

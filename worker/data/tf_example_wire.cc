@@ -179,6 +179,7 @@ bool Feature(absl::string_view bytes, FeatureView* view) {
     absl::string_view list;
     if (wire != kLen || view->kind != FeatureView::kNone || !r.Bytes(&list)) return false;
     view->kind = static_cast<FeatureView::Kind>(field);
+    view->list = list;
     if (!List(list, view->kind, view)) return false;
   }
   return true;
@@ -210,6 +211,60 @@ bool Entry(absl::string_view bytes, const FeatureSlots& slots, std::vector<Featu
 }
 
 }  // namespace
+
+bool ListValues(absl::string_view list, FeatureView::Kind kind, std::vector<int64_t>* int64_values,
+                std::vector<float>* float_values, std::vector<absl::string_view>* bytes_values) {
+  Reader r(list);
+  while (!r.done()) {
+    int field, wire;
+    if (!r.Tag(&field, &wire)) return false;
+    if (field != 1) {
+      if (!r.Skip(wire)) return false;
+      continue;
+    }
+    if (kind == FeatureView::kBytes) {
+      absl::string_view value;
+      if (wire != kLen || !r.Bytes(&value)) return false;
+      bytes_values->push_back(value);
+    } else if (kind == FeatureView::kFloat) {
+      uint32_t bits;
+      float value;
+      if (wire == kFixed32) {
+        if (!r.Fixed32(&bits)) return false;
+        std::memcpy(&value, &bits, 4);
+        float_values->push_back(value);
+      } else if (wire == kLen) {
+        absl::string_view packed;
+        if (!r.Bytes(&packed) || packed.size() % 4 != 0) return false;
+        for (size_t i = 0; i < packed.size(); i += 4) {
+          std::memcpy(&value, packed.data() + i, 4);
+          float_values->push_back(value);
+        }
+      } else {
+        return false;
+      }
+    } else if (kind == FeatureView::kInt64) {
+      uint64_t v;
+      if (wire == kVarint) {
+        if (!r.Varint(&v)) return false;
+        int64_values->push_back(static_cast<int64_t>(v));
+      } else if (wire == kLen) {
+        absl::string_view packed;
+        if (!r.Bytes(&packed)) return false;
+        Reader values(packed);
+        while (!values.done()) {
+          if (!values.Varint(&v)) return false;
+          int64_values->push_back(static_cast<int64_t>(v));
+        }
+      } else {
+        return false;
+      }
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
 
 bool FastFeatureViews(absl::string_view serialized, const FeatureSlots& slots, std::vector<FeatureView>* views) {
   views->assign(slots.size(), FeatureView());

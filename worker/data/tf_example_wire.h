@@ -29,6 +29,9 @@ struct FeatureView {
   int64_t int64_value = 0;  // the value, when count == 1
   float float_value = 0;
   absl::string_view bytes_value;  // points into the serialized record
+  // The list message (BytesList, FloatList or Int64List) the values came from, for reading all of
+  // them (ListValues below); points into the serialized record.
+  absl::string_view list;
 };
 
 // Wanted feature names -> their slot in the views.
@@ -37,6 +40,12 @@ using FeatureSlots = absl::flat_hash_map<std::string, int>;
 // Fills views[slot] (views.size() == slots' count, reset here) from `serialized`; false when the
 // record needs protobuf's parser (see above).
 bool FastFeatureViews(absl::string_view serialized, const FeatureSlots& slots, std::vector<FeatureView>* views);
+
+// Appends every value of a serialized list message (FeatureView::list) of `kind` to the vector of
+// that kind (the others are not touched; bytes values point into `list`). False when the list
+// does not parse as that kind.
+bool ListValues(absl::string_view list, FeatureView::Kind kind, std::vector<int64_t>* int64_values,
+                std::vector<float>* float_values, std::vector<absl::string_view>* bytes_values);
 
 }  // namespace pstrain
 

@@ -65,9 +65,30 @@ absl::Status IdDeduper::Build(Batch* batch, SparseLookup* lookup) {
     return absl::InvalidArgumentError(absl::StrCat("a batch of ", n, " examples has ", batch->ids.size(),
                                                    " categorical ids; the model has ", fields, " fields per example"));
   }
-  // At most n distinct ids per field of a table: a power of two at least twice that keeps probes short.
+  // Bag fields: their ids come from batch->bags, their column of batch->ids is not read.
+  bag_of_field_.assign(fields, -1);
+  int64_t bag_ids = 0;
+  for (size_t k = 0; k < batch->bags.size(); ++k) {
+    const IdBags& bag = batch->bags[k];
+    if (bag.field < 0 || bag.field >= fields || bag_of_field_[bag.field] >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("the batch's bag ", k, " is of field ", bag.field,
+                                                     ", not a field of the model's ", fields, " or given twice"));
+    }
+    if (static_cast<int64_t>(bag.offsets.size()) != n + 1 || bag.offsets[0] != 0 ||
+        bag.offsets[n] != static_cast<int64_t>(bag.ids.size()) ||
+        !std::is_sorted(bag.offsets.begin(), bag.offsets.end()) ||
+        (!bag.weights.empty() && bag.weights.size() != bag.ids.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("the batch's bag of field ", bag.field, " holds ", bag.examples(),
+                                                     " examples of ", bag.ids.size(), " ids (", bag.weights.size(),
+                                                     " weights); want ", n, " examples in CSR form"));
+    }
+    bag_of_field_[bag.field] = static_cast<int>(k);
+    bag_ids += static_cast<int64_t>(bag.ids.size());
+  }
+  // At most n distinct ids per field of a table (plus every bag id): a power of two at least twice
+  // that keeps probes short.
   uint64_t capacity = 16;
-  while (capacity < static_cast<uint64_t>(2 * n * max_fields_per_table_)) capacity <<= 1;
+  while (capacity < static_cast<uint64_t>(2 * (n * max_fields_per_table_ + bag_ids))) capacity <<= 1;
   if (slot_id_.size() < capacity) {
     slot_id_.assign(capacity, 0);
     slot_position_.assign(capacity, 0);
@@ -78,6 +99,7 @@ absl::Status IdDeduper::Build(Batch* batch, SparseLookup* lookup) {
   lookup->unique_ids.resize(num_variables_);
   for (auto& u : lookup->unique_ids) u.clear();
   batch->positions.resize(n * fields);
+  batch->bag_positions.resize(batch->bags.size());
   // One generation of the slot table per table, so the fields that share it share its ids.
   for (const int table : tables_) {
     if (++stamp_ == 0) {  // wrapped: old stamps could look live
@@ -87,6 +109,25 @@ absl::Status IdDeduper::Build(Batch* batch, SparseLookup* lookup) {
     std::vector<int64_t>* unique = &lookup->unique_ids[table];
     for (int f = 0; f < fields; ++f) {
       if (field_variable_[f] != table) continue;
+      if (bag_of_field_[f] >= 0) {
+        const int k = bag_of_field_[f];
+        const std::vector<int64_t>& ids = batch->bags[k].ids;
+        std::vector<int32_t>& positions = batch->bag_positions[k];
+        positions.resize(ids.size());
+        for (size_t i = 0; i < ids.size(); ++i) {
+          if (ids[i] < 0 || ids[i] >= field_rows_[f]) {
+            const auto& offsets = batch->bags[k].offsets;
+            const int64_t b = std::upper_bound(offsets.begin(), offsets.end(), static_cast<int64_t>(i)) -
+                              offsets.begin() - 1;
+            return absl::InvalidArgumentError(absl::StrCat("example ", b, " of the batch has id ", ids[i],
+                                                           " in the bag of field ", f, ", outside its table's ",
+                                                           field_rows_[f], " rows"));
+          }
+          positions[i] = Insert(ids[i], unique);
+        }
+        for (int64_t b = 0; b < n; ++b) batch->positions[b * fields + f] = 0;  // not read
+        continue;
+      }
       unique->reserve(unique->size() + n);
       for (int64_t b = 0; b < n; ++b) {
         const int64_t id = batch->ids[b * fields + f];

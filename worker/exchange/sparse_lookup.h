@@ -2,7 +2,8 @@
 // step takes, per table, the distinct ids of its field (in order of first appearance) and, per
 // example and field, the position of the example's id among them: the worker pulls only those
 // rows (params[i] = [U_i, dim]), the model gathers by position, and the gradient rows come back
-// summed per unique id, in the same order, for the push.
+// summed per unique id, in the same order, for the push. A bag field's ids (Batch::bags) join its
+// table's unique ids the same way, with a position per id.
 // Thread-safety: SparseLookup is a value; an IdDeduper is used by one thread at a time.
 #ifndef PSTRAIN_WORKER_EXCHANGE_SPARSE_LOOKUP_H_
 #define PSTRAIN_WORKER_EXCHANGE_SPARSE_LOOKUP_H_
@@ -43,8 +44,10 @@ class IdDeduper {
   int num_fields() const { return static_cast<int>(field_variable_.size()); }
 
   // Fills lookup->unique_ids (one list per variable) and batch->positions ([B, fields]) from
-  // batch->ids ([B, fields]). InvalidArgument naming the field, the example and the id when an
-  // id is outside its table's rows, or when batch->ids is not B * fields long.
+  // batch->ids ([B, fields]); for a bag field (batch->bags) batch->bag_positions from its ids
+  // instead, deduplicated with the other ids of its table (its batch->positions column is 0).
+  // InvalidArgument naming the field, the example and the id when an id is outside its table's
+  // rows, when batch->ids is not B * fields long, or for a bag not of B examples or of no field.
   absl::Status Build(Batch* batch, SparseLookup* lookup);
 
  private:
@@ -55,6 +58,7 @@ class IdDeduper {
   std::vector<int> tables_;          // the first tables, each once, in order of first field
   std::vector<std::pair<int, int>> aliases_;  // (table, table whose unique ids it takes)
   std::vector<int64_t> field_rows_;  // per field: vocabulary size
+  std::vector<int> bag_of_field_;    // per field: its bag in the batch being built, or -1
   int64_t max_fields_per_table_ = 1;
   int num_variables_ = 0;
   std::vector<int64_t> slot_id_;  // open addressing: the id in a slot

@@ -2,7 +2,8 @@
 // regression targets for MSE models). A CTR model's batch: the numeric features as `inputs`
 // [B, numeric_inputs], the 0/1 labels as `targets` [B], the categorical ids [B, fields] and,
 // once IdDeduper (sparse_lookup.h) has run for the step, each id's position among its table's
-// unique ids.
+// unique ids. A bag field (a multi-hot feature) has its ids in `bags` instead, and the positions of
+// each of them in `bag_positions`.
 // Thread-safety: a value; no sharing rules of its own.
 #ifndef PSTRAIN_WORKER_STEP_BATCH_H_
 #define PSTRAIN_WORKER_STEP_BATCH_H_
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/tensor/tensor.h"
+#include "worker/data/ctr_data.h"
 
 namespace pstrain {
 
@@ -20,6 +22,8 @@ struct Batch {
   std::vector<float> targets;    // mse: B * outputs values; binary_crossentropy: B labels, 0 or 1
   std::vector<int64_t> ids;      // CTR: [B, fields] row-major, field f's id in [0, its vocabulary)
   std::vector<int32_t> positions;  // CTR: [B, fields], index into SparseLookup::unique_ids[table]
+  std::vector<IdBags> bags;        // CTR bag fields, in field order: B examples each
+  std::vector<std::vector<int32_t>> bag_positions;  // per bag, per id: as `positions`
   int64_t size() const { return inputs.rank() == 0 ? 0 : inputs.dim(0); }
 };
 

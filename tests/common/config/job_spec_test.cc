@@ -435,6 +435,68 @@ TEST(JobSpecTest, TfRecordDataNeedsFeaturesMatchingTheModel) {
   EXPECT_THAT(ErrorOf(doc), HasSubstr("tfrecord needs a CTR model"));
 }
 
+// A categorical feature may be a bag: {"name", "combiner", "weights", "max_length"}; its combiner
+// reaches the model field, the canonical form round-trips, and bad bags are named.
+TEST(JobSpecTest, TfRecordBagFeatures) {
+  auto tfrecord = [] {
+    nlohmann::json doc = Ctr();
+    doc["model"]["numeric_inputs"] = 1;
+    doc["model"]["fields"] = {{{"vocabulary_size", 10}, {"embedding_dim", 4}},
+                              {{"vocabulary_size", 20}, {"embedding_dim", 4}},
+                              {{"vocabulary_size", 30}, {"embedding_dim", 2}}};
+    doc["data"] = {{"dataset", "tfrecord"}, {"train_files", {"/d/train.tfrecord"}}, {"test_files", "/d/test.tfrecord"},
+                   {"features",
+                    {{"label", "clicked"},
+                     {"numeric", {"I1"}},
+                     {"categorical",
+                      {"C1",
+                       {{"name", "tags"}, {"combiner", "mean"}, {"weights", "tag_w"}, {"max_length", 64}},
+                       {{"name", "words"}, {"combiner", "sqrtn"}}}}}}};
+    return doc;
+  };
+  auto spec = JobSpecFromJson(tfrecord());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const TfExampleFeatureSpec& f = spec->data.features;
+  EXPECT_EQ(f.categorical, (std::vector<std::string>{"C1", "tags", "words"}));
+  ASSERT_EQ(f.bags.size(), 3u);
+  EXPECT_FALSE(f.is_bag(0));
+  EXPECT_EQ(f.bags[1].combiner, "mean");
+  EXPECT_EQ(f.bags[1].weights, "tag_w");
+  EXPECT_EQ(f.bags[1].max_length, 64);
+  EXPECT_EQ(f.bags[2].combiner, "sqrtn");
+  EXPECT_EQ(f.bags[2].max_length, 4096);
+  EXPECT_EQ(spec->model.fields[0].combiner, "");
+  EXPECT_EQ(spec->model.fields[1].combiner, "mean");
+  EXPECT_EQ(spec->model.fields[2].combiner, "sqrtn");
+  auto again = JobSpecFromJson(JobSpecToJson(*spec));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(JobSpecToJson(*again), JobSpecToJson(*spec));
+  EXPECT_EQ(again->model.fields[1].combiner, "mean");
+  EXPECT_EQ(again->data.features.bags[1].weights, "tag_w");
+
+  nlohmann::json doc = tfrecord();
+  doc["data"]["features"]["categorical"][1]["combiner"] = "max";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.features.categorical[1].combiner"));
+  doc = tfrecord();
+  doc["data"]["features"]["categorical"][1].erase("combiner");
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.features.categorical[1].combiner is required for a bag"));
+  doc = tfrecord();
+  doc["data"]["features"]["categorical"][2]["max_length"] = 0;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.features.categorical[2].max_length"));
+  doc = tfrecord();
+  doc["data"]["features"]["categorical"][2]["weight"] = "w";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("unknown key \"weight\""));
+  doc = tfrecord();
+  doc["data"]["features"]["categorical"][2]["weights"] = "tag_w";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("names feature \"tag_w\" twice"));
+  doc = tfrecord();
+  doc["data"]["features"]["categorical"][1]["weights"] = "I1";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("names feature \"I1\" twice"));
+  doc = tfrecord();
+  doc["data"]["features"]["categorical"][0] = 5;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("data.features.categorical[0] must be a feature name or a bag"));
+}
+
 TEST(JobSpecTest, CtrFieldsNamedAndInitializedAsKeras) {
   auto doc = Ctr();
   doc["model"]["fields"] = {{{"name", "user"}, {"vocabulary_size", 10}, {"embedding_dim", 4}},

@@ -303,5 +303,23 @@ TEST(JobSpecKerasTest, UnsupportedInitializersAreRefusedNamingTheLayer) {
   EXPECT_THAT(std::string(spec.status().message()), HasSubstr("GlorotUniform"));
 }
 
+// A bag (multi-hot) feature feeds models of model.fields only: a Keras model on one is refused
+// with the reason, rather than reading one id of it.
+TEST(JobSpecKerasTest, BagFeaturesAreRefusedForKerasModels) {
+  json job = CtrJob({{"keras_model", Fixture("keras3_deepfm.json")}});
+  job["data"] = {{"dataset", "tfrecord"}, {"train_files", {"/d/train.tfrecord"}}, {"test_files", {"/d/test.tfrecord"}},
+                 {"features",
+                  {{"label", "y"},
+                   {"numeric", {"n1", "n2", "n3"}},
+                   {"categorical", {"c0", {{"name", "tags"}, {"combiner", "mean"}}, "c2", "c3"}}}}};
+  absl::StatusOr<JobSpec> spec = JobSpecFromJson(job);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(std::string(spec.status().message()),
+              HasSubstr("data.features.categorical[1] is a bag (\"tags\"); bags feed models of model.fields only"));
+  job["data"]["features"]["categorical"][1] = "c1";
+  spec = JobSpecFromJson(job);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+}
+
 }  // namespace
 }  // namespace pstrain

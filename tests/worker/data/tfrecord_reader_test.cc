@@ -180,7 +180,7 @@ tfexample::Example MakeExample(int64_t label, std::vector<float> numeric, std::v
   return e;
 }
 
-TfExampleFeatureSpec SmallFeatures() { return {"label", {"I1", "I2"}, {"C1", "C2", "C3"}}; }
+TfExampleFeatureSpec SmallFeatures() { return {"label", {"I1", "I2"}, {"C1", "C2", "C3"}, {}}; }
 const std::vector<int64_t> kTables = {1000, 7, int64_t{1} << 40};
 
 TfRecordCtrOptions SmallOptions(std::vector<std::string> files) {
@@ -282,7 +282,7 @@ void ExpectSameAsProtobuf(TfExampleCtrParser& parser, const std::string& bytes, 
   float label[2] = {-1, -1}, numeric[2][2] = {};
   int64_t ids[2][3] = {};
   absl::Status fast = parser.Parse(bytes, &label[0], numeric[0], ids[0]);
-  absl::Status slow = parser.Parse(bytes, &label[1], numeric[1], ids[1], /*protobuf_only=*/true);
+  absl::Status slow = parser.Parse(bytes, &label[1], numeric[1], ids[1], nullptr, /*protobuf_only=*/true);
   ASSERT_EQ(fast, slow) << what;
   if (!fast.ok()) return;
   EXPECT_EQ(label[0], label[1]) << what;
