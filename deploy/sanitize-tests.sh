@@ -61,6 +61,7 @@ kind_asan() {
   SUITES+="|KerasJson|Flavors/KerasJson|KerasJsonRefusal|Fixtures/KerasJsonRefusal|GraphExecutor|GraphLoss"
   SUITES+="|Fixtures/KerasFixture|OnnxExport|KerasWeights|JobSpecKeras|GraphGradientComputer|CtrGraphGradientComputer"
   SUITES+="|Crc32c|TfRecordFraming|TfRecordBadInput|TfExampleCtr|NonTrainableShard|DynamicTableCheckpoint"
+  SUITES+="|DynamicPsServer|DynamicPsCheckpoint|GrpcDynamicTable"
   INTEGRATION="bad_input_.*|bad_config|file_access|model_dir_owner"
   TESTS="^((${SUITES})(Test)?\\.|integration_(${INTEGRATION})$)"
   # fuzzer-no-link: the libFuzzer targets (tests/fuzz, deploy/fuzz.sh) are built here too; for the
