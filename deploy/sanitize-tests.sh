@@ -54,6 +54,7 @@ kind_asan() {
                 worker_tfrecord_reader_test worker_ctr_graph_gradient_computer_test ps_dynamic_table_test)
   SUITES="CheckedMath|JsonLimits|JsonFields|MemoryBudget|ConfinedPath|ReadRegularFile|TaskFlags|JobSpec|ClusterSpec"
   SUITES+="|SlurmHostlist|SlurmTasksPerNode|SlurmTasksFlag|SlurmCluster|SlurmBootstrap"
+  SUITES+="|DynamicPsServer|DynamicPsCheckpoint|GrpcDynamicTable"
   SUITES+="|CheckpointBadInput|PsMemoryBudget|TensorChannelBounds|ByteBudget|ModelDirRuns|CoordinatorMemory"
   SUITES+="|DivergenceCheck|DatasetBadInput|Partitioner|VariablePlanner|Tensor|Env|Checkpoint|TableCheckpoint|Checksum"
   SUITES+="|PsServer|SparsePs|TensorChannelWire|TensorChannelClient|Channel|InProcessCluster|Divergence|Idx|Csv"
@@ -61,7 +62,6 @@ kind_asan() {
   SUITES+="|KerasJson|Flavors/KerasJson|KerasJsonRefusal|Fixtures/KerasJsonRefusal|GraphExecutor|GraphLoss"
   SUITES+="|Fixtures/KerasFixture|OnnxExport|KerasWeights|JobSpecKeras|GraphGradientComputer|CtrGraphGradientComputer"
   SUITES+="|Crc32c|TfRecordFraming|TfRecordBadInput|TfExampleCtr|NonTrainableShard|DynamicTableCheckpoint"
-  SUITES+="|DynamicPsServer|DynamicPsCheckpoint|GrpcDynamicTable"
   INTEGRATION="bad_input_.*|bad_config|file_access|model_dir_owner"
   TESTS="^((${SUITES})(Test)?\\.|integration_(${INTEGRATION})$)"
   # fuzzer-no-link: the libFuzzer targets (tests/fuzz, deploy/fuzz.sh) are built here too; for the
