@@ -48,10 +48,10 @@ absl::StatusOr<std::vector<int64_t>> Keys(const KeyedRows& rows, const DynamicSh
   for (int64_t key : keys) {
     const int owner = DynamicKeyOwner(static_cast<uint64_t>(key), spec.num_shards());
     if (owner != spec.shard_index()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dynamic shard ", spec.shard_name(), " (shard ", spec.shard_index(), " of ", spec.num_shards(), " of table ",
-          spec.table_name(), ") does not own key ", key, ": shard ", owner,
-          " does; route each key to shard DynamicKeyOwner(key, ", spec.num_shards(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dynamic shard ", spec.shard_name(), " (shard ", spec.shard_index(), " of ", spec.num_shards(),
+                       " of table ", spec.table_name(), ") does not own key ", key, ": shard ", owner,
+                       " does; route each key to shard DynamicKeyOwner(key, ", spec.num_shards(), ")"));
     }
   }
   return keys;
@@ -63,7 +63,8 @@ absl::Status CheckSpec(const DynamicShardSpecProto& spec) {
   if (spec.table_name().empty()) return absl::InvalidArgumentError(absl::StrCat(what, " needs a table_name"));
   if (spec.num_shards() < 1 || spec.shard_index() < 0 || spec.shard_index() >= spec.num_shards()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": shard_index ", spec.shard_index(), " of num_shards ",
-                                                   spec.num_shards(), " is not in [0, num_shards) with num_shards >= 1"));
+                                                   spec.num_shards(),
+                                                   " is not in [0, num_shards) with num_shards >= 1"));
   }
   return absl::OkStatus();
 }
@@ -113,7 +114,8 @@ absl::StatusOr<std::vector<std::shared_ptr<PsServer::DynamicShard>>> PsServer::M
     }
     absl::StatusOr<std::unique_ptr<DynamicTable>> table = DynamicTable::Create(TableOptions(spec, opts));
     if (!table.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("dynamic shard ", spec.shard_name(), ": ", table.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dynamic shard ", spec.shard_name(), ": ", table.status().message()));
     }
     auto shard = std::make_shared<DynamicShard>();
     shard->spec = spec;
@@ -136,8 +138,8 @@ absl::StatusOr<std::shared_ptr<PsServer::DynamicShard>> PsServer::FindDynamic(co
     return absl::InvalidArgumentError(absl::StrCat("shard ", name, " on ", options_.task,
                                                    " is not a dynamic table shard; pull and push it with Pull / Push"));
   }
-  return absl::NotFoundError(absl::StrCat(options_.task, " holds no dynamic shard ", name,
-                                          "; create it with CreateShards (dynamic_shards)"));
+  return absl::NotFoundError(
+      absl::StrCat(options_.task, " holds no dynamic shard ", name, "; create it with CreateShards (dynamic_shards)"));
 }
 
 absl::Status PsServer::PullKeys(const PullKeysRequest& request, PullKeysResponse* response) {
@@ -190,17 +192,16 @@ absl::Status PsServer::PushKeys(const PushKeysRequest& request, PushKeysResponse
     ASSIGN_OR_RETURN(std::vector<int64_t> k, Keys(entry, shard->spec));
     const size_t floats = k.size() * static_cast<size_t>(shard->table->dim());
     if (entry.values().size() != floats * sizeof(float)) {
-      return absl::InvalidArgumentError(absl::StrCat("dynamic shard ", entry.shard_name(), ": ", entry.values().size(),
-                                                     " bytes of gradients for ", k.size(), " keys of dim ",
-                                                     shard->table->dim(), "; send ", floats * sizeof(float),
-                                                     " (float32 [num_keys, dim])"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dynamic shard ", entry.shard_name(), ": ", entry.values().size(), " bytes of gradients for ", k.size(),
+          " keys of dim ", shard->table->dim(), "; send ", floats * sizeof(float), " (float32 [num_keys, dim])"));
     }
     std::vector<float> g(floats);
     if (floats > 0) std::memcpy(g.data(), entry.values().data(), entry.values().size());
     for (size_t j = 0; j < g.size(); ++j) {
       if (!std::isfinite(g[j])) {
-        return absl::InvalidArgumentError(absl::StrCat("dynamic shard ", entry.shard_name(),
-                                                       ": the gradient of key ", k[j / shard->table->dim()],
+        return absl::InvalidArgumentError(absl::StrCat("dynamic shard ", entry.shard_name(), ": the gradient of key ",
+                                                       k[j / shard->table->dim()],
                                                        " is NaN or infinite; nothing was applied"));
       }
     }
@@ -262,16 +263,16 @@ absl::Status PsServer::RestoreDynamic(const std::string& dir, std::vector<std::s
         continue;  // another table's file whose escaped name starts like this one's
       }
       if (saved_count != -1 && count != saved_count) {
-        return absl::DataLossError(absl::StrCat("checkpoint ", dir, " holds files of dynamic table ",
-                                                spec.table_name(), " saved as ", saved_count, " and as ", count,
+        return absl::DataLossError(absl::StrCat("checkpoint ", dir, " holds files of dynamic table ", spec.table_name(),
+                                                " saved as ", saved_count, " and as ", count,
                                                 " shards; it was written by two runs"));
       }
       saved_count = count;
       files[index] = entry;
     }
     if (saved_count == -1) {
-      return absl::NotFoundError(absl::StrCat("checkpoint ", dir, " holds no file of dynamic table ",
-                                              spec.table_name(), " (", DynamicShardFileName(spec.table_name(), 0, 1),
+      return absl::NotFoundError(absl::StrCat("checkpoint ", dir, " holds no file of dynamic table ", spec.table_name(),
+                                              " (", DynamicShardFileName(spec.table_name(), 0, 1),
                                               " or the like); was it saved with this table?"));
     }
     std::vector<DynamicTableState> saved;
@@ -286,8 +287,7 @@ absl::Status PsServer::RestoreDynamic(const std::string& dir, std::vector<std::s
                        env_->ReadRegularFile(dir + "/" + it->second, std::numeric_limits<int64_t>::max()));
       absl::StatusOr<DynamicTableState> state = DecodeDynamicTableState(bytes);
       if (!state.ok()) {
-        return absl::Status(state.status().code(),
-                            absl::StrCat(dir, "/", it->second, ": ", state.status().message()));
+        return absl::Status(state.status().code(), absl::StrCat(dir, "/", it->second, ": ", state.status().message()));
       }
       saved.push_back(std::move(*state));
     }
@@ -298,8 +298,8 @@ absl::Status PsServer::RestoreDynamic(const std::string& dir, std::vector<std::s
     }
     absl::Status restored = shard->table->RestoreState((*resharded)[spec.shard_index()]);
     if (!restored.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("dynamic shard ", spec.shard_name(), " from ", dir, ": ",
-                                                     restored.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dynamic shard ", spec.shard_name(), " from ", dir, ": ", restored.message()));
     }
   }
   return absl::OkStatus();
