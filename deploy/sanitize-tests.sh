@@ -55,6 +55,7 @@ kind_asan() {
                 worker_tf_example_bags_test worker_ctr_bag_model_test)
   SUITES="CheckedMath|JsonLimits|JsonFields|MemoryBudget|ConfinedPath|ReadRegularFile|TaskFlags|JobSpec|ClusterSpec"
   SUITES+="|SlurmHostlist|SlurmTasksPerNode|SlurmTasksFlag|SlurmCluster|SlurmBootstrap"
+  SUITES+="|DynamicPsServer|DynamicPsCheckpoint|GrpcDynamicTable"
   SUITES+="|CheckpointBadInput|PsMemoryBudget|TensorChannelBounds|ByteBudget|ModelDirRuns|CoordinatorMemory"
   SUITES+="|DivergenceCheck|DatasetBadInput|Partitioner|VariablePlanner|Tensor|Env|Checkpoint|TableCheckpoint|Checksum"
   SUITES+="|PsServer|SparsePs|TensorChannelWire|TensorChannelClient|Channel|InProcessCluster|Divergence|Idx|Csv"

@@ -24,6 +24,25 @@ constexpr int64_t kMaxEmbeddingDim = 65536;
 constexpr int64_t kMaxFields = 100000;
 constexpr int64_t kMaxNumericInputs = 1000000;
 
+// A field's "dynamic": {"admission_threshold", "ttl_steps", "max_rows"}, given in place of
+// vocabulary_size: a table without a vocabulary whose rows are made on first use (ps/README.md,
+// "Dynamic tables"). The ps holds such tables, but the workers cannot route raw ids to them yet, so
+// the declaration is checked and then refused.
+absl::Status RefuseDynamicTable(const json& value, const std::string& path, bool has_vocabulary) {
+  RETURN_IF_ERROR(JsonFields::RequireObject(value, path, kPrefix));
+  JsonFields d(value, path, kPrefix);
+  RETURN_IF_ERROR(d.Int("admission_threshold", 1, IntBetween(1, 255, "(pushes before an id becomes a row)")).status());
+  RETURN_IF_ERROR(d.Int("ttl_steps", 0, IntAtLeast(0, "(steps without an update before a row is dropped)")).status());
+  RETURN_IF_ERROR(d.Int("max_rows", 0, IntBetween(0, kMaxVocabulary, "(rows per ps shard)")).status());
+  RETURN_IF_ERROR(d.NoUnknownKeys());
+  if (has_vocabulary) {
+    return Invalid(path, "cannot be given with vocabulary_size: a dynamic table has no vocabulary; drop one of them");
+  }
+  return Invalid(path,
+                 "declares a table without a vocabulary: the ps can hold it, but workers cannot train one yet; "
+                 "give vocabulary_size (ids are hashed modulo it) instead");
+}
+
 // One entry of model.fields: {"vocabulary_size", "embedding_dim", optional "name",
 // "embeddings_initializer", and "count" (that many identical fields, named automatically)}.
 absl::Status ParseFieldEntry(const json& entry, const std::string& path, std::vector<EmbeddingFieldSpec>* fields) {
@@ -39,7 +58,9 @@ absl::Status ParseFieldEntry(const json& entry, const std::string& path, std::ve
   ASSIGN_OR_RETURN(field.embeddings_initializer,
                    ParseInitializer(f, "embeddings_initializer", field.embeddings_initializer));
   ASSIGN_OR_RETURN(int64_t count, f.Int("count", 1, IntBetween(1, kMaxFields, "(identical fields)")));
+  const json* dynamic = f.Find("dynamic");
   RETURN_IF_ERROR(f.NoUnknownKeys());
+  if (dynamic != nullptr) return RefuseDynamicTable(*dynamic, path + ".dynamic", field.vocabulary_size != 0);
   if (field.vocabulary_size == 0) return f.Invalid("vocabulary_size", "is missing (the table's rows)");
   if (field.embedding_dim == 0) return f.Invalid("embedding_dim", "is missing (the table's columns)");
   if (count > 1 && !field.name.empty()) {

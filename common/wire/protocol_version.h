@@ -12,8 +12,9 @@ namespace pstrain {
 // 2: embedding-table rows (SparseRows) in pulls and pushes. 3: the tensor channel opens with a
 // hello (version and task) and may run over TLS; the chunked PullStream / PushStream are gone.
 // 4: shards of non-trainable variables (ShardSpecProto.non_trainable) add pushes as they are; an
-// older ps would run its optimizer on them.
-inline constexpr int kProtocolVersion = 4;
+// older ps would run its optimizer on them. 5: dynamic table shards (CreateShardsRequest.dynamic_shards)
+// pulled and pushed by key (PullKeys / PushKeys); an older ps would ignore them.
+inline constexpr int kProtocolVersion = 5;
 
 // Returns OK when `theirs` equals kProtocolVersion; otherwise FailedPrecondition naming both
 // versions and `peer` (e.g. "ps:1 at localhost:2222").

@@ -55,6 +55,14 @@ absl::Status GrpcPsClient::PushParts(const PushRequest& header, absl::Span<const
   return transport_->PushParts(header, payload, response, deadline_);
 }
 
+absl::Status GrpcPsClient::PullKeys(const PullKeysRequest& request, PullKeysResponse* response) {
+  return Unary(&PsService::Stub::PullKeys, request, response, deadline_);
+}
+
+absl::Status GrpcPsClient::PushKeys(const PushKeysRequest& request, PushKeysResponse* response) {
+  return Unary(&PsService::Stub::PushKeys, request, response, deadline_);
+}
+
 absl::Status GrpcPsClient::Save(const SaveRequest& request, SaveResponse* response) {
   return Unary(&PsService::Stub::Save, request, response, deadline_);
 }

@@ -33,6 +33,9 @@ class GrpcPsClient : public PsClient {
   absl::Status Push(const PushRequest& request, PushResponse* response) override;
   absl::Status PushParts(const PushRequest& header, absl::Span<const absl::string_view> payload,
                          PushResponse* response) override;
+  // Unary gRPC calls (never the tensor channel).
+  absl::Status PullKeys(const PullKeysRequest& request, PullKeysResponse* response) override;
+  absl::Status PushKeys(const PushKeysRequest& request, PushKeysResponse* response) override;
   absl::Status Save(const SaveRequest& request, SaveResponse* response) override;
   absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) override;
   absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) override;

@@ -33,6 +33,14 @@ absl::Status LocalPsClient::Pull(const PullRequest& request, PullResponse* respo
 absl::Status LocalPsClient::Push(const PushRequest& request, PushResponse* response) {
   return Wait(server_, &PsServer::Push, request, response);
 }
+absl::Status LocalPsClient::PullKeys(const PullKeysRequest& request, PullKeysResponse* response) {
+  return server_->PullKeys(request, response);
+}
+
+absl::Status LocalPsClient::PushKeys(const PushKeysRequest& request, PushKeysResponse* response) {
+  return server_->PushKeys(request, response);
+}
+
 absl::Status LocalPsClient::Save(const SaveRequest& request, SaveResponse* response) {
   return server_->Save(request, response);
 }

@@ -21,6 +21,8 @@ class LocalPsClient : public PsClient {
   absl::Status CreateShards(const CreateShardsRequest& request, CreateShardsResponse* response) override;
   absl::Status Pull(const PullRequest& request, PullResponse* response) override;
   absl::Status Push(const PushRequest& request, PushResponse* response) override;
+  absl::Status PullKeys(const PullKeysRequest& request, PullKeysResponse* response) override;
+  absl::Status PushKeys(const PushKeysRequest& request, PushKeysResponse* response) override;
   absl::Status Save(const SaveRequest& request, SaveResponse* response) override;
   absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) override;
   absl::Status Promote(const PromoteRequest& request, PromoteResponse* response) override;

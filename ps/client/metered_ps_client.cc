@@ -14,6 +14,8 @@ MeteredPsClient::MeteredPsClient(std::unique_ptr<PsClient> client, MetricsRegist
       create_shards_(MakeMethod("CreateShards")),
       pull_(MakeMethod("Pull")),
       push_(MakeMethod("Push")),
+      pull_keys_(MakeMethod("PullKeys")),
+      push_keys_(MakeMethod("PushKeys")),
       save_(MakeMethod("Save")),
       restore_(MakeMethod("Restore")),
       get_stats_(MakeMethod("GetStats")),
@@ -52,6 +54,14 @@ absl::Status MeteredPsClient::Pull(const PullRequest& request, PullResponse* res
 absl::Status MeteredPsClient::Push(const PushRequest& request, PushResponse* response) {
   return Timed(push_, [&] { return client_->Push(request, response); });
 }
+absl::Status MeteredPsClient::PullKeys(const PullKeysRequest& request, PullKeysResponse* response) {
+  return Timed(pull_keys_, [&] { return client_->PullKeys(request, response); });
+}
+
+absl::Status MeteredPsClient::PushKeys(const PushKeysRequest& request, PushKeysResponse* response) {
+  return Timed(push_keys_, [&] { return client_->PushKeys(request, response); });
+}
+
 absl::Status MeteredPsClient::Save(const SaveRequest& request, SaveResponse* response) {
   return Timed(save_, [&] { return client_->Save(request, response); });
 }

@@ -24,6 +24,8 @@ class MeteredPsClient : public PsClient {
   absl::Status CreateShards(const CreateShardsRequest& request, CreateShardsResponse* response) override;
   absl::Status Pull(const PullRequest& request, PullResponse* response) override;
   absl::Status Push(const PushRequest& request, PushResponse* response) override;
+  absl::Status PullKeys(const PullKeysRequest& request, PullKeysResponse* response) override;
+  absl::Status PushKeys(const PushKeysRequest& request, PushKeysResponse* response) override;
   absl::Status Save(const SaveRequest& request, SaveResponse* response) override;
   absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) override;
   absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) override;
@@ -50,7 +52,7 @@ class MeteredPsClient : public PsClient {
   const std::unique_ptr<PsClient> client_;
   MetricsRegistry* const metrics_;
   const std::string ps_;
-  const Method handshake_, create_shards_, pull_, push_, save_, restore_, get_stats_, shutdown_;
+  const Method handshake_, create_shards_, pull_, push_, pull_keys_, push_keys_, save_, restore_, get_stats_, shutdown_;
 };
 
 }  // namespace pstrain

@@ -39,6 +39,14 @@ class PsClient {
     if (!request.ok()) return request.status();
     return Push(*request, response);
   }
+  // Rows of dynamic table shards by key (ps/store/ps_server.h). Clients without them (fakes) keep
+  // these defaults: Unimplemented.
+  virtual absl::Status PullKeys(const PullKeysRequest& request, PullKeysResponse* response) {
+    return absl::UnimplementedError(peer() + " cannot pull dynamic table rows");
+  }
+  virtual absl::Status PushKeys(const PushKeysRequest& request, PushKeysResponse* response) {
+    return absl::UnimplementedError(peer() + " cannot push dynamic table rows");
+  }
   virtual absl::Status Save(const SaveRequest& request, SaveResponse* response) = 0;
   virtual absl::Status Restore(const RestoreRequest& request, RestoreResponse* response) = 0;
   virtual absl::Status GetStats(const PsStatsRequest& request, PsStatsResponse* response) = 0;

@@ -41,6 +41,17 @@ grpc::ServerUnaryReactor* PsServiceImpl::Push(grpc::CallbackServerContext* conte
   return reactor;
 }
 
+// Dynamic table shards: answered on the calling thread (a lookup or an apply, never a wait).
+grpc::ServerUnaryReactor* PsServiceImpl::PullKeys(grpc::CallbackServerContext* context, const PullKeysRequest* request,
+                                                  PullKeysResponse* response) {
+  return FinishNow(context, server_->PullKeys(*request, response));
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::PushKeys(grpc::CallbackServerContext* context, const PushKeysRequest* request,
+                                                  PushKeysResponse* response) {
+  return FinishNow(context, server_->PushKeys(*request, response));
+}
+
 grpc::ServerUnaryReactor* PsServiceImpl::Save(grpc::CallbackServerContext* context, const SaveRequest* request,
                                               SaveResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

@@ -26,6 +26,10 @@ class PsServiceImpl final : public PsService::CallbackService {
                                  PullResponse* response) override;
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context, const PushRequest* request,
                                  PushResponse* response) override;
+  grpc::ServerUnaryReactor* PullKeys(grpc::CallbackServerContext* context, const PullKeysRequest* request,
+                                     PullKeysResponse* response) override;
+  grpc::ServerUnaryReactor* PushKeys(grpc::CallbackServerContext* context, const PushKeysRequest* request,
+                                     PushKeysResponse* response) override;
   grpc::ServerUnaryReactor* Save(grpc::CallbackServerContext* context, const SaveRequest* request,
                                  SaveResponse* response) override;
   grpc::ServerUnaryReactor* Restore(grpc::CallbackServerContext* context, const RestoreRequest* request,

@@ -109,6 +109,13 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
     if (!names.insert(spec.shard_name()).second) {
       return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " is listed twice"));
     }
+    {
+      absl::ReaderMutexLock l(&mu_);
+      if (dynamic_.count(spec.shard_name()) > 0) {
+        return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), " has the name of a dynamic shard ",
+                                                       options_.task, " holds; give it another name"));
+      }
+    }
     ASSIGN_OR_RETURN(std::vector<int64_t> shape, ShardShape(spec));
     if (spec.sparse() && spec.full_shape_size() != 2) {
       return absl::InvalidArgumentError(absl::StrCat("shard ", spec.shard_name(), ": embedding table ",
@@ -139,8 +146,11 @@ absl::Status PsServer::CreateShards(const CreateShardsRequest& request, CreateSh
     }
     created.push_back(std::make_shared<Shard>(spec, shard_opts, std::move(values), std::move(slots), 0));
   }
+  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<DynamicShard>> dynamic,
+                   MakeDynamicShards(request.dynamic_shards(), opts, names));
   RETURN_IF_ERROR(AssignRoles(created, request.initialize()));
   Install(std::move(created));
+  InstallDynamic(std::move(dynamic));
   return absl::OkStatus();
 }
 
@@ -214,6 +224,7 @@ absl::Status PsServer::GetStats(const PsStatsRequest& request, PsStatsResponse* 
     first = false;
     *response->add_shards() = std::move(s);
   }
+  DynamicStats(response);
   return absl::OkStatus();
 }
 

@@ -27,10 +27,25 @@
 // slots only (ps/store/sparse_apply.h). Sync mode sums the rows of all workers per row and applies once.
 // Table shards count versions like dense ones: every push naming one is one update (the worker
 // names every table shard in every push, with no rows when the step touches none).
+//
+// Dynamic tables (ps_server_dynamic.cc): a table without a row count, held as DynamicTable shards
+// (ps/store/dynamic_table.h). Shard i of n holds the int64 keys with DynamicKeyOwner(key, n) == i;
+// the caller routes each key to its owner, and the ps refuses a key it does not own (so a wrong
+// count or index is caught, never silently split). They are pulled and pushed by keys (PullKeys /
+// PushKeys) only, never by Pull / Push or the tensor channel; async mode only (CreateShards
+// refuses them with UPDATE_SYNC), without backups. A pull of a key the shard does not hold gives
+// the initializer's row and stores nothing; a push makes the rows it needs (subject to admission)
+// and applies the optimizer to them. Expiry: each PushKeys, after applying, drops the rows not
+// updated in the last ttl_steps steps before its step (EvictExpired), so expiry follows the
+// pushers' global step and costs nothing on shards without a TTL. Save writes each dynamic shard's
+// DynamicTableState bytes to DynamicShardFileName(table, i, n) in the checkpoint directory;
+// Restore reads all of a table's files there (any saved count), re-shards them by key
+// (ReshardDynamicTableStates) and keeps this shard's part. Stats: PsStatsResponse.dynamic_shards.
 // Thread-safety: all methods are thread-safe.
 #ifndef PSTRAIN_PS_STORE_PS_SERVER_H_
 #define PSTRAIN_PS_STORE_PS_SERVER_H_
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -46,6 +61,7 @@
 #include "proto/ps.pb.h"
 #include "ps/store/background_queue.h"
 #include "ps/store/deadline_timer.h"
+#include "ps/store/dynamic_table.h"
 #include "ps/store/replica_link.h"
 #include "ps/store/shard.h"
 
@@ -90,6 +106,11 @@ struct PulledTensor {
   std::shared_ptr<const Tensor> values;
   int64_t num_ids = -1;
 };
+
+// The file of shard `index` of `count` of dynamic table `table` inside a checkpoint directory:
+// "dynamic-<table>-<index>-of-<count>.dtab", with every byte of the table name outside
+// [A-Za-z0-9_.] written as %XX so that distinct names give distinct files.
+std::string DynamicShardFileName(const std::string& table, int index, int count);
 
 class PsServer {
  public:
@@ -148,6 +169,14 @@ class PsServer {
   // pulled the way its kind does not allow, or for a row id a shard does not hold (naming both);
   // DeadlineExceeded after the shards' sync timeout, naming the lagging shards.
   void Pull(const PullRequest* request, PullResponse* response, DoneCallback done);
+  // Rows of dynamic table shards by key, in request order. NotFound for an unknown dynamic shard;
+  // InvalidArgument naming the shard for keys bytes that are not 8 * num_keys, non-empty values,
+  // a key the shard does not own (naming its owner), or an answer beyond kMaxMessageBytes.
+  absl::Status PullKeys(const PullKeysRequest& request, PullKeysResponse* response);
+  // Applies gradient rows of dynamic table shards (file comment). All entries are validated
+  // before any is applied: NotFound / InvalidArgument as PullKeys, and for values bytes that are
+  // not 4 * num_keys * dim, a negative step, a NaN/Inf gradient, or a shard named twice.
+  absl::Status PushKeys(const PushKeysRequest& request, PushKeysResponse* response);
   // Applies (async) or collects (sync) gradients and gradient rows; see the file comment for codes.
   void Push(const PushRequest* request, PushResponse* response, DoneCallback done);
   // Push over borrowed gradient bytes (the streaming paths): the bytes the views point at and
@@ -211,6 +240,25 @@ class PsServer {
   void Shutdown();
 
  private:
+  // A dynamic table shard and its call counters.
+  struct DynamicShard {
+    DynamicShardSpecProto spec;
+    std::unique_ptr<DynamicTable> table;
+    std::atomic<int64_t> pulls{0}, pushes{0};
+  };
+  // Dynamic shards built from `specs` (validated, all-or-nothing), empty ones; InvalidArgument
+  // naming the shard for a bad spec, a name used twice or held by a dense shard here.
+  absl::StatusOr<std::vector<std::shared_ptr<DynamicShard>>> MakeDynamicShards(
+      const google::protobuf::RepeatedPtrField<DynamicShardSpecProto>& specs, const ShardOptions& opts,
+      const std::set<std::string>& dense_names) const;
+  // Swaps in `shards` by name.
+  void InstallDynamic(std::vector<std::shared_ptr<DynamicShard>> shards);
+  absl::StatusOr<std::shared_ptr<DynamicShard>> FindDynamic(const std::string& name) const;
+  // Save / Restore / GetStats parts for the dynamic shards.
+  absl::Status SaveDynamic(const std::string& dir, SaveResponse* response);
+  absl::Status RestoreDynamic(const std::string& dir, std::vector<std::shared_ptr<DynamicShard>>& shards);
+  void DynamicStats(PsStatsResponse* response) const;
+
   // A validated push, one part per gradient: the dense gradients first, then the sparse entries
   // (the order of PushResponse.versions).
   struct PushPlan {
@@ -291,6 +339,7 @@ class PsServer {
   DeadlineTimer timer_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Shard>> shards_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<DynamicShard>> dynamic_ ABSL_GUARDED_BY(mu_);
   std::map<int, std::unique_ptr<ReplicaLink>> links_ ABSL_GUARDED_BY(mu_);  // by backup ps index
   // Links detached by Promote, kept until the ps stops: a push may still hold one.
   std::vector<std::unique_ptr<ReplicaLink>> retired_links_ ABSL_GUARDED_BY(mu_);

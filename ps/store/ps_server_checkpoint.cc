@@ -52,7 +52,7 @@ absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) 
     if (!saved.ok()) return saved.status();
     *response->add_shards() = std::move(*saved);
   }
-  return absl::OkStatus();
+  return SaveDynamic(request.checkpoint_dir(), response);
 }
 
 absl::Status PsServer::Restore(const RestoreRequest& request, RestoreResponse* response) {
@@ -68,11 +68,18 @@ absl::Status PsServer::Restore(const RestoreRequest& request, RestoreResponse* r
     }
   }
   RETURN_IF_ERROR(CheckMemoryBudget(request.shards(), static_cast<int>(opts.optimizer->SlotNames().size())));
-  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Shard>> shards,
-                   LoadShardsFromCheckpoint(env_, request.checkpoint_dir(),
-                                            {request.shards().begin(), request.shards().end()}, opts));
+  ASSIGN_OR_RETURN(std::vector<std::shared_ptr<DynamicShard>> dynamic,
+                   MakeDynamicShards(request.dynamic_shards(), opts, names));
+  RETURN_IF_ERROR(RestoreDynamic(request.checkpoint_dir(), dynamic));
+  // A restore of dynamic shards alone needs no index of dense shards.
+  std::vector<std::shared_ptr<Shard>> shards;
+  if (request.shards_size() > 0 || request.dynamic_shards_size() == 0) {
+    ASSIGN_OR_RETURN(shards, LoadShardsFromCheckpoint(env_, request.checkpoint_dir(),
+                                                      {request.shards().begin(), request.shards().end()}, opts));
+  }
   RETURN_IF_ERROR(AssignRoles(shards));
   Install(std::move(shards));
+  InstallDynamic(std::move(dynamic));
   return absl::OkStatus();
 }
 

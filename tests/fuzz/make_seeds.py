@@ -55,7 +55,7 @@ def call(kind_field, body, payload_sizes=()):
     return msg
 
 
-HELLO = frame(call(4, field_varint(1, 4) + field_bytes(2, "worker:0")))  # protocol version 4
+HELLO = frame(call(4, field_varint(1, 5) + field_bytes(2, "worker:0")))  # protocol version 5
 
 
 def channel_seeds():

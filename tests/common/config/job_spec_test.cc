@@ -588,6 +588,25 @@ TEST(JobSpecTest, CtrErrorsNameTheField) {
   EXPECT_THAT(ErrorOf(doc), HasSubstr("are for criteo and tfrecord data"));
 }
 
+// A table without a vocabulary ("dynamic" in place of vocabulary_size) is checked, then refused:
+// workers cannot train one yet.
+TEST(JobSpecTest, CtrDynamicTableIsCheckedThenRefused) {
+  auto doc = Ctr();
+  doc["model"]["fields"][0].erase("vocabulary_size");
+  doc["model"]["fields"][0]["dynamic"] = {{"admission_threshold", 2}, {"ttl_steps", 1000}, {"max_rows", 100000}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic declares a table without a vocabulary: the ps can "
+                                      "hold it, but workers cannot train one yet; give vocabulary_size"));
+  doc["model"]["fields"][0]["dynamic"]["admission_threshold"] = 256;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic.admission_threshold must be at most 255"));
+  doc["model"]["fields"][0]["dynamic"] = {{"ttl_step", 5}};
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("unknown key \"ttl_step\" in model.fields[0].dynamic"));
+  doc["model"]["fields"][0]["dynamic"] = 3;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic must be an object"));
+  doc["model"]["fields"][0]["dynamic"] = nlohmann::json::object();
+  doc["model"]["fields"][0]["vocabulary_size"] = 10;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic cannot be given with vocabulary_size"));
+}
+
 // The CTR keys go through the same reader as every other field: unknown keys name the nearest
 // known one, values outside their range name the bound, and sizes are checked before they are
 // multiplied.
