@@ -1,6 +1,7 @@
 #include "worker/data/tf_example_wire.h"
 
 #include <cstring>
+#include <type_traits>
 
 namespace pstrain {
 namespace {
@@ -116,8 +117,11 @@ bool IsUtf8(absl::string_view s) {
   return true;
 }
 
-// A BytesList, FloatList or Int64List (`kind`) into `view` (count and the last value).
-bool List(absl::string_view bytes, FeatureView::Kind kind, FeatureView* view) {
+// Walks a BytesList, FloatList or Int64List (`kind`), packed or not: on_value(v) for each value in
+// order, v an absl::string_view (into `bytes`), a float or an int64_t. False when the bytes do not
+// parse as that list.
+template <typename OnValue>
+bool WalkList(absl::string_view bytes, FeatureView::Kind kind, OnValue&& on_value) {
   Reader r(bytes);
   while (!r.done()) {
     int field, wire;
@@ -127,43 +131,62 @@ bool List(absl::string_view bytes, FeatureView::Kind kind, FeatureView* view) {
       continue;
     }
     if (kind == FeatureView::kBytes) {
-      if (wire != kLen || !r.Bytes(&view->bytes_value)) return false;
-      ++view->count;
+      absl::string_view value;
+      if (wire != kLen || !r.Bytes(&value)) return false;
+      on_value(value);
     } else if (kind == FeatureView::kFloat) {
       uint32_t bits;
+      float value;
       if (wire == kFixed32) {
         if (!r.Fixed32(&bits)) return false;
-        std::memcpy(&view->float_value, &bits, 4);
-        ++view->count;
+        std::memcpy(&value, &bits, 4);
+        on_value(value);
       } else if (wire == kLen) {
         absl::string_view packed;
         if (!r.Bytes(&packed) || packed.size() % 4 != 0) return false;
-        if (!packed.empty()) std::memcpy(&view->float_value, packed.data() + packed.size() - 4, 4);
-        view->count += static_cast<int64_t>(packed.size() / 4);
+        for (size_t i = 0; i < packed.size(); i += 4) {
+          std::memcpy(&value, packed.data() + i, 4);
+          on_value(value);
+        }
       } else {
         return false;
       }
-    } else {
+    } else if (kind == FeatureView::kInt64) {
       uint64_t v;
       if (wire == kVarint) {
         if (!r.Varint(&v)) return false;
-        view->int64_value = static_cast<int64_t>(v);
-        ++view->count;
+        on_value(static_cast<int64_t>(v));
       } else if (wire == kLen) {
         absl::string_view packed;
         if (!r.Bytes(&packed)) return false;
         Reader values(packed);
         while (!values.done()) {
           if (!values.Varint(&v)) return false;
-          view->int64_value = static_cast<int64_t>(v);
-          ++view->count;
+          on_value(static_cast<int64_t>(v));
         }
       } else {
         return false;
       }
+    } else {
+      return false;
     }
   }
   return true;
+}
+
+// A list (`kind`) into `view`: its count and last value.
+bool List(absl::string_view bytes, FeatureView::Kind kind, FeatureView* view) {
+  return WalkList(bytes, kind, [view](auto value) {
+    using T = decltype(value);
+    if constexpr (std::is_same_v<T, absl::string_view>) {
+      view->bytes_value = value;
+    } else if constexpr (std::is_same_v<T, float>) {
+      view->float_value = value;
+    } else {
+      view->int64_value = value;
+    }
+    ++view->count;
+  });
 }
 
 // A Feature: at most one list field (protobuf merges or replaces on more: left to it).
@@ -214,56 +237,16 @@ bool Entry(absl::string_view bytes, const FeatureSlots& slots, std::vector<Featu
 
 bool ListValues(absl::string_view list, FeatureView::Kind kind, std::vector<int64_t>* int64_values,
                 std::vector<float>* float_values, std::vector<absl::string_view>* bytes_values) {
-  Reader r(list);
-  while (!r.done()) {
-    int field, wire;
-    if (!r.Tag(&field, &wire)) return false;
-    if (field != 1) {
-      if (!r.Skip(wire)) return false;
-      continue;
-    }
-    if (kind == FeatureView::kBytes) {
-      absl::string_view value;
-      if (wire != kLen || !r.Bytes(&value)) return false;
+  return WalkList(list, kind, [&](auto value) {
+    using T = decltype(value);
+    if constexpr (std::is_same_v<T, absl::string_view>) {
       bytes_values->push_back(value);
-    } else if (kind == FeatureView::kFloat) {
-      uint32_t bits;
-      float value;
-      if (wire == kFixed32) {
-        if (!r.Fixed32(&bits)) return false;
-        std::memcpy(&value, &bits, 4);
-        float_values->push_back(value);
-      } else if (wire == kLen) {
-        absl::string_view packed;
-        if (!r.Bytes(&packed) || packed.size() % 4 != 0) return false;
-        for (size_t i = 0; i < packed.size(); i += 4) {
-          std::memcpy(&value, packed.data() + i, 4);
-          float_values->push_back(value);
-        }
-      } else {
-        return false;
-      }
-    } else if (kind == FeatureView::kInt64) {
-      uint64_t v;
-      if (wire == kVarint) {
-        if (!r.Varint(&v)) return false;
-        int64_values->push_back(static_cast<int64_t>(v));
-      } else if (wire == kLen) {
-        absl::string_view packed;
-        if (!r.Bytes(&packed)) return false;
-        Reader values(packed);
-        while (!values.done()) {
-          if (!values.Varint(&v)) return false;
-          int64_values->push_back(static_cast<int64_t>(v));
-        }
-      } else {
-        return false;
-      }
+    } else if constexpr (std::is_same_v<T, float>) {
+      float_values->push_back(value);
     } else {
-      return false;
+      int64_values->push_back(value);
     }
-  }
-  return true;
+  });
 }
 
 bool FastFeatureViews(absl::string_view serialized, const FeatureSlots& slots, std::vector<FeatureView>* views) {

@@ -1,5 +1,5 @@
 // Checks of the CPU CTR model: whole-model gradients (tower and gathered embedding rows) against
-// finite differences and against a naive double-precision reference written independently here,
+// finite differences and against a naive double-precision reference written independently (ctr_model_reference.h),
 // thread-count independence, duplicate ids summed per unique row, the stable cross-entropy, the
 // per-step id dedupe and input validation.
 #include <cmath>
@@ -11,6 +11,7 @@
 #include "common/plan/model_variables.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/worker/cpu/ctr_model_reference.h"
 #include "tests/worker/cpu/grad_check.h"
 #include "worker/cpu/cpu_gradient_computer.h"
 #include "worker/cpu/sigmoid_cross_entropy.h"
@@ -37,18 +38,12 @@ ModelSpec SmallCtr() {
   return job->model;
 }
 
-struct Step {
-  Batch batch;
-  SparseLookup lookup;
-  std::vector<Tensor> tables;  // full tables
-  std::vector<Tensor> params;  // gathered rows for the tables, then the tower
-};
+using Step = CtrStep;
 
 // A batch with random numeric features, 0/1 labels and ids, its lookup, and parameters (full
 // tables and tower) from `seed`; params hold the tables' gathered unique rows.
 Step MakeStep(const ModelSpec& model, int64_t n, uint32_t seed) {
   Step s;
-  const std::vector<VariableSpec> vars = *ModelVariables(model);
   const int fields = static_cast<int>(model.fields.size());
   s.batch.inputs = Tensor(DType::kFloat32, {n, model.numeric_inputs});
   std::vector<float> r = RandomVector(s.batch.inputs.num_elements(), seed, 0.f, 2.f);
@@ -57,90 +52,8 @@ Step MakeStep(const ModelSpec& model, int64_t n, uint32_t seed) {
     s.batch.targets.push_back(static_cast<float>((b * 5 + seed) % 3 == 0));
     for (int f = 0; f < fields; ++f) s.batch.ids.push_back((b * 7 + f * 3 + seed) % model.fields[f].vocabulary_size);
   }
-  IdDeduper dedupe(vars);
-  EXPECT_TRUE(dedupe.Build(&s.batch, &s.lookup).ok());
-  for (size_t v = 0; v < vars.size(); ++v) {
-    Tensor full(DType::kFloat32, vars[v].shape);
-    r = RandomVector(full.num_elements(), seed + 10 + v, -0.6f, 0.6f);
-    std::copy(r.begin(), r.end(), full.flat().begin());
-    if (!vars[v].sparse) {
-      s.params.push_back(full);
-      continue;
-    }
-    const std::vector<int64_t>& ids = s.lookup.unique_ids[v];
-    const int64_t dim = vars[v].shape[1];
-    Tensor rows(DType::kFloat32, {static_cast<int64_t>(ids.size()), dim});
-    for (size_t u = 0; u < ids.size(); ++u) {
-      std::copy_n(full.data<float>() + ids[u] * dim, dim, rows.data<float>() + u * dim);
-    }
-    s.tables.push_back(std::move(full));
-    s.params.push_back(std::move(rows));
-  }
+  FinishCtrStep(model, seed, &s);
   return s;
-}
-
-// The naive reference: per example, in double, straight from the definitions. Returns the
-// scaled loss and writes the gradient of every parameter (tables as full [V, dim] tables,
-// indexed by id, so duplicates are summed by construction).
-double NaiveReference(const ModelSpec& model, const Step& s, double scale, std::vector<std::vector<double>>* grads) {
-  const std::vector<VariableSpec> vars = *ModelVariables(model);
-  const int fields = static_cast<int>(model.fields.size());
-  grads->assign(vars.size(), {});
-  std::vector<const float*> full(vars.size());
-  for (size_t v = 0; v < vars.size(); ++v) {
-    (*grads)[v].assign(NumElements(vars[v].shape), 0.0);
-    full[v] = vars[v].sparse ? s.tables[v].data<float>() : s.params[v].data<float>();
-  }
-  double loss = 0;
-  for (int64_t b = 0; b < s.batch.size(); ++b) {
-    std::vector<std::vector<double>> acts(1);  // acts[l]: input of layer l
-    for (int64_t j = 0; j < model.numeric_inputs; ++j) {
-      acts[0].push_back(s.batch.inputs.data<float>()[b * model.numeric_inputs + j]);
-    }
-    for (int f = 0; f < fields; ++f) {
-      const int64_t id = s.batch.ids[b * fields + f], dim = model.fields[f].embedding_dim;
-      for (int64_t j = 0; j < dim; ++j) acts[0].push_back(full[f][id * dim + j]);
-    }
-    for (size_t l = 0; l < model.layers.size(); ++l) {
-      const float* w = full[fields + 2 * l];
-      const float* bias = full[fields + 2 * l + 1];
-      const int64_t in = static_cast<int64_t>(acts[l].size()), out = model.layers[l].units;
-      std::vector<double> y(out);
-      for (int64_t o = 0; o < out; ++o) {
-        double z = bias[o];
-        for (int64_t i = 0; i < in; ++i) z += acts[l][i] * w[i * out + o];
-        y[o] = model.layers[l].activation == "relu" ? std::max(z, 0.0) : z;
-      }
-      acts.push_back(y);
-    }
-    const double z = acts.back()[0], label = s.batch.targets[b];
-    const double p = 1.0 / (1.0 + std::exp(-z));
-    loss += -(label * std::log(p) + (1 - label) * std::log(1 - p));
-    std::vector<double> dy = {(p - label) * scale};
-    for (size_t l = model.layers.size(); l-- > 0;) {
-      const float* w = full[fields + 2 * l];
-      const int64_t in = static_cast<int64_t>(acts[l].size()), out = model.layers[l].units;
-      if (model.layers[l].activation == "relu") {
-        for (int64_t o = 0; o < out; ++o) dy[o] = acts[l + 1][o] > 0 ? dy[o] : 0.0;
-      }
-      std::vector<double> dx(in, 0.0);
-      for (int64_t i = 0; i < in; ++i) {
-        for (int64_t o = 0; o < out; ++o) {
-          (*grads)[fields + 2 * l][i * out + o] += acts[l][i] * dy[o];
-          dx[i] += w[i * out + o] * dy[o];
-        }
-      }
-      for (int64_t o = 0; o < out; ++o) (*grads)[fields + 2 * l + 1][o] += dy[o];
-      dy = dx;
-    }
-    int64_t col = model.numeric_inputs;
-    for (int f = 0; f < fields; ++f) {
-      const int64_t id = s.batch.ids[b * fields + f], dim = model.fields[f].embedding_dim;
-      for (int64_t j = 0; j < dim; ++j) (*grads)[f][id * dim + j] += dy[col + j];
-      col += dim;
-    }
-  }
-  return loss * scale;
 }
 
 void ExpectNear(const std::string& what, float got, double want) {
@@ -159,7 +72,7 @@ TEST(CtrModelTest, MatchesTheNaiveReference) {
     BatchMetrics m;
     ASSERT_TRUE((*gc)->Compute(s.params, s.batch, scale, &grads, &m).ok());
     std::vector<std::vector<double>> want;
-    const double loss = NaiveReference(model, s, scale, &want);
+    const double loss = CtrNaiveReference(model, s, scale, &want);
     EXPECT_EQ(m.examples, 23);
     EXPECT_NEAR(m.loss_sum * scale, loss, 1e-5);
     ASSERT_EQ(m.logits.size(), 23u);
