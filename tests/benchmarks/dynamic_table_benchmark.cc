@@ -37,6 +37,7 @@
 #include "ps/store/dynamic_key_owner.h"
 #include "ps/store/dynamic_table.h"
 #include "ps/store/optimizer_kernels.h"
+#include "tests/benchmarks/row_batches.h"
 
 ABSL_FLAG(int64_t, keys, 1000000, "distinct keys held");
 ABSL_FLAG(std::string, dims, "16,64", "row widths to measure");
@@ -49,50 +50,18 @@ ABSL_FLAG(std::string, distributions, "uniform,zipf", "key distributions to meas
 namespace pstrain {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr int kBatches = 32;  // distinct batches cycled through while timing
 constexpr float kLr = 0.01f, kEps = 1e-7f;
 
 int64_t KeyOf(int64_t index) { return static_cast<int64_t>(Mix64(static_cast<uint64_t>(index) + 12345)); }
 
+// `kBatches` batches of `batch` distinct keys among the n held (KeyOf of distinct indices).
 std::vector<std::vector<int64_t>> MakeBatches(const std::string& distribution, int64_t n, int64_t batch, double a) {
-  std::mt19937_64 rng(1234);
-  std::uniform_real_distribution<double> u01(0.0, 1.0);
-  const double dn = static_cast<double>(n);
-  auto draw = [&]() -> int64_t {
-    if (distribution == "uniform") return static_cast<int64_t>(u01(rng) * dn) % n;
-    const double rank = std::pow((std::pow(dn, 1 - a) - 1) * u01(rng) + 1, 1 / (1 - a));
-    const uint64_t r = static_cast<uint64_t>(std::min(dn, std::max(1.0, rank))) - 1;
-    return static_cast<int64_t>((r * 2654435761ULL) % static_cast<uint64_t>(n));
-  };
-  std::vector<std::vector<int64_t>> out(kBatches);
+  std::vector<std::vector<int64_t>> out = DistinctIndexBatches(distribution, n, batch, a, kBatches);
   for (auto& keys : out) {
-    absl::flat_hash_set<int64_t> seen;
-    while (static_cast<int64_t>(keys.size()) < batch) {
-      const int64_t k = KeyOf(draw());
-      if (seen.insert(k).second) keys.push_back(k);
-    }
+    for (int64_t& k : keys) k = KeyOf(k);
   }
   return out;
-}
-
-template <typename Step>
-double RowsPerSecond(double seconds, int64_t batch, Step step) {
-  int64_t rows = 0;
-  int k = 0;
-  const auto start = Clock::now();
-  double elapsed = 0;
-  do {
-    step(k++ % kBatches);
-    rows += batch;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  } while (elapsed < seconds);
-  return static_cast<double>(rows) / elapsed;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 void RunDim(int64_t dim) {
@@ -139,7 +108,7 @@ void RunDim(int64_t dim) {
     std::vector<double> ml, tl, ma, mk, tp;
     int64_t step = 1;
     for (int rep = 0; rep < absl::GetFlag(FLAGS_repeats); ++rep) {
-      ml.push_back(RowsPerSecond(seconds, batch, [&](int k) {
+      ml.push_back(RowsPerSecond(seconds, batch, kBatches, [&](int k) {
         float* dst = out.data();
         for (int64_t key : batches[k]) {
           auto it = map.find(key);
@@ -148,10 +117,10 @@ void RunDim(int64_t dim) {
           dst += dim;
         }
       }));
-      tl.push_back(RowsPerSecond(seconds, batch, [&](int k) {
+      tl.push_back(RowsPerSecond(seconds, batch, kBatches, [&](int k) {
         if (!table->Lookup(batches[k], absl::MakeSpan(out)).ok()) std::abort();
       }));
-      ma.push_back(RowsPerSecond(seconds, batch, [&](int k) {
+      ma.push_back(RowsPerSecond(seconds, batch, kBatches, [&](int k) {
         const float* g = grads.data();
         for (int64_t key : batches[k]) {
           auto it = map.find(key);
@@ -165,7 +134,7 @@ void RunDim(int64_t dim) {
           g += dim;
         }
       }));
-      mk.push_back(RowsPerSecond(seconds, batch, [&](int k) {
+      mk.push_back(RowsPerSecond(seconds, batch, kBatches, [&](int k) {
         const float* g = grads.data();
         const OptimizerKernels& kernels = ActiveOptimizerKernels();
         for (int64_t key : batches[k]) {
@@ -175,7 +144,7 @@ void RunDim(int64_t dim) {
           g += dim;
         }
       }));
-      tp.push_back(RowsPerSecond(seconds, batch, [&](int k) {
+      tp.push_back(RowsPerSecond(seconds, batch, kBatches, [&](int k) {
         if (!table->Push(batches[k], grads, step++).ok()) std::abort();
       }));
     }

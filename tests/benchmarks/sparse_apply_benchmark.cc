@@ -38,6 +38,7 @@
 #include "ps/client/local_ps_client.h"
 #include "ps/store/ps_server.h"
 #include "ps/store/sparse_apply.h"
+#include "tests/benchmarks/row_batches.h"
 
 ABSL_FLAG(int64_t, rows, 12500000, "rows of the table shard");
 ABSL_FLAG(int64_t, dim, 16, "floats per row");
@@ -57,52 +58,13 @@ constexpr int kBatches = 64;  // distinct batches cycled through while timing
 
 // `kBatches` batches of `batch` distinct ids in [0, rows).
 std::vector<std::vector<int64_t>> MakeBatches(const std::string& distribution, int64_t rows, int64_t batch, double a) {
-  std::mt19937_64 rng(1234);
-  std::uniform_real_distribution<double> u01(0.0, 1.0);
-  const double n = static_cast<double>(rows);
-  auto draw = [&]() -> int64_t {
-    if (distribution == "uniform") return static_cast<int64_t>(u01(rng) * n) % rows;
-    // Continuous inverse CDF of a power law over ranks 1..rows, then the rank scattered over the
-    // table by a multiplicative bijection, so the hot ids are not rows 0, 1, 2...
-    const double rank = std::pow((std::pow(n, 1 - a) - 1) * u01(rng) + 1, 1 / (1 - a));
-    const uint64_t r = static_cast<uint64_t>(std::min(n, std::max(1.0, rank))) - 1;
-    return static_cast<int64_t>((r * 2654435761ULL) % static_cast<uint64_t>(rows));
-  };
-  std::vector<std::vector<int64_t>> out(kBatches);
-  for (auto& ids : out) {
-    absl::flat_hash_set<int64_t> seen;
-    while (static_cast<int64_t>(ids.size()) < batch) {
-      const int64_t id = draw();
-      if (seen.insert(id).second) ids.push_back(id);
-    }
-  }
-  return out;
+  return DistinctIndexBatches(distribution, rows, batch, a, kBatches);
 }
 
 std::vector<float> GradRows(int64_t batch, int64_t dim) {
   std::vector<float> g(static_cast<size_t>(batch * dim));
   for (size_t i = 0; i < g.size(); ++i) g[i] = 1e-3f * static_cast<float>(i % 13) - 6e-3f;
   return g;
-}
-
-// Runs `step(k)` over batches k = 0, 1, ... for about `seconds`; returns rows per second.
-template <typename Step>
-double RowsPerSecond(double seconds, int64_t batch, Step step) {
-  int64_t rows = 0;
-  int k = 0;
-  const auto start = Clock::now();
-  double elapsed = 0;
-  do {
-    step(k++ % kBatches);
-    rows += batch;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  } while (elapsed < seconds);
-  return static_cast<double>(rows) / elapsed;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // Push rows/s on this thread while another thread pulls the same batches' rows: (push, pull).
@@ -122,7 +84,7 @@ std::pair<double, double> Contended(LocalPsClient& client, const std::vector<Pus
     }
   });
   const int64_t batch = static_cast<int64_t>(batches[0].size());
-  const double push = RowsPerSecond(absl::GetFlag(FLAGS_seconds), batch, [&](int k) {
+  const double push = RowsPerSecond(absl::GetFlag(FLAGS_seconds), batch, kBatches, [&](int k) {
     PushResponse pushed;
     if (!client.Push(pushes[k], &pushed).ok()) std::abort();
   });
@@ -191,7 +153,7 @@ void Run() {
     }
     std::vector<double> rmw, apply, push;
     for (int rep = 0; rep < absl::GetFlag(FLAGS_repeats); ++rep) {
-      rmw.push_back(RowsPerSecond(seconds, batch, [&](int k) {
+      rmw.push_back(RowsPerSecond(seconds, batch, kBatches, [&](int k) {
         const float* g = grads.data();
         for (int64_t id : batches[k]) {
           float* v = values.data() + id * dim;
@@ -204,11 +166,11 @@ void Run() {
           g += dim;
         }
       }));
-      apply.push_back(RowsPerSecond(seconds, batch, [&](int k) {
+      apply.push_back(RowsPerSecond(seconds, batch, kBatches, [&](int k) {
         const std::vector<absl::Span<float>> slots = {absl::MakeSpan(accum)};
         ApplyRowGradients(*optimizer, updates[k], dim, absl::MakeSpan(values), slots, rep);
       }));
-      push.push_back(RowsPerSecond(seconds, batch, [&](int k) {
+      push.push_back(RowsPerSecond(seconds, batch, kBatches, [&](int k) {
         PushResponse pushed;
         if (absl::Status s = client.Push(pushes[k], &pushed); !s.ok()) std::abort();
       }));
