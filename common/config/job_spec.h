@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,22 @@ struct LayerSpec {
 
 // One categorical input of a CTR model, looked up in its own embedding table (Keras Embedding):
 // a [vocabulary_size, embedding_dim] float32 variable "<name>/embeddings" whose rows move sparsely.
+// A table without a vocabulary (a field's "dynamic" in a job spec): its keys are the raw 64-bit ids
+// (bytes features hashed with FNV-1a 64), shard i of n ps tasks holds the keys with
+// DynamicKeyOwner(key, n) == i (ps/store/dynamic_key_owner.h) in a hash map, and a row is made on
+// the first push of its key (ps/store/dynamic_table.h has the rules).
+struct DynamicTableSpec {
+  int64_t admission_threshold = 1;  // pushes a key needs before it becomes a row; 1: every key
+  int64_t ttl_steps = 0;            // rows not updated for this many steps are dropped; 0: never
+  // The table's declared capacity over all its shards (>= 1): each of n shards holds at most
+  // ceil(max_rows / n) rows, dropping the least recently updated beyond that, and `pstrain plan`
+  // budgets memory for max_rows rows.
+  int64_t max_rows = 0;
+};
+
 struct EmbeddingFieldSpec {
   std::string name;             // layer name; Keras-style automatic: embedding, embedding_1, ...
-  int64_t vocabulary_size = 0;  // rows: ids are in [0, vocabulary_size)
+  int64_t vocabulary_size = 0;  // rows: ids are in [0, vocabulary_size); 0 for a dynamic table
   int64_t embedding_dim = 0;
   // Keras Embedding's default "uniform" = RandomUniform(-0.05, 0.05).
   InitializerSpec embeddings_initializer{"random_uniform"};
@@ -49,6 +63,8 @@ struct EmbeddingFieldSpec {
   // Derived from a tfrecord job's data.features, never written in model JSON: "" when the field
   // holds one id per example, else the bag combiner (sum | mean | sqrtn) of its variable-length ids.
   std::string combiner;
+  // Set: the table is dynamic (no vocabulary_size; ids are taken whole, never modulo a size).
+  std::optional<DynamicTableSpec> dynamic;
 };
 
 struct ModelSpec {

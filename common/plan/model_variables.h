@@ -9,6 +9,7 @@
 #ifndef PSTRAIN_COMMON_PLAN_MODEL_VARIABLES_H_
 #define PSTRAIN_COMMON_PLAN_MODEL_VARIABLES_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct VariableSpec {
   // variance): their "gradient" is an additive update, which the ps and `pstrain train` add as is,
   // never through the optimizer (ShardSpecProto.non_trainable).
   bool trainable = true;
+  // Set for a dynamic table (sparse too): shape is [dynamic->max_rows, dim], its declared
+  // capacity; the planner gives it one shard per ps task, placed by key hash (DynamicKeyOwner).
+  std::optional<DynamicTableSpec> dynamic;
 };
 
 // Shape of one example after each layer: result[i] is the output of layers[i]; InvalidArgument
