@@ -27,6 +27,11 @@ const std::vector<FlagDef>& DatagenFlags() {
         {"vocabulary", std::to_string(d.vocabulary),
          "distinct ids of the largest fields (smaller fields keep Criteo's cardinality)"},
         {"zipf", absl::StrFormat("%g", d.zipf), "Zipf exponent of the ids' frequencies"},
+        {"criteo_cardinalities", "true",
+         "false: every field draws from --vocabulary ids (an id space beyond any fixed table)", true},
+        {"drift_at", "0",
+         "a fraction in (0, 1): the popular ids change after it; later training examples and the test set "
+         "use new ids with effects of their own (0: no drift)"},
         {"default", "", "instead of --out: make sure the default set is in the cache and print its paths", true},
         {"cache_dir", "", "with --default: the cache directory (default $XDG_CACHE_HOME/pstrain or ~/.cache/pstrain)"},
     };
@@ -42,6 +47,8 @@ absl::StatusOr<CtrSyntheticOptions> OptionsFromFlags(const CommandLine& cl) {
   options.seed = static_cast<uint64_t>(seed);
   ASSIGN_OR_RETURN(options.vocabulary, cl.GetInt("vocabulary"));
   ASSIGN_OR_RETURN(options.zipf, cl.GetDouble("zipf"));
+  ASSIGN_OR_RETURN(options.criteo_cardinalities, cl.GetBool("criteo_cardinalities"));
+  ASSIGN_OR_RETURN(options.drift_at, cl.GetDouble("drift_at"));
   RETURN_IF_ERROR(ValidateCtrSyntheticOptions(options));
   return options;
 }
@@ -63,7 +70,7 @@ absl::Status CheckCommand(const CommandLine& cl) {
     return absl::InvalidArgumentError("give --out=DIR (a new set) or --default (the cached default set)");
   }
   if (cl.Given("default")) {
-    for (const char* flag : {"train", "test", "seed", "vocabulary", "zipf"}) {
+    for (const char* flag : {"train", "test", "seed", "vocabulary", "zipf", "criteo_cardinalities", "drift_at"}) {
       if (cl.Given(flag)) {
         return absl::InvalidArgumentError(
             absl::StrCat("--", flag, " does not apply to --default (the default set is fixed); use --out=DIR"));

@@ -49,6 +49,9 @@ uint64_t Key(uint64_t seed, uint64_t kind, uint64_t field, uint64_t rank) {
 }
 enum KeyKind : uint64_t { kEffectKey = 1, kLatentKey = 2, kScrambleKey = 3, kExampleKey = 4 };
 
+// The seed of an era's entities: era 0 keeps the options' seed, so sets without drift are unchanged.
+uint64_t EraSeed(uint64_t seed, int era) { return era == 0 ? seed : MixSeed(seed, 0xE4A0000000000000ull + era); }
+
 double Sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
 // 1 / sqrt(1 + rank / kEffectDecayRank) of a present field; 1 for a missing one.
@@ -76,6 +79,11 @@ absl::Status ValidateCtrSyntheticOptions(const CtrSyntheticOptions& options) {
   if (!(options.zipf > 0.0 && options.zipf <= 10.0)) {
     return absl::InvalidArgumentError(absl::StrCat("--zipf must be in (0, 10], got ", options.zipf));
   }
+  if (!(options.drift_at == 0.0 || (options.drift_at > 0.0 && options.drift_at < 1.0))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--drift_at must be 0 (no drift) or a fraction of the training set in (0, 1), got ",
+                     options.drift_at));
+  }
   return absl::OkStatus();
 }
 
@@ -95,13 +103,21 @@ uint32_t ScrambleId(uint64_t seed, int field, uint32_t rank) {
 
 CtrPlantedModel::CtrPlantedModel(const CtrSyntheticOptions& options) : options_(options) {
   for (int f = 0; f < kCtrCategoricalFields; ++f) {
-    samplers_.emplace_back(std::min(options.vocabulary, kCriteoCardinality[f]), options.zipf);
+    const int64_t n = options.criteo_cardinalities ? std::min(options.vocabulary, kCriteoCardinality[f])
+                                                   : options.vocabulary;
+    samplers_.emplace_back(n, options.zipf);
   }
   bias_ = SolveBias();
 }
 
 void CtrPlantedModel::Draw(CtrSplit split, int64_t index, CtrExample* example) const {
   RandomStream random(Key(options_.seed, kExampleKey, static_cast<uint64_t>(split), static_cast<uint64_t>(index)));
+  const bool drifted = options_.drift_at > 0.0 &&
+                       (split == CtrSplit::kTest ||
+                        (split == CtrSplit::kTrain &&
+                         static_cast<double>(index) >= options_.drift_at * static_cast<double>(options_.train_examples)));
+  example->era = drifted ? 1 : 0;
+  const uint64_t era_seed = EraSeed(options_.seed, example->era);
   for (int j = 0; j < kCtrNumericFields; ++j) {
     example->numeric_present[j] = random.Uniform() >= kNumericMissing[j];
     const double log_count = std::log1p(kNumericMedian[j]) + kNumericLogSd[j] * random.Normal();
@@ -112,7 +128,7 @@ void CtrPlantedModel::Draw(CtrSplit split, int64_t index, CtrExample* example) c
   for (int f = 0; f < kCtrCategoricalFields; ++f) {
     example->categorical_present[f] = random.Uniform() >= kCategoricalMissing[f];
     example->rank[f] = samplers_[f].Sample(random);
-    example->id[f] = ScrambleId(options_.seed, f, static_cast<uint32_t>(example->rank[f]));
+    example->id[f] = ScrambleId(era_seed, f, static_cast<uint32_t>(example->rank[f]));
   }
   example->logit = bias_ + LogitWithoutBias(*example);
   example->probability = Sigmoid(example->logit);
@@ -125,9 +141,10 @@ double CtrPlantedModel::LogitWithoutBias(const CtrExample& example) const {
   for (int f = 0; f < kCtrCategoricalFields; ++f) {
     rank[f] = static_cast<uint64_t>(example.categorical_present[f] ? example.rank[f] : samplers_[f].n());
   }
+  const uint64_t seed = EraSeed(options_.seed, example.era);
   double z = 0.0;
   for (int f = 0; f < kCtrCategoricalFields; ++f) {
-    z += kIdEffect[f] * Decay(example, f) * NormalFromKey(Key(options_.seed, kEffectKey, f, rank[f]));
+    z += kIdEffect[f] * Decay(example, f) * NormalFromKey(Key(seed, kEffectKey, f, rank[f]));
   }
   for (int j = 0; j < kCtrNumericFields; ++j) {
     const double t =
@@ -138,8 +155,8 @@ double CtrPlantedModel::LogitWithoutBias(const CtrExample& example) const {
   for (const auto& pair : kInteractionPairs) {
     double dot = 0.0;
     for (int d = 0; d < kInteractionDim; ++d) {
-      dot += NormalFromKey(Key(options_.seed, kLatentKey, pair[0], rank[pair[0]] * kInteractionDim + d)) *
-             NormalFromKey(Key(options_.seed, kLatentKey, pair[1], rank[pair[1]] * kInteractionDim + d));
+      dot += NormalFromKey(Key(seed, kLatentKey, pair[0], rank[pair[0]] * kInteractionDim + d)) *
+             NormalFromKey(Key(seed, kLatentKey, pair[1], rank[pair[1]] * kInteractionDim + d));
     }
     z += kInteractionScale * latent_scale * Decay(example, pair[0]) * Decay(example, pair[1]) * dot;
   }
@@ -199,6 +216,8 @@ nlohmann::json CtrPlantedModel::Describe() const {
   }
   return {{"zipf", options_.zipf},
           {"vocabulary", options_.vocabulary},
+          {"criteo_cardinalities", options_.criteo_cardinalities},
+          {"drift_at", options_.drift_at},
           {"bias", bias_},
           {"target_positive_rate", kTargetPositiveRate},
           {"effect_decay_rank", kEffectDecayRank},

@@ -41,10 +41,19 @@ struct CtrSyntheticOptions {
   uint64_t seed = 1;
   int64_t vocabulary = 1000000;  // the largest fields' vocabulary (smaller fields keep Criteo's)
   double zipf = 1.1;             // Zipf exponent of the ids' frequencies
+  // True: the smaller fields keep Criteo's cardinality (at most `vocabulary`); false: every field
+  // draws from `vocabulary` ids (an id space far beyond any fixed table, for dynamic tables).
+  bool criteo_cardinalities = true;
+  // In (0, 1): the popular ids change after that fraction of the training examples. Examples from
+  // there on, and the whole test set, belong to a second era whose ranks are other entities: new
+  // ids (another scramble) with effects and latent vectors of their own, so a model must learn
+  // new rows and the old ones stop coming. 0: one era. (Two eras' ids may coincide by chance in
+  // the 32-bit space: rarely, and then with unrelated effects, as hash collisions in real data.)
+  double drift_at = 0.0;
 };
 
 // InvalidArgument naming the option: examples in 0..1e10 (train) and 1..1e10 (test), vocabulary in
-// 1..2^32 (ids are 8 hex digits), zipf in (0, 10].
+// 1..2^32 (ids are 8 hex digits), zipf in (0, 10], drift_at 0 or in (0, 1).
 absl::Status ValidateCtrSyntheticOptions(const CtrSyntheticOptions& options);
 
 enum class CtrSplit { kTrain = 0, kTest = 1, kCalibration = 2 };
@@ -58,6 +67,7 @@ struct CtrExample {
   double logit = 0.0;
   double probability = 0.0;  // sigmoid(logit)
   float label = 0.0f;
+  int era = 0;  // 1 after the drift point (CtrSyntheticOptions::drift_at), else 0
 };
 
 class CtrPlantedModel {

@@ -197,6 +197,66 @@ TEST(CtrSyntheticTest, BadOptionsNameTheFlag) {
   o = CtrSyntheticOptions();
   o.train_examples = -1;
   EXPECT_THAT(ValidateCtrSyntheticOptions(o).message(), HasSubstr("--train"));
+  for (double bad : {-0.1, 1.0, 2.0, std::nan("")}) {
+    o = CtrSyntheticOptions();
+    o.drift_at = bad;
+    EXPECT_THAT(ValidateCtrSyntheticOptions(o).message(), HasSubstr("--drift_at")) << bad;
+  }
+}
+
+TEST(CtrSyntheticTest, WithoutCriteoCardinalitiesEveryFieldDrawsFromTheWholeVocabulary) {
+  CtrSyntheticOptions o;
+  o.vocabulary = 100000000;
+  o.criteo_cardinalities = false;
+  const CtrPlantedModel wide(o);
+  o.criteo_cardinalities = true;
+  const CtrPlantedModel criteo(o);
+  for (int f = 0; f < kCtrCategoricalFields; ++f) EXPECT_EQ(wide.vocabulary(f), 100000000) << f;
+  EXPECT_EQ(criteo.vocabulary(8), 3);  // C9 keeps Criteo's 3 ids
+  // Ranks far beyond every Criteo cardinality (10^7) appear in a field that has 3 ids in Criteo.
+  CtrExample e;
+  int64_t max_rank = 0;
+  for (int i = 0; i < 20000; ++i) {
+    wide.Draw(CtrSplit::kTrain, i, &e);
+    max_rank = std::max(max_rank, e.rank[8]);
+  }
+  EXPECT_GT(max_rank, 10000000);
+}
+
+TEST(CtrSyntheticTest, DriftGivesTheSecondEraNewIdsAndEffectsAndLeavesTheFirstAsBefore) {
+  CtrSyntheticOptions o;
+  o.train_examples = 1000;
+  const CtrPlantedModel plain(o);
+  o.drift_at = 0.5;
+  const CtrPlantedModel drifting(o);
+  CtrExample a, b;
+  for (int i = 0; i < 500; ++i) {  // before the drift point: exactly the set without drift
+    plain.Draw(CtrSplit::kTrain, i, &a);
+    drifting.Draw(CtrSplit::kTrain, i, &b);
+    ASSERT_EQ(b.era, 0);
+    ASSERT_EQ(a.id, b.id) << i;
+    ASSERT_EQ(a.logit, b.logit) << i;
+  }
+  // After it (and in the test set): the same ranks are other ids with other effects.
+  std::set<uint32_t> old_hot, new_hot;
+  int different_logits = 0;
+  for (int i = 500; i < 1000; ++i) {
+    plain.Draw(CtrSplit::kTrain, i, &a);
+    drifting.Draw(CtrSplit::kTrain, i, &b);
+    ASSERT_EQ(b.era, 1);
+    ASSERT_EQ(a.rank, b.rank);
+    if (a.rank[0] == 0) old_hot.insert(a.id[0]);
+    if (b.rank[0] == 0) new_hot.insert(b.id[0]);
+    different_logits += a.logit != b.logit;
+  }
+  ASSERT_EQ(old_hot.size(), 1u);
+  ASSERT_EQ(new_hot.size(), 1u);
+  EXPECT_NE(*old_hot.begin(), *new_hot.begin());  // the most popular id of C1 changed
+  EXPECT_GT(different_logits, 450);
+  drifting.Draw(CtrSplit::kTest, 0, &b);
+  EXPECT_EQ(b.era, 1);
+  plain.Draw(CtrSplit::kTest, 0, &a);
+  EXPECT_EQ(a.era, 0);
 }
 
 TEST(CtrDefaultDataTest, CacheDirFollowsXdgThenHome) {
