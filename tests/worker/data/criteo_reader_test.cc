@@ -108,12 +108,9 @@ TEST(CriteoLineTest, DynamicTablesKeepHexIdsWhole) {
   CriteoFormat f = SmallFormat();
   f.table_sizes = {0, 7, 0};
   auto data = ParseCriteoBuffer(
-      "0			deadbeef	10	ffffffffffffffff
-"
-      "1			123456789abcdef0123456789abcdef0123456789		8000000000000000
-"
-      "0			0000000000000000000000ABC		
-",
+      "0\t\t\tdeadbeef\t10\tffffffffffffffff\n"
+      "1\t\t\t123456789abcdef0123456789abcdef0123456789\t\t8000000000000000\n"
+      "0\t\t\t0000000000000000000000ABC\t\t\n",
       f, "f", false);
   ASSERT_TRUE(data.ok()) << data.status();
   ASSERT_EQ(data->size, 3);
@@ -124,8 +121,7 @@ TEST(CriteoLineTest, DynamicTablesKeepHexIdsWhole) {
   EXPECT_EQ(data->ids[5], std::numeric_limits<int64_t>::min());
   EXPECT_EQ(data->ids[6], 0xabc);
   EXPECT_EQ(data->ids[8], 0);  // empty
-  auto bad = ParseCriteoBuffer("0			12g4		
-", f, "f", false);
+  auto bad = ParseCriteoBuffer("0\t\t\t12g4\t\t\n", f, "f", false);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("C1"));
 }
