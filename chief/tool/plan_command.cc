@@ -166,9 +166,12 @@ absl::Status RunPlan(Env* env, const CommandLine& cl) {
     std::cout << PlanToTable(plan, absl::StrCat(partitioner.KindName(), ", tables ", partitioner.strategy), slots);
     std::cout << "memory budget of each ps: " << FormatBytes(budget) << " (" << kMemoryBudgetFlag << ")\n";
   }
+  bool dynamic = false;  // dynamic tables: their rows' overhead is budgeted too
+  for (const VariableSpec& v : variables) dynamic = dynamic || v.dynamic.has_value();
   for (size_t i = 0; i < memory.size(); ++i) {
     RETURN_IF_ERROR(CheckMemoryBudget(absl::StrCat("ps ", i), memory[i],
-                                      absl::StrCat("values and ", slots.slots_per_value, " optimizer slots each"),
+                                      absl::StrCat("values and ", slots.slots_per_value, " optimizer slots each",
+                                                   dynamic ? ", and dynamic tables' row overhead" : ""),
                                       budget,
                                       absl::StrCat("give a larger ", kMemoryBudgetFlag,
                                                    " (here and to pstrain-chief and pstrain-ps), more ps tasks, or a "

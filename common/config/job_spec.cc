@@ -360,6 +360,7 @@ absl::StatusOr<JobSpec> JobSpecFromJson(const json& doc) {
   if (spec.ps_replicas > 0 && spec.mode == "sync") {
     return Invalid("ps_replicas", "needs mode \"async\": sync mode with backup shards is not supported");
   }
+  RETURN_IF_ERROR(internal_job_spec::CheckDynamicTables(spec));
   RETURN_IF_ERROR(top.NoUnknownKeys());
   return spec;
 }

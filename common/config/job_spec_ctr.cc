@@ -26,25 +26,28 @@ constexpr int64_t kMaxNumericInputs = 1000000;
 
 // A field's "dynamic": {"admission_threshold", "ttl_steps", "max_rows"}, given in place of
 // vocabulary_size: a table without a vocabulary whose rows are made on first use (ps/README.md,
-// "Dynamic tables"). The ps holds such tables, but the workers cannot route raw ids to them yet, so
-// the declaration is checked and then refused.
-absl::Status RefuseDynamicTable(const json& value, const std::string& path, bool has_vocabulary) {
+// "Dynamic tables"). The job-level rules (async mode, no ps_replicas) are CheckDynamicTables'.
+absl::StatusOr<DynamicTableSpec> ParseDynamicTable(const json& value, const std::string& path) {
   RETURN_IF_ERROR(JsonFields::RequireObject(value, path, kPrefix));
   JsonFields d(value, path, kPrefix);
-  RETURN_IF_ERROR(d.Int("admission_threshold", 1, IntBetween(1, 255, "(pushes before an id becomes a row)")).status());
-  RETURN_IF_ERROR(d.Int("ttl_steps", 0, IntAtLeast(0, "(steps without an update before a row is dropped)")).status());
-  RETURN_IF_ERROR(d.Int("max_rows", 0, IntBetween(0, kMaxVocabulary, "(rows per ps shard)")).status());
+  DynamicTableSpec spec;
+  ASSIGN_OR_RETURN(spec.admission_threshold,
+                   d.Int("admission_threshold", 1, IntBetween(1, 255, "(pushes before an id becomes a row)")));
+  ASSIGN_OR_RETURN(spec.ttl_steps,
+                   d.Int("ttl_steps", 0, IntAtLeast(0, "(steps without an update before a row is dropped; 0: never)")));
+  ASSIGN_OR_RETURN(spec.max_rows,
+                   d.Int("max_rows", 0, IntBetween(1, kMaxVocabulary, "(the table's capacity over all ps tasks)")));
   RETURN_IF_ERROR(d.NoUnknownKeys());
-  if (has_vocabulary) {
-    return Invalid(path, "cannot be given with vocabulary_size: a dynamic table has no vocabulary; drop one of them");
+  if (spec.max_rows == 0) {
+    return d.Invalid("max_rows", "is required: the most rows the table holds over all ps tasks (its memory budget; "
+                                 "the least recently updated rows are dropped beyond it)");
   }
-  return Invalid(path,
-                 "declares a table without a vocabulary: the ps can hold it, but workers cannot train one yet; "
-                 "give vocabulary_size (ids are hashed modulo it) instead");
+  return spec;
 }
 
-// One entry of model.fields: {"vocabulary_size", "embedding_dim", optional "name",
-// "embeddings_initializer", and "count" (that many identical fields, named automatically)}.
+// One entry of model.fields: {"vocabulary_size" or "dynamic", "embedding_dim", optional "name",
+// "embeddings_initializer", and "count" (that many identical fields, named automatically, each
+// with its own table: a dynamic spec is copied to each)}.
 absl::Status ParseFieldEntry(const json& entry, const std::string& path, std::vector<EmbeddingFieldSpec>* fields) {
   RETURN_IF_ERROR(JsonFields::RequireObject(entry, path, kPrefix));
   JsonFields f(entry, path, kPrefix);
@@ -60,8 +63,17 @@ absl::Status ParseFieldEntry(const json& entry, const std::string& path, std::ve
   ASSIGN_OR_RETURN(int64_t count, f.Int("count", 1, IntBetween(1, kMaxFields, "(identical fields)")));
   const json* dynamic = f.Find("dynamic");
   RETURN_IF_ERROR(f.NoUnknownKeys());
-  if (dynamic != nullptr) return RefuseDynamicTable(*dynamic, path + ".dynamic", field.vocabulary_size != 0);
-  if (field.vocabulary_size == 0) return f.Invalid("vocabulary_size", "is missing (the table's rows)");
+  if (dynamic != nullptr) {
+    if (field.vocabulary_size != 0) {
+      return f.Invalid("dynamic", "cannot be given with vocabulary_size: a dynamic table has no vocabulary (ids are "
+                                  "taken whole); drop vocabulary_size, or drop dynamic for a fixed table");
+    }
+    ASSIGN_OR_RETURN(field.dynamic, ParseDynamicTable(*dynamic, f.Where("dynamic")));
+  } else if (field.vocabulary_size == 0) {
+    return f.Invalid("vocabulary_size",
+                     "is missing (the table's rows; or give \"dynamic\": {\"max_rows\": N} for a table without a "
+                     "vocabulary)");
+  }
   if (field.embedding_dim == 0) return f.Invalid("embedding_dim", "is missing (the table's columns)");
   if (count > 1 && !field.name.empty()) {
     return f.Invalid("name", "cannot name several fields (count > 1); drop the name or the count");
@@ -119,7 +131,8 @@ absl::Status ParseCtrModel(JsonFields& model, ModelSpec* spec) {
     }
     tower_inputs += f.embedding_dim;  // at most kMaxFields * kMaxEmbeddingDim + kMaxNumericInputs: no overflow
     const std::string what = absl::StrCat(kPrefix, "model.fields[", entry_of[i], "] (table ", f.name, ")");
-    ASSIGN_OR_RETURN(const int64_t bytes, CheckedNumBytes({f.vocabulary_size, f.embedding_dim}, sizeof(float), what));
+    const int64_t rows = f.dynamic ? f.dynamic->max_rows : f.vocabulary_size;
+    ASSIGN_OR_RETURN(const int64_t bytes, CheckedNumBytes({rows, f.embedding_dim}, sizeof(float), what));
     ASSIGN_OR_RETURN(table_bytes, CheckedSizeSum(table_bytes, bytes, what));
   }
   // The dense tower's input width is a dimension like any other (int32 in the kernels).
@@ -129,15 +142,45 @@ absl::Status ParseCtrModel(JsonFields& model, ModelSpec* spec) {
   return absl::OkStatus();
 }
 
+absl::Status CheckDynamicTables(const JobSpec& spec) {
+  for (size_t i = 0; i < spec.model.fields.size(); ++i) {
+    const EmbeddingFieldSpec& f = spec.model.fields[i];
+    if (!f.dynamic) continue;
+    const std::string field = absl::StrCat("model.fields (field \"", f.name, "\")");
+    const std::string instead = "give the field a vocabulary_size in place of \"dynamic\"";
+    if (spec.mode != "async") {
+      return Invalid(field, absl::StrCat("is a dynamic table, which needs mode \"async\" (the job's mode is \"",
+                                         spec.mode, "\"): set mode to \"async\", or ", instead));
+    }
+    if (spec.ps_replicas > 0) {
+      return Invalid(field, absl::StrCat("is a dynamic table, whose shards have no backups, but ps_replicas is ",
+                                         spec.ps_replicas, ": set ps_replicas to 0, or ", instead));
+    }
+    if (spec.optimizer.type == "adam") {
+      return Invalid(field, absl::StrCat("is a dynamic table, which optimizer adam cannot update (adam updates "
+                                         "every row on each step): use lazy_adam (Adam on the rows a step "
+                                         "touches) or another optimizer, or ", instead));
+    }
+  }
+  return absl::OkStatus();
+}
+
 void CtrModelToJson(const ModelSpec& spec, json* model) {
   if (!spec.is_ctr()) return;
   model->erase("input_shape");  // derived
   json fields = json::array();
   for (const EmbeddingFieldSpec& f : spec.fields) {
-    fields.push_back(json{{"name", f.name},
-                          {"vocabulary_size", f.vocabulary_size},
-                          {"embedding_dim", f.embedding_dim},
-                          {"embeddings_initializer", InitializerToJson(f.embeddings_initializer)}});
+    json field{{"name", f.name},
+               {"embedding_dim", f.embedding_dim},
+               {"embeddings_initializer", InitializerToJson(f.embeddings_initializer)}};
+    if (f.dynamic) {
+      field["dynamic"] = {{"admission_threshold", f.dynamic->admission_threshold},
+                          {"ttl_steps", f.dynamic->ttl_steps},
+                          {"max_rows", f.dynamic->max_rows}};
+    } else {
+      field["vocabulary_size"] = f.vocabulary_size;
+    }
+    fields.push_back(std::move(field));
   }
   (*model)["numeric_inputs"] = spec.numeric_inputs;
   (*model)["fields"] = std::move(fields);

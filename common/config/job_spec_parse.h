@@ -33,6 +33,11 @@ nlohmann::json InitializerToJson(const InitializerSpec& s);
 // width checked against kMaxDimension and each table's bytes against kMaxCheckedBytes. Leaves
 // `spec` a dense model when "fields" is absent.
 absl::Status ParseCtrModel(JsonFields& model, ModelSpec* spec);
+// The job-level rules of dynamic tables (EmbeddingFieldSpec::dynamic), checked once mode,
+// ps_replicas and the optimizer are known: async mode only, no backup shards (ps_replicas 0), and
+// an optimizer that updates only the rows a step touches (not adam). InvalidArgument naming the
+// field and what to change.
+absl::Status CheckDynamicTables(const JobSpec& spec);
 // Writes the CTR part of `spec` into the canonical model object (nothing for dense models).
 void CtrModelToJson(const ModelSpec& spec, nlohmann::json* model);
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/plan/dynamic_row_bytes.h"
 #include "common/plan/model_variables.h"
 #include "common/platform/checked_math.h"
 #include "common/platform/status_macros.h"
@@ -81,10 +82,27 @@ absl::StatusOr<std::vector<int64_t>> PsSlotBytes(const VariablePlan& plan, int s
   return out;
 }
 
+absl::StatusOr<std::vector<int64_t>> PsDynamicOverheadBytes(const VariablePlan& plan) {
+  std::vector<int64_t> out(plan.ps_bytes.size(), 0);
+  for (const PlannedVariable& pv : plan.variables) {
+    if (!pv.variable.dynamic) continue;
+    for (const PlannedShard& s : pv.shards) {
+      const std::string what = absl::StrCat("the row overhead of dynamic shard ", s.name);
+      ASSIGN_OR_RETURN(int64_t bytes, CheckedSizeProduct(s.rows, kDynamicRowOverheadBytes, what));
+      int64_t& held = out[static_cast<size_t>(s.ps)];
+      ASSIGN_OR_RETURN(held, CheckedSizeSum(held, bytes, what));
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<int64_t>> PsTaskBytes(const VariablePlan& plan, int slots) {
   ASSIGN_OR_RETURN(std::vector<int64_t> out, PsSlotBytes(plan, slots));
+  ASSIGN_OR_RETURN(std::vector<int64_t> overhead, PsDynamicOverheadBytes(plan));
   for (size_t i = 0; i < out.size(); ++i) {
-    ASSIGN_OR_RETURN(out[i], CheckedSizeSum(plan.ps_bytes[i], out[i], absl::StrCat("ps ", i, "'s bytes")));
+    const std::string what = absl::StrCat("ps ", i, "'s bytes");
+    ASSIGN_OR_RETURN(out[i], CheckedSizeSum(plan.ps_bytes[i], out[i], what));
+    ASSIGN_OR_RETURN(out[i], CheckedSizeSum(out[i], overhead[i], what));
   }
   return out;
 }
@@ -110,6 +128,10 @@ absl::StatusOr<ComputeBytes> EstimateComputeBytes(const ModelSpec& model, int64_
       ASSIGN_OR_RETURN(int64_t step_bytes, CheckedNumBytes(rows, 2 * DTypeSize(v.dtype), what));
       if (!applies_updates) bytes = 0;
       ASSIGN_OR_RETURN(bytes, CheckedSizeProduct(bytes, 1 + slots, what));
+      if (v.dynamic && applies_updates) {
+        ASSIGN_OR_RETURN(const int64_t overhead, CheckedSizeProduct(v.shape[0], kDynamicRowOverheadBytes, what));
+        ASSIGN_OR_RETURN(bytes, CheckedSizeSum(bytes, overhead, what));
+      }
       ASSIGN_OR_RETURN(bytes, CheckedSizeSum(bytes, step_bytes, what));
       copies = 1;
     }

@@ -84,8 +84,10 @@ absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model)
   }
   std::vector<VariableSpec> vars;
   for (const EmbeddingFieldSpec& f : model.fields) {
-    vars.push_back({f.name + "/embeddings", {f.vocabulary_size, f.embedding_dim}, DType::kFloat32,
-                    f.embeddings_initializer, /*sparse=*/true});
+    // A dynamic table's rows are its declared capacity: the plan budgets that many.
+    const int64_t rows = f.dynamic ? f.dynamic->max_rows : f.vocabulary_size;
+    vars.push_back({f.name + "/embeddings", {rows, f.embedding_dim}, DType::kFloat32, f.embeddings_initializer,
+                    /*sparse=*/true, /*trainable=*/true, f.dynamic});
   }
   std::vector<int64_t> in = model.input_shape;
   for (size_t i = 0; i < model.layers.size(); ++i) {

@@ -2,8 +2,12 @@
 // {"variables": [{"name", "shape", "dtype", "sparse", "shards": [{"name", "offset", "stride",
 //  "rows", "bytes", "ps", "backup_ps" (-1: none)}]}], "strategy", "ps_bytes": [values per ps,
 //  backups included], "ps_backup_bytes": [of which backups], "optimizer",
-//  "slots_per_value", "ps_slot_bytes": [optimizer slots per ps], "ps_total_bytes": [both]}.
-// A shard holds global rows offset + j * stride (stride > 1: a table's mod shard).
+//  "slots_per_value", "ps_slot_bytes": [optimizer slots per ps], "ps_dynamic_overhead_bytes":
+//  [dynamic tables' per-row overhead per ps], "ps_total_bytes": [all three]}.
+// A shard holds global rows offset + j * stride (stride > 1: a table's mod shard), except a dynamic
+// table's (kind "dyn"; its variable has "dynamic": {"admission_threshold", "ttl_steps", "max_rows",
+// "shard_cap_rows", "placement": "hash", "shard_budget_bytes"}): its keys are placed by hash and
+// `rows` is its cap.
 // Thread-safety: pure functions.
 #ifndef PSTRAIN_COMMON_PLAN_PLAN_FORMAT_H_
 #define PSTRAIN_COMMON_PLAN_PLAN_FORMAT_H_

@@ -3,12 +3,45 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/plan/dynamic_shards.h"
 #include "common/platform/checked_math.h"
 #include "common/platform/status_macros.h"
 #include "common/tensor/tensor.h"
 #include "common/tensor/tensor_proto.h"
 
 namespace pstrain {
+
+namespace {
+
+// One shard per ps task: shard i on ps i holds the keys with DynamicKeyOwner(key, n) == i, at most
+// DynamicShardCap(max_rows, n) of them; its bytes are the values of that many rows.
+absl::Status PlanDynamicTable(const VariableSpec& var, VariablePlan* plan, PlannedVariable* planned) {
+  if (var.shape.size() != 2 || var.shape[0] < 1 || var.shape[0] != var.dynamic->max_rows || !var.sparse ||
+      var.dtype != DType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat("variable \"", var.name, "\" is dynamic but not a sparse float32 "
+                                                   "[max_rows, dim] table of max_rows ", var.dynamic->max_rows,
+                                                   " (shape ", ShapeString(var.shape), ")"));
+  }
+  const int n = plan->num_ps;
+  const int64_t cap = DynamicShardCap(var.dynamic->max_rows, n);
+  ASSIGN_OR_RETURN(const int64_t bytes, CheckedNumBytes({cap, var.shape[1]}, DTypeSize(var.dtype),
+                                                        absl::StrCat("a shard of dynamic table ", var.name)));
+  for (int i = 0; i < n; ++i) {
+    PlannedShard shard;
+    shard.name = DynamicShardName(var.name, i, n);
+    shard.row_offset = i;
+    shard.row_stride = n;
+    shard.rows = cap;
+    shard.bytes = bytes;
+    shard.ps = i;
+    int64_t& held = plan->ps_bytes[static_cast<size_t>(i)];
+    ASSIGN_OR_RETURN(held, CheckedSizeSum(held, shard.bytes, absl::StrCat("the bytes held by ps ", i)));
+    planned->shards.push_back(std::move(shard));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<VariablePlan> PlanVariables(const std::vector<VariableSpec>& variables, const PartitionerSpec& spec,
                                            int num_ps) {
@@ -30,6 +63,11 @@ absl::StatusOr<VariablePlan> PlanVariables(const std::vector<VariableSpec>& vari
       return absl::InvalidArgumentError(absl::StrCat("variable \"", var.name, "\": ", shards.status().message()));
     }
     PlannedVariable planned{var, {}};
+    if (var.dynamic) {
+      RETURN_IF_ERROR(PlanDynamicTable(var, &plan, &planned));
+      plan.variables.push_back(std::move(planned));
+      continue;  // the round-robin counter does not move
+    }
     const int64_t rows = var.shape.empty() ? 1 : var.shape[0];
     // NumShards checked that the variable's bytes fit, so every shard's and row's do.
     const int64_t row_bytes = rows == 0 ? 0 : NumElements(var.shape) / rows * DTypeSize(var.dtype, spec.bytes_per_string);
@@ -61,6 +99,13 @@ absl::Status AddBackups(int64_t replicas, VariablePlan* plan) {
     return absl::InvalidArgumentError(absl::StrCat("ps_replicas ", replicas, " is not possible with ", plan->num_ps,
                                                    " ps tasks: at most 1 backup per shard, on another ps than its "
                                                    "primary (ps_replicas <= num_ps - 1)"));
+  }
+  for (const PlannedVariable& pv : plan->variables) {
+    if (pv.variable.dynamic) {
+      return absl::InvalidArgumentError(absl::StrCat("ps_replicas ", replicas, " is not possible with dynamic table ",
+                                                     pv.variable.name, ": its shards have no backups; set "
+                                                     "ps_replicas to 0 or give the table a vocabulary_size"));
+    }
   }
   for (PlannedVariable& pv : plan->variables) {
     for (PlannedShard& s : pv.shards) {
@@ -95,6 +140,12 @@ VariablePlanProto VariablePlanToProto(const VariablePlan& plan, uint64_t seed) {
     v->set_dtype(ToProtoDType(pv.variable.dtype));
     v->set_sparse(pv.variable.sparse);
     v->set_non_trainable(!pv.variable.trainable);
+    if (pv.variable.dynamic) {
+      DynamicTablePlanProto* d = v->mutable_dynamic();
+      d->set_admission_threshold(static_cast<int32_t>(pv.variable.dynamic->admission_threshold));
+      d->set_ttl_steps(pv.variable.dynamic->ttl_steps);
+      d->set_max_rows(pv.variable.dynamic->max_rows);
+    }
     for (const PlannedShard& s : pv.shards) {
       auto* sp = v->add_shards();
       sp->set_shard_name(s.name);

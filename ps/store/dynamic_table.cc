@@ -5,9 +5,15 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/plan/dynamic_row_bytes.h"
 #include "ps/store/sparse_apply.h"
 
 namespace pstrain {
+
+// Plans (`pstrain plan`, the chief's memory check) budget this many bytes per row beside values and slots.
+static_assert(DynamicTable::kMaxOverheadBytesPerRow == kDynamicRowOverheadBytes,
+              "common/plan/dynamic_row_bytes.h must budget the table's per-row overhead");
+
 namespace {
 
 constexpr size_t kBlockRows = 4096;  // rows gathered per optimizer call (bounds the scratch memory)

@@ -77,8 +77,19 @@ bool ParseNumeric(absl::string_view text, float* out) {
 }
 
 // int(text, 16) % size, exact for any length; false on a character that is not a hex digit.
+// size 0 (a dynamic table): int(text, 16) % 2^64 as an int64 bit pattern.
 bool ParseHexId(absl::string_view text, int64_t size, int64_t* out) {
   const std::array<int8_t, 256>& digits = HexDigits();
+  if (size == 0) {
+    uint64_t value = 0;
+    for (const char c : text) {
+      const int d = digits[static_cast<unsigned char>(c)];
+      if (d < 0) return false;
+      value = (value << 4) | static_cast<uint64_t>(d);  // digits past 16 push the high ones out: % 2^64
+    }
+    *out = static_cast<int64_t>(value);
+    return true;
+  }
   const uint64_t modulus = static_cast<uint64_t>(size);
   uint64_t value = 0;
   size_t i = 0;
@@ -121,10 +132,11 @@ absl::Status ValidateCriteoFormat(const CriteoFormat& format) {
                      format.table_sizes.size(), " table sizes"));
   }
   for (int f = 0; f < format.num_categorical; ++f) {
-    if (format.table_sizes[f] < 1) {
+    if (format.table_sizes[f] < 0) {
       return absl::InvalidArgumentError(absl::StrCat("the table of field ",
                                                      CriteoFieldName(format, 1 + format.num_numeric + f), " has ",
-                                                     format.table_sizes[f], " rows; it needs at least 1"));
+                                                     format.table_sizes[f],
+                                                     " rows; it needs at least 1 (or 0: a dynamic table)"));
     }
   }
   if (format.max_line_bytes < 1 || format.max_line_bytes > kMaxLineBytesLimit) {

@@ -7,7 +7,10 @@
 // range are bad. Categorical field: hexadecimal digits (either case, no "0x" or sign), hashed
 // into its table as DLRM's --max-ind-range does: int(field, 16) % table_size; empty = 0. Ids of
 // any length hash exactly as that big-integer modulo (reduced digit by digit past 16 digits), so
-// they never overflow and agree with Python's int(x, 16) % size.
+// they never overflow and agree with Python's int(x, 16) % size. Table size 0 (a dynamic table)
+// keeps the id whole: int(field, 16) as a 64-bit pattern read as int64 (16 digits from 8000...
+// up are negative); an id of more than 16 digits keeps its low 64 bits (int(field, 16) % 2^64,
+// its last 16 digits), so leading zeros change nothing; empty = 0.
 // Thread-safety: pure functions over caller-owned memory.
 #ifndef PSTRAIN_WORKER_DATA_CRITEO_LINE_H_
 #define PSTRAIN_WORKER_DATA_CRITEO_LINE_H_
@@ -24,7 +27,7 @@ namespace pstrain {
 struct CriteoFormat {
   int num_numeric = 13;
   int num_categorical = 26;
-  std::vector<int64_t> table_sizes;  // one per categorical field, each >= 1
+  std::vector<int64_t> table_sizes;  // one per categorical field, each >= 0 (0: dynamic, ids kept whole)
   // A longer line is bad (a Criteo line is a few hundred bytes): it bounds what one line may
   // make the reader hold, whatever the input.
   int64_t max_line_bytes = 1 << 16;
@@ -33,7 +36,7 @@ struct CriteoFormat {
 };
 
 // InvalidArgument unless 0 <= num_numeric, num_categorical <= 10000, table_sizes has one entry
-// >= 1 per categorical field and 1 <= max_line_bytes <= 1 GiB.
+// >= 0 per categorical field (0 = dynamic) and 1 <= max_line_bytes <= 1 GiB.
 absl::Status ValidateCriteoFormat(const CriteoFormat& format);
 
 // "label", "I3" or "C7": the name of field `index` (0 = label) in Criteo's documentation.

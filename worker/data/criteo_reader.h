@@ -28,7 +28,9 @@ namespace pstrain {
 struct CriteoOptions {
   std::vector<std::string> files_or_globs;  // paths or glob(3) patterns; plain or gzip files
   int num_numeric = 13, num_categorical = 26;
-  std::vector<int64_t> table_sizes;  // per categorical field: id = int(hex, 16) % size; empty = 0
+  // Per categorical field: id = int(hex, 16) % size; empty = 0; size 0 (a dynamic table): the id
+  // whole (criteo_line.h).
+  std::vector<int64_t> table_sizes;
   bool skip_bad_lines = false;       // count bad lines (CtrData::bad_lines_skipped) instead of failing
   int part = 0, num_parts = 1;       // this reader's disjoint part
   int64_t max_line_bytes = 1 << 16;  // a longer line is bad

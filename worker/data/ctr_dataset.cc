@@ -96,7 +96,8 @@ absl::StatusOr<Dataset> LoadCtrDataset(Env* env, const JobSpec& job, Split split
                                        int num_parts) {
   ASSIGN_OR_RETURN(std::vector<std::string> patterns, CtrSplitFiles(env, job.data, split, data_dir));
   std::vector<int64_t> table_sizes;
-  for (const EmbeddingFieldSpec& f : job.model.fields) table_sizes.push_back(f.vocabulary_size);
+  // 0 for a dynamic table: its ids are kept whole (no modulo), the ps places them by hash.
+  for (const EmbeddingFieldSpec& f : job.model.fields) table_sizes.push_back(f.dynamic ? 0 : f.vocabulary_size);
   CtrData data;
   if (job.data.dataset == "tfrecord") {
     TfRecordCtrOptions options;

@@ -1,7 +1,7 @@
 // The data of a CTR job (data.dataset "criteo" or "tfrecord") as a Dataset: the files the job
 // names, or (criteo only) the default synthetic set (generated into the cache on first use), read
 // in Criteo's layout or as tf.Example records (tf_example_ctr.h) with the model's field count and
-// table sizes (ids hashed modulo each field's vocabulary_size).
+// table sizes (ids hashed modulo each field's vocabulary_size; a dynamic field's kept whole).
 // Thread-safety: pure functions over files (the default set's cache is safe to share).
 #ifndef PSTRAIN_WORKER_DATA_CTR_DATASET_H_
 #define PSTRAIN_WORKER_DATA_CTR_DATASET_H_

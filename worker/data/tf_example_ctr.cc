@@ -51,6 +51,12 @@ double Number(const FeatureView& v) {
   return v.kind == FeatureView::kInt64 ? static_cast<double>(v.int64_value) : v.float_value;
 }
 
+// A raw 64-bit id in a table of `size` rows: raw % size, or (size 0, a dynamic table) raw whole.
+int64_t TableId(uint64_t raw, uint64_t size) { return static_cast<int64_t>(size == 0 ? raw : raw % size); }
+
+// A bytes id: FNV-1a 64 of the bytes in the table; an empty string is 0.
+int64_t BytesId(absl::string_view bytes, uint64_t size) { return bytes.empty() ? 0 : TableId(Fnv1a64(bytes), size); }
+
 absl::Status CheckOptions(const TfRecordCtrOptions& options) {
   if (options.files_or_globs.empty()) {
     return absl::InvalidArgumentError("no TFRecord files given: name the train and test files (paths or globs)");
@@ -64,7 +70,10 @@ absl::Status CheckOptions(const TfRecordCtrOptions& options) {
                                                    options.table_sizes.size(), " tables; name one per field"));
   }
   for (int64_t size : options.table_sizes) {
-    if (size < 1) return absl::InvalidArgumentError(absl::StrCat("a table of ", size, " rows; it needs at least 1"));
+    if (size < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a table of ", size, " rows; it needs at least 1 (or 0: a dynamic table)"));
+    }
   }
   if (options.max_record_bytes < 0) return absl::InvalidArgumentError("max_record_bytes is negative");
   return absl::OkStatus();
@@ -142,13 +151,13 @@ absl::Status TfExampleCtrParser::ReadBag(size_t c, size_t k) {
       if (!ListValues(v.list, v.kind, &ids, nullptr, nullptr)) {
         return BadFeature(name, "has a list that does not parse");
       }
-      for (int64_t& id : ids) id = static_cast<int64_t>(static_cast<uint64_t>(id) % size);
+      for (int64_t& id : ids) id = TableId(static_cast<uint64_t>(id), size);
     } else {
       bytes_values_.clear();
       if (!ListValues(v.list, v.kind, nullptr, nullptr, &bytes_values_)) {
         return BadFeature(name, "has a list that does not parse");
       }
-      for (absl::string_view b : bytes_values_) ids.push_back(b.empty() ? 0 : static_cast<int64_t>(Fnv1a64(b) % size));
+      for (absl::string_view b : bytes_values_) ids.push_back(BytesId(b, size));
     }
   }
   if (spec.weights.empty()) return absl::OkStatus();
@@ -247,9 +256,9 @@ absl::Status TfExampleCtrParser::Parse(absl::string_view serialized, float* labe
     RETURN_IF_ERROR(CheckFixed(v, features_.categorical[c], "a categorical id", true, false, true));
     const auto size = static_cast<uint64_t>(table_sizes_[c]);
     if (v.kind == FeatureView::kInt64) {
-      ids[c] = static_cast<int64_t>(static_cast<uint64_t>(v.int64_value) % size);
+      ids[c] = TableId(static_cast<uint64_t>(v.int64_value), size);
     } else {
-      ids[c] = v.bytes_value.empty() ? 0 : static_cast<int64_t>(Fnv1a64(v.bytes_value) % size);
+      ids[c] = BytesId(v.bytes_value, size);
     }
   }
   // The record is good: only now append its bags, so a skipped record leaves none behind.

@@ -5,7 +5,9 @@
 //   numeric      float_list or int64_list, finite; transformed as Criteo's: log(1 + max(x, 0))
 //   categorical  int64_list: the id as an unsigned 64-bit number % the field's table size (as a
 //                Criteo hex id is int(hex, 16) % size); bytes_list: FNV-1a 64 of the bytes % size
-//                (an empty string is id 0, as an empty Criteo field)
+//                (an empty string is id 0, as an empty Criteo field). Table size 0 (a dynamic
+//                table) keeps ids whole: an int64 as is, bytes as their FNV-1a 64 read as int64
+//                (may be negative; an empty string is still 0)
 //
 //   bag          (TfExampleBagSpec) int64_list or bytes_list of 0..max_length ids, each mapped as
 //                a categorical id; weights, when named, a float_list of as many values, each finite
@@ -46,7 +48,7 @@ uint64_t Fnv1a64(absl::string_view bytes);
 // parser where that leaves a record to it. One per thread.
 class TfExampleCtrParser {
  public:
-  // REQUIRES: table_sizes has one entry >= 1 per categorical feature.
+  // REQUIRES: table_sizes has one entry >= 0 (0 = dynamic) per categorical feature.
   TfExampleCtrParser(TfExampleFeatureSpec features, std::vector<int64_t> table_sizes);
   // As ParseTfExampleCtr below; `protobuf_only` skips the wire walk (the reference in tests).
   // Bag fields write 0 to their `ids` entry and, only when the whole record is good, append the
@@ -79,14 +81,14 @@ std::vector<IdBags> MakeBagColumns(const TfExampleFeatureSpec& features);
 // Parses one serialized tf.Example into label, numeric[features.numeric.size()] and
 // ids[features.categorical.size()]. InvalidArgument naming the feature (`feature "C3" is a
 // float_list; ...`) or saying the proto does not parse; the caller adds file and record. REQUIRES:
-// table_sizes has one entry >= 1 per categorical feature.
+// table_sizes has one entry >= 0 (0 = dynamic) per categorical feature.
 absl::Status ParseTfExampleCtr(absl::string_view serialized, const TfExampleFeatureSpec& features,
                                const std::vector<int64_t>& table_sizes, float* label, float* numeric, int64_t* ids);
 
 struct TfRecordCtrOptions {
   std::vector<std::string> files_or_globs;  // paths or glob(3) patterns
   TfExampleFeatureSpec features;
-  std::vector<int64_t> table_sizes;  // one per categorical feature, each >= 1
+  std::vector<int64_t> table_sizes;  // one per categorical feature, each >= 0 (0: dynamic, ids kept whole)
   bool skip_bad_records = false;
   int part = 0, num_parts = 1;
   int64_t max_record_bytes = kDefaultMaxTfRecordBytes;

@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "common/config/json_util.h"
@@ -117,6 +118,41 @@ TEST(PlanCommandTest, JobPresetAsTableAndFromTfConfig) {
   auto doc = ParseJson(from_env.output, "plan");
   ASSERT_TRUE(doc.ok());
   EXPECT_EQ((*doc)["ps_bytes"].size(), 3u);
+}
+
+// A job with a dynamic table: one shard per ps, shown as dynamic with its budget, its row overhead
+// in each ps's bytes and in the budget check; backups refused naming the table.
+TEST(PlanCommandTest, DynamicTablesShowTheirCapAndBudget) {
+  const std::string job = testing::TempDir() + "/plan_dynamic_job.json";
+  {
+    std::ofstream out(job);
+    out << R"({"model": {"numeric_inputs": 2,
+                         "fields": [{"name": "user", "embedding_dim": 4, "dynamic": {"max_rows": 1000}},
+                                    {"name": "ad", "vocabulary_size": 10, "embedding_dim": 4}],
+                         "layers": [{"type": "dense", "units": 1}]},
+               "optimizer": "adagrad", "data": {"dataset": "criteo"}, "schedule": {"steps": 10}})";
+  }
+  const std::string plan = "env -u TF_CONFIG " + Bin("pstrain") + " plan --job=" + job + " --num_ps=2";
+  nlohmann::json doc = PlanJson("--job=" + job + " --num_ps=2");
+  const nlohmann::json& user = doc["variables"][0];
+  EXPECT_EQ(user["name"], "user/embeddings");
+  EXPECT_EQ(user["dynamic"]["placement"], "hash");
+  EXPECT_EQ(Rows(doc), (std::vector<int64_t>{500, 500}));
+  EXPECT_EQ(user["shards"][1]["name"], "user/embeddings/dyn_1_of_2");
+  EXPECT_EQ(user["shards"][1]["ps"], 1);
+  const int64_t shard = 500 * 4 * 4 * 2 + 500 * 55;  // values and adagrad's slot, and the row overhead
+  EXPECT_EQ(user["dynamic"]["shard_budget_bytes"], shard);
+  EXPECT_EQ(doc["ps_dynamic_overhead_bytes"], nlohmann::json({500 * 55, 500 * 55}));
+  Result table = RunCommand(plan);
+  EXPECT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_THAT(table.output, HasSubstr("user/embeddings: dynamic, cap 500 rows per ps (max_rows 1000), hash placement"));
+  EXPECT_THAT(table.output, HasSubstr("of dynamic tables' row overhead"));
+  Result over = RunCommand(plan + " --memory_budget_bytes=" + std::to_string(shard));
+  EXPECT_EQ(over.exit_code, 2) << over.output;
+  EXPECT_THAT(over.output, HasSubstr("and dynamic tables' row overhead"));
+  Result backups = RunCommand(plan + " --ps_replicas=1");
+  EXPECT_EQ(backups.exit_code, 2) << backups.output;
+  EXPECT_THAT(backups.output, HasSubstr("dynamic table user/embeddings"));
 }
 
 TEST(PlanCommandTest, BadFlagsExitTwoWithAMessage) {

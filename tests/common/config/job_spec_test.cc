@@ -588,23 +588,149 @@ TEST(JobSpecTest, CtrErrorsNameTheField) {
   EXPECT_THAT(ErrorOf(doc), HasSubstr("are for criteo and tfrecord data"));
 }
 
-// A table without a vocabulary ("dynamic" in place of vocabulary_size) is checked, then refused:
-// workers cannot train one yet.
-TEST(JobSpecTest, CtrDynamicTableIsCheckedThenRefused) {
-  auto doc = Ctr();
+// A CTR job of two fields: "user" dynamic (3 copies by count), "ad" with a vocabulary.
+nlohmann::json DynamicCtr() {
+  nlohmann::json doc = Ctr();
+  doc["model"]["fields"] = {{{"embedding_dim", 8},
+                             {"count", 3},
+                             {"dynamic", {{"admission_threshold", 3}, {"ttl_steps", 1000}, {"max_rows", 100000}}}},
+                            {{"name", "ad"}, {"vocabulary_size", 50}, {"embedding_dim", 4}}};
+  return doc;
+}
+
+// A table without a vocabulary ("dynamic" in place of vocabulary_size) parses into
+// EmbeddingFieldSpec::dynamic, is copied by count, becomes a [max_rows, dim] dynamic variable and
+// round-trips through the canonical form.
+TEST(JobSpecTest, CtrDynamicTableParsesAndRoundTrips) {
+  auto spec = JobSpecFromJson(DynamicCtr());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->model.fields.size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    const EmbeddingFieldSpec& f = spec->model.fields[i];
+    ASSERT_TRUE(f.dynamic.has_value()) << i;
+    EXPECT_EQ(f.vocabulary_size, 0);
+    EXPECT_EQ(f.dynamic->admission_threshold, 3);
+    EXPECT_EQ(f.dynamic->ttl_steps, 1000);
+    EXPECT_EQ(f.dynamic->max_rows, 100000);
+  }
+  EXPECT_EQ(spec->model.fields[1].name, "embedding_1");
+  EXPECT_FALSE(spec->model.fields[3].dynamic.has_value());
+  EXPECT_EQ(spec->model.input_shape, (std::vector<int64_t>{13 + 3 * 8 + 4}));
+
+  auto vars = ModelVariables(spec->model);
+  ASSERT_TRUE(vars.ok()) << vars.status();
+  EXPECT_EQ((*vars)[0].name, "embedding/embeddings");
+  EXPECT_EQ((*vars)[0].shape, (std::vector<int64_t>{100000, 8}));
+  EXPECT_TRUE((*vars)[0].sparse);
+  EXPECT_TRUE((*vars)[0].trainable);
+  EXPECT_EQ((*vars)[0].initializer.type, "random_uniform");
+  ASSERT_TRUE((*vars)[2].dynamic.has_value());
+  EXPECT_EQ((*vars)[2].dynamic->admission_threshold, 3);
+  EXPECT_EQ((*vars)[2].dynamic->max_rows, 100000);
+  EXPECT_EQ((*vars)[3].name, "ad/embeddings");
+  EXPECT_EQ((*vars)[3].shape, (std::vector<int64_t>{50, 4}));
+  EXPECT_FALSE((*vars)[3].dynamic.has_value());
+  EXPECT_FALSE((*vars)[4].dynamic.has_value());  // the tower
+
+  const nlohmann::json canonical = JobSpecToJson(*spec);
+  const nlohmann::json& field = canonical["model"]["fields"][0];
+  EXPECT_FALSE(field.contains("vocabulary_size")) << field.dump();
+  EXPECT_EQ(field["dynamic"], (nlohmann::json{{"admission_threshold", 3}, {"ttl_steps", 1000}, {"max_rows", 100000}}));
+  EXPECT_EQ(canonical["model"]["fields"][3]["vocabulary_size"], 50);
+  auto again = JobSpecFromJson(canonical);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(JobSpecToJson(*again), canonical);
+  EXPECT_EQ(again->model.fields[2].dynamic->ttl_steps, 1000);
+
+  // Defaults: every key admitted, no TTL.
+  nlohmann::json doc = Ctr();
   doc["model"]["fields"][0].erase("vocabulary_size");
-  doc["model"]["fields"][0]["dynamic"] = {{"admission_threshold", 2}, {"ttl_steps", 1000}, {"max_rows", 100000}};
-  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic declares a table without a vocabulary: the ps can "
-                                      "hold it, but workers cannot train one yet; give vocabulary_size"));
-  doc["model"]["fields"][0]["dynamic"]["admission_threshold"] = 256;
+  doc["model"]["fields"][0]["dynamic"] = {{"max_rows", 7}};
+  auto defaults = JobSpecFromJson(doc);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->model.fields[0].dynamic->admission_threshold, 1);
+  EXPECT_EQ(defaults->model.fields[0].dynamic->ttl_steps, 0);
+  EXPECT_EQ(defaults->model.fields[25].dynamic->max_rows, 7);
+}
+
+// A dynamic field's own keys are checked, and it cannot have a vocabulary.
+TEST(JobSpecTest, CtrDynamicTableKeysAreChecked) {
+  nlohmann::json doc = DynamicCtr();
+  nlohmann::json& d = doc["model"]["fields"][0]["dynamic"];
+  d["admission_threshold"] = 256;
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic.admission_threshold must be at most 255"));
-  doc["model"]["fields"][0]["dynamic"] = {{"ttl_step", 5}};
+  d["admission_threshold"] = 0;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic.admission_threshold must be positive"));
+  d["admission_threshold"] = 1;
+  d["ttl_steps"] = -1;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic.ttl_steps must not be negative"));
+  d["ttl_steps"] = 0;
+  d["max_rows"] = (int64_t{1} << 40) + 1;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic.max_rows must be at most 1099511627776"));
+  d["max_rows"] = 0;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic.max_rows must be positive"));
+  d.erase("max_rows");
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic.max_rows is required"));
+  d = {{"ttl_step", 5}, {"max_rows", 10}};
   EXPECT_THAT(ErrorOf(doc), HasSubstr("unknown key \"ttl_step\" in model.fields[0].dynamic"));
-  doc["model"]["fields"][0]["dynamic"] = 3;
+  d = 3;
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic must be an object"));
-  doc["model"]["fields"][0]["dynamic"] = nlohmann::json::object();
+  doc = DynamicCtr();
   doc["model"]["fields"][0]["vocabulary_size"] = 10;
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[0].dynamic cannot be given with vocabulary_size"));
+  doc = DynamicCtr();
+  doc["model"]["fields"][1].erase("vocabulary_size");
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields[1].vocabulary_size is missing"));
+}
+
+// Dynamic tables live in async jobs without backups and need an optimizer that updates only the
+// touched rows: each refusal names the field and what to change, also when the job's mode or
+// ps_replicas is set after reading (the chief's flags go back through JobSpecFromJson).
+TEST(JobSpecTest, CtrDynamicTableIsRefusedWithSyncReplicasOrAdam) {
+  ASSERT_TRUE(JobSpecFromJson(DynamicCtr()).ok());
+  nlohmann::json doc = DynamicCtr();
+  doc["mode"] = "sync";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields (field \"embedding\") is a dynamic table, which needs mode "
+                                      "\"async\" (the job's mode is \"sync\"): set mode to \"async\", or give the "
+                                      "field a vocabulary_size"));
+  doc = DynamicCtr();
+  doc["ps_replicas"] = 1;
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.fields (field \"embedding\") is a dynamic table, whose shards have no "
+                                      "backups, but ps_replicas is 1: set ps_replicas to 0"));
+  doc = DynamicCtr();
+  doc["optimizer"] = "adam";
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("is a dynamic table, which optimizer adam cannot update"));
+  doc["optimizer"] = "lazy_adam";
+  EXPECT_TRUE(JobSpecFromJson(doc).ok());
+
+  auto spec = JobSpecFromJson(DynamicCtr());
+  ASSERT_TRUE(spec.ok());
+  spec->mode = "sync";
+  auto again = JobSpecFromJson(JobSpecToJson(*spec));
+  ASSERT_FALSE(again.ok());
+  EXPECT_THAT(std::string(again.status().message()), HasSubstr("needs mode \"async\""));
+}
+
+// Bags (tfrecord) may be dynamic too: the combiner is copied onto the dynamic field.
+TEST(JobSpecTest, CtrDynamicTableMayBeABag) {
+  nlohmann::json doc = DynamicCtr();
+  nlohmann::json numeric = nlohmann::json::array();
+  for (int i = 1; i <= 13; ++i) numeric.push_back("I" + std::to_string(i));
+  doc["data"] = {{"dataset", "tfrecord"},
+                 {"train_files", {"/d/train.tfrecord"}},
+                 {"test_files", {"/d/test.tfrecord"}},
+                 {"features",
+                  {{"label", "clicked"},
+                   {"numeric", numeric},
+                   {"categorical", {{{"name", "u"}, {"combiner", "mean"}}, "v", "w", "ad"}}}}};
+  auto spec = JobSpecFromJson(doc);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->model.fields[0].combiner, "mean");
+  EXPECT_TRUE(spec->model.fields[0].dynamic.has_value());
+  auto again = JobSpecFromJson(JobSpecToJson(*spec));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->model.fields[0].combiner, "mean");
+  EXPECT_EQ(again->model.fields[0].dynamic->max_rows, 100000);
 }
 
 // The CTR keys go through the same reader as every other field: unknown keys name the nearest

@@ -116,5 +116,20 @@ TEST(MemoryBudgetTest, TablesAreCountedWhereTheyAreHeld) {
   EXPECT_FALSE(CheckMemoryBudget("/job:ps/task:0", (*ps)[0], "values", table_bytes, "add ps tasks").ok());
 }
 
+// A dynamic table counts as its max_rows rows, with the per-row overhead where it is held whole.
+TEST(MemoryBudgetTest, DynamicTablesCountTheirCapacityAndRowOverhead) {
+  nlohmann::json doc = *JobPresetJson("ctr");
+  doc["model"]["fields"] = {{{"embedding_dim", 16}, {"dynamic", {{"max_rows", 1000}}}}};
+  absl::StatusOr<JobSpec> ctr = JobSpecFromJson(doc);
+  ASSERT_TRUE(ctr.ok()) << ctr.status();
+  const int64_t tower = (int64_t{29} * 512 + 512 + 512 * 256 + 256 + 256 + 1) * 4;
+  absl::StatusOr<ComputeBytes> train = EstimateComputeBytes(ctr->model, 64, 0, 1, true);
+  ASSERT_TRUE(train.ok()) << train.status();
+  EXPECT_EQ(train->variables, int64_t{1000} * 16 * 4 * 2 + 1000 * 55 + 64 * 16 * 4 * 2 + tower * 3);
+  absl::StatusOr<ComputeBytes> worker = EstimateComputeBytes(ctr->model, 64, 0, 1, false);
+  ASSERT_TRUE(worker.ok());
+  EXPECT_EQ(worker->variables, 64 * 16 * 4 * 2 + tower * 3);
+}
+
 }  // namespace
 }  // namespace pstrain

@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "common/config/job_spec.h"
+#include "common/plan/dynamic_row_bytes.h"
+#include "common/plan/dynamic_shards.h"
+#include "common/plan/memory_budget.h"
 #include "common/plan/model_variables.h"
+#include "common/plan/plan_format.h"
 #include "gtest/gtest.h"
 
 namespace pstrain {
@@ -120,6 +125,132 @@ TEST(VariablePlannerTest, OneCounterAcrossVariables) {
   ASSERT_EQ(plan->variables[2].shards.size(), 1u);  // rank 0: never partitioned
   EXPECT_EQ(plan->variables[2].shards[0].name, "c");
   EXPECT_EQ(plan->variables[2].shards[0].ps, 0);
+}
+
+VariableSpec DynamicVar(const std::string& name, int64_t max_rows, int64_t dim) {
+  VariableSpec v = Var(name, {max_rows, dim});
+  v.initializer = InitializerSpec{"random_uniform"};
+  v.sparse = true;
+  v.dynamic = DynamicTableSpec{2, 500, max_rows};
+  return v;
+}
+
+// A dynamic table ignores the partitioner: one shard per ps, shard i on ps i, its cap the table's
+// max_rows over the ps count (rounded up); the other variables are placed as if it were not there.
+TEST(VariablePlannerTest, DynamicTableGetsOneShardPerPs) {
+  PartitionerSpec spec;
+  spec.kind = PartitionerSpec::Kind::kFixedShards;
+  spec.num_shards = 2;
+  auto plan = PlanVariables({Var("a", {4}), DynamicVar("user/embeddings", 10, 8), Var("b", {6})}, spec, 3);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const auto& shards = plan->variables[1].shards;
+  ASSERT_EQ(shards.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(shards[i].name, absl::StrCat("user/embeddings/dyn_", i, "_of_3"));
+    EXPECT_EQ(shards[i].name, DynamicShardName("user/embeddings", i, 3));
+    EXPECT_EQ(shards[i].ps, i);
+    EXPECT_EQ(shards[i].rows, 4);  // ceil(10 / 3)
+    EXPECT_EQ(shards[i].row_offset, i);
+    EXPECT_EQ(shards[i].row_stride, 3);
+    EXPECT_EQ(shards[i].bytes, 4 * 8 * 4);
+  }
+  // a: ps 0, 1; b continues at ps 2, 0 as without the table.
+  EXPECT_EQ(PsOf(plan->variables[0]), (std::vector<int>{0, 1}));
+  EXPECT_EQ(PsOf(plan->variables[2]), (std::vector<int>{2, 0}));
+  auto without = PlanVariables({Var("a", {4}), Var("b", {6})}, spec, 3);
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(PsOf(plan->variables[2]), PsOf(without->variables[1]));
+  EXPECT_EQ(plan->ps_bytes, (std::vector<int64_t>{8 + 12 + 128, 8 + 128, 12 + 128}));
+
+  const VariablePlanProto proto = VariablePlanToProto(*plan, 9);
+  const VariablePlanProto::Variable& v = proto.variables(1);
+  EXPECT_TRUE(v.sparse());
+  ASSERT_TRUE(v.has_dynamic());
+  EXPECT_EQ(v.dynamic().admission_threshold(), 2);
+  EXPECT_EQ(v.dynamic().ttl_steps(), 500);
+  EXPECT_EQ(v.dynamic().max_rows(), 10);
+  EXPECT_FALSE(proto.variables(0).has_dynamic());
+  ASSERT_EQ(v.shards_size(), 3);
+  EXPECT_EQ(v.shards(2).ps_task(), 2);
+  EXPECT_EQ(v.shards(2).rows(), 4);
+  EXPECT_EQ(v.shards(2).row_offset(), 2);
+  EXPECT_EQ(v.shards(2).row_stride(), 3);
+  EXPECT_TRUE(v.shards(2).sparse());
+  EXPECT_EQ(v.shards(2).seed(), 9u);
+  EXPECT_EQ(v.shards(2).initializer().type(), "random_uniform");
+  // What the chief sends the ps follows from the plan.
+  absl::StatusOr<DynamicShardSpecProto> ps_spec = DynamicShardSpecFromPlan(v, 1);
+  ASSERT_TRUE(ps_spec.ok()) << ps_spec.status();
+  EXPECT_EQ(ps_spec->shard_name(), "user/embeddings/dyn_1_of_3");
+  EXPECT_EQ(ps_spec->max_rows(), 4);
+  EXPECT_EQ(ps_spec->dim(), 8);
+  EXPECT_EQ(ps_spec->admission_threshold(), 2);
+
+  // One ps: one shard of the whole cap; more ps than rows: a row each.
+  auto one = PlanVariables({DynamicVar("t", 10, 2)}, spec, 1);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->variables[0].shards.size(), 1u);
+  EXPECT_EQ(one->variables[0].shards[0].name, "t/dyn_0_of_1");
+  EXPECT_EQ(one->variables[0].shards[0].rows, 10);
+  auto many = PlanVariables({DynamicVar("t", 2, 2)}, spec, 5);
+  ASSERT_TRUE(many.ok());
+  EXPECT_EQ(many->variables[0].shards.size(), 5u);
+  EXPECT_EQ(many->variables[0].shards[4].rows, 1);
+}
+
+TEST(VariablePlannerTest, DynamicTableHasNoBackupsAndMustBeATable) {
+  auto plan = PlanVariables({Var("w", {4}), DynamicVar("user/embeddings", 10, 8)}, PartitionerSpec{}, 2);
+  ASSERT_TRUE(plan.ok());
+  absl::Status s = AddBackups(1, &*plan);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("dynamic table user/embeddings"), std::string::npos) << s;
+  EXPECT_EQ(plan->variables[0].shards[0].backup_ps, -1);  // nothing changed
+  EXPECT_TRUE(AddBackups(0, &*plan).ok());
+
+  VariableSpec flat = DynamicVar("t", 10, 8);
+  flat.shape = {80};
+  auto bad = PlanVariables({flat}, PartitionerSpec{}, 2);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("variable \"t\" is dynamic but not"), std::string::npos) << bad.status();
+}
+
+// A dynamic shard is budgeted full: cap x dim x 4 x (1 + slots) plus cap x the per-row overhead;
+// `pstrain plan` shows it as such.
+TEST(VariablePlannerTest, DynamicShardBytesCountSlotsAndRowOverhead) {
+  EXPECT_EQ(kDynamicRowOverheadBytes, 55);
+  auto plan = PlanVariables({Var("w", {4}), DynamicVar("user/embeddings", 10, 8)}, PartitionerSpec{}, 2);
+  ASSERT_TRUE(plan.ok());
+  const int64_t cap = 5, shard = cap * 8 * 4 * (1 + 2) + cap * 55;  // 2 slots (lazy_adam)
+  absl::StatusOr<std::vector<int64_t>> overhead = PsDynamicOverheadBytes(*plan);
+  ASSERT_TRUE(overhead.ok());
+  EXPECT_EQ(*overhead, (std::vector<int64_t>{cap * 55, cap * 55}));
+  absl::StatusOr<std::vector<int64_t>> bytes = PsTaskBytes(*plan, 2);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(*bytes, (std::vector<int64_t>{16 * 3 + shard, shard}));
+
+  const SlotInfo slots{"lazy_adam", 2};
+  const nlohmann::json json = PlanToJson(*plan, "div", slots);
+  const nlohmann::json& dyn = json["variables"][1]["dynamic"];
+  EXPECT_EQ(dyn["max_rows"], 10);
+  EXPECT_EQ(dyn["shard_cap_rows"], cap);
+  EXPECT_EQ(dyn["placement"], "hash");
+  EXPECT_EQ(dyn["shard_budget_bytes"], shard);
+  EXPECT_FALSE(json["variables"][0].contains("dynamic"));
+  EXPECT_EQ(json["ps_dynamic_overhead_bytes"], (std::vector<int64_t>{cap * 55, cap * 55}));
+  EXPECT_EQ(json["ps_total_bytes"], *bytes);
+  const std::string table = PlanToTable(*plan, "none", slots);
+  EXPECT_NE(table.find(absl::StrCat("user/embeddings: dynamic, cap 5 rows per ps (max_rows 10), hash placement, "
+                                    "admission_threshold 2, ttl_steps 500; budget per ps ",
+                                    shard, " bytes")),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find(absl::StrCat("ps 1 holds ", shard, " bytes: 160 of values + 320 of lazy_adam slots + 275 of "
+                                    "dynamic tables' row overhead")),
+            std::string::npos)
+      << table;
+  // Checked arithmetic: a cap whose overhead overflows is an error, not a wrapped count.
+  plan->variables[1].shards[0].rows = int64_t{1} << 62;
+  EXPECT_FALSE(PsDynamicOverheadBytes(*plan).ok());
 }
 
 TEST(VariablePlannerTest, UnpartitionedKeepsItsName) {

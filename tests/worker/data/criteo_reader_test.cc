@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -99,6 +100,30 @@ TEST(CriteoLineTest, HugeHexIdsReduceExactlyModuloTheTable) {
   auto full = ParseCriteoBuffer("0\t\t\tffffffffffffffff\t\t\n", SmallFormat(), "f", false);
   ASSERT_TRUE(full.ok());
   EXPECT_EQ(full->ids[0], static_cast<int64_t>(~uint64_t{0} % 1000));
+}
+
+// Table size 0 (a dynamic table) keeps ids whole: int(h, 16) as an int64 bit pattern, the low 64
+// bits of a longer id (leading zeros change nothing); empty is 0. Expected values from Python.
+TEST(CriteoLineTest, DynamicTablesKeepHexIdsWhole) {
+  CriteoFormat f = SmallFormat();
+  f.table_sizes = {0, 7, 0};
+  auto data = ParseCriteoBuffer(
+      "0\t\t\tdeadbeef\t10\tffffffffffffffff\n"
+      "1\t\t\t123456789abcdef0123456789abcdef0123456789\t\t8000000000000000\n"
+      "0\t\t\t0000000000000000000000ABC\t\t\n",
+      f, "f", false);
+  ASSERT_TRUE(data.ok()) << data.status();
+  ASSERT_EQ(data->size, 3);
+  EXPECT_EQ(data->ids[0], 0xdeadbeef);
+  EXPECT_EQ(data->ids[1], 0x10 % 7);  // a fixed table beside it still hashes
+  EXPECT_EQ(data->ids[2], -1);        // 2^64 - 1 read as int64
+  EXPECT_EQ(data->ids[3], static_cast<int64_t>(0xabcdef0123456789ull));  // int(h, 16) % 2^64
+  EXPECT_EQ(data->ids[5], std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(data->ids[6], 0xabc);
+  EXPECT_EQ(data->ids[8], 0);  // empty
+  auto bad = ParseCriteoBuffer("0\t\t\t12g4\t\t\n", f, "f", false);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("C1"));
 }
 
 TEST(CriteoLineTest, MemoryIsExactlyTheColumns) {
@@ -284,8 +309,10 @@ TEST(CriteoReaderTest, BadOptionsAreInvalidArgument) {
   CriteoOptions sizes = SmallOptions({dir + "/a.txt"});
   sizes.table_sizes = {10, 10};
   EXPECT_THAT(ReadCriteo(sizes).status().message(), HasSubstr("3 fields, 2 table sizes"));
-  sizes.table_sizes = {10, 0, 10};
-  EXPECT_THAT(ReadCriteo(sizes).status().message(), HasSubstr("the table of field C2 has 0 rows"));
+  sizes.table_sizes = {10, -1, 10};
+  EXPECT_THAT(ReadCriteo(sizes).status().message(), HasSubstr("the table of field C2 has -1 rows"));
+  sizes.table_sizes = {10, 0, 10};  // 0: a dynamic table
+  EXPECT_TRUE(ReadCriteo(sizes).ok());
   CriteoOptions part = SmallOptions({dir + "/a.txt"});
   part.part = 2;
   part.num_parts = 2;

@@ -75,6 +75,25 @@ TEST(TfExampleBags, ReadIntoCsrColumns) {
   EXPECT_EQ(tags.Bytes(), 8 * (4 + 4) + 4 * 4);
 }
 
+// Bags of a dynamic table (size 0) keep their ids whole: int64 as they are, bytes as FNV-1a 64
+// read as int64 (values computed independently of Fnv1a64), an empty string 0.
+TEST(TfExampleBags, DynamicTablesKeepBagIdsWhole) {
+  TfExampleCtrParser parser(BagFeatures(), {100, 0, 0});
+  std::vector<IdBags> bags = MakeBagColumns(BagFeatures());
+  float label;
+  int64_t ids[3];
+  const tfexample::Example e = MakeExample(1, 205, {-1, 1000003}, {1.f, 2.f}, {"abc", "", "a"});
+  for (bool protobuf_only : {false, true}) {
+    ASSERT_TRUE(parser.Parse(e.SerializeAsString(), &label, nullptr, ids, &bags, protobuf_only).ok());
+  }
+  EXPECT_EQ(ids[0], 205 % 100);
+  ASSERT_EQ(bags.size(), 2u);
+  EXPECT_EQ(bags[0].ids, (std::vector<int64_t>{-1, 1000003, -1, 1000003}));
+  const std::vector<int64_t> words = {static_cast<int64_t>(0xe71fa2190541574bull), 0,
+                                      static_cast<int64_t>(0xaf63dc4c8601ec8cull)};
+  EXPECT_EQ(bags[1].ids, (std::vector<int64_t>{words[0], words[1], words[2], words[0], words[1], words[2]}));
+}
+
 std::string BagError(const tfexample::Example& e) {
   TfExampleCtrParser parser(BagFeatures(), kTables);
   std::vector<IdBags> bags = MakeBagColumns(BagFeatures());

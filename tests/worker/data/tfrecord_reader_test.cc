@@ -236,6 +236,35 @@ TEST(TfExampleCtr, BytesIdsAreFnv1aHashedAndNegativeIdsUnsigned) {
   EXPECT_EQ(ids[1], 0);
 }
 
+// Table size 0 (a dynamic table): int64 ids as they are (negative too), bytes as FNV-1a 64 read
+// as int64 (the hash computed independently: FNV-1a 64 of "abc" is 0xe71fa2190541574b); an empty
+// bytes id is 0. A fixed table beside it still hashes.
+TEST(TfExampleCtr, DynamicTablesKeepIdsWhole) {
+  const std::vector<int64_t> tables = {0, 0, 7};
+  tfexample::Example e = MakeExample(1, {1, 2}, {-5, 0, 10});
+  (*e.mutable_features()->mutable_feature())["C1"].mutable_int64_list()->set_value(0, -5);
+  (*e.mutable_features()->mutable_feature())["C2"].mutable_bytes_list()->add_value("abc");
+  float label, numeric[2];
+  int64_t ids[3];
+  for (bool protobuf_only : {false, true}) {
+    TfExampleCtrParser parser(SmallFeatures(), tables);
+    ASSERT_TRUE(parser.Parse(e.SerializeAsString(), &label, numeric, ids, nullptr, protobuf_only).ok());
+    EXPECT_EQ(ids[0], -5);
+    EXPECT_EQ(ids[1], static_cast<int64_t>(0xe71fa2190541574bull));
+    EXPECT_LT(ids[1], 0);
+    EXPECT_EQ(ids[2], 10 % 7);
+  }
+  (*e.mutable_features()->mutable_feature())["C1"].mutable_int64_list()->set_value(0, int64_t{1} << 62);
+  (*e.mutable_features()->mutable_feature())["C2"].mutable_bytes_list()->set_value(0, "");
+  ASSERT_TRUE(ParseTfExampleCtr(e.SerializeAsString(), SmallFeatures(), tables, &label, numeric, ids).ok());
+  EXPECT_EQ(ids[0], int64_t{1} << 62);
+  EXPECT_EQ(ids[1], 0);
+  // A negative size is refused; 0 reads the files.
+  TfRecordCtrOptions options = SmallOptions({"/nonexistent.tfrecord"});
+  options.table_sizes = {0, -1, 0};
+  EXPECT_THAT(ReadTfRecordCtr(nullptr, options).status().message(), HasSubstr("a table of -1 rows"));
+}
+
 std::string MappingError(const tfexample::Example& e) {
   float label, numeric[2];
   int64_t ids[3];
