@@ -90,9 +90,8 @@ absl::StatusOr<std::unique_ptr<VariableExchange>> VariableExchange::Create(const
       ex->push_requests_[p].add_sparse()->set_shard_name(slot.name);
     }
     for (const KeyedSlot& slot : ex->keyed_slots_[p]) {
-      const std::string& name = plan.variables(slot.variable).shards(slot.shard).shard_name();
-      ex->pull_keys_requests_[p].add_tables()->set_shard_name(name);
-      ex->push_keys_requests_[p].add_tables()->set_shard_name(name);
+      ex->pull_keys_requests_[p].add_tables()->set_shard_name(slot.name);
+      ex->push_keys_requests_[p].add_tables()->set_shard_name(slot.name);
     }
   }
   return ex;
@@ -138,7 +137,7 @@ absl::Status VariableExchange::AddKeyed(int v, const VariablePlanProto::Variable
     const ShardSpecProto& s = pv.shards(i);
     if (s.shard_name().empty())
       return PlanMismatch(absl::StrCat("shard ", i, " of dynamic table ", pv.name(), " has no name"));
-    keyed_slots_[s.ps_task()].push_back({v, table, i});
+    keyed_slots_[s.ps_task()].push_back({s.shard_name(), v, table, i});
   }
   keyed_.push_back({v, pv.name(), pv.shape(1), std::vector<std::vector<int64_t>>(pv.shards_size())});
   return absl::OkStatus();
@@ -231,13 +230,12 @@ absl::Status VariableExchange::PullKeysFrom(int p, const SparseLookup& lookup, s
   for (size_t i = 0; i < slots.size(); ++i) {
     const KeyedSlot& slot = slots[i];
     const KeyedRows& rows = response.tables(static_cast<int>(i));
-    const KeyedRows& asked = request.tables(static_cast<int>(i));
     const std::vector<int64_t>& positions = keyed_[slot.table].positions[slot.shard];
     const size_t row_bytes = static_cast<size_t>(keyed_[slot.table].dim) * sizeof(float);
-    if (rows.shard_name() != asked.shard_name() || rows.values().size() != positions.size() * row_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          ps_[p]->peer(), " sent ", rows.values().size(), " bytes of ", rows.shard_name(), "; expected ",
-          positions.size(), " rows of ", asked.shard_name(), " (", positions.size() * row_bytes, " bytes)"));
+    if (rows.shard_name() != slot.name || rows.values().size() != positions.size() * row_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(ps_[p]->peer(), " sent ", rows.values().size(), " bytes of ",
+                                                     rows.shard_name(), "; expected ", positions.size(), " rows of ",
+                                                     slot.name, " (", positions.size() * row_bytes, " bytes)"));
     }
     char* dst = reinterpret_cast<char*>((*params)[slot.variable].raw());
     for (size_t k = 0; k < positions.size(); ++k) {
@@ -446,9 +444,7 @@ void VariableExchange::TakeAcknowledgedPushes(std::map<std::string, int64_t>* ou
   }
   for (size_t p = 0; p < ps_.size(); ++p) {
     if (keyed_acked_[p] == 0) continue;
-    for (size_t i = 0; i < keyed_slots_[p].size(); ++i) {
-      (*out)[push_keys_requests_[p].tables(static_cast<int>(i)).shard_name()] += keyed_acked_[p];
-    }
+    for (const KeyedSlot& slot : keyed_slots_[p]) (*out)[slot.name] += keyed_acked_[p];
     keyed_acked_[p] = 0;
   }
 }

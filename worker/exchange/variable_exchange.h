@@ -113,6 +113,7 @@ class VariableExchange {
   };
   // A dynamic table's shard on a ps.
   struct KeyedSlot {
+    std::string name;
     int variable = 0;
     int table = 0;  // index into keyed_
     int shard = 0;
