@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "ps/store/dynamic_key_owner.h"
+#include "common/plan/dynamic_key_owner.h"
 
 namespace pstrain {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/checkpoint/checksum.h"
-#include "ps/store/dynamic_key_owner.h"
+#include "common/plan/dynamic_key_owner.h"
 
 namespace pstrain {
 namespace {

@@ -14,7 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "common/platform/confined_path.h"
 #include "common/platform/status_macros.h"
-#include "ps/store/dynamic_key_owner.h"
+#include "common/plan/dynamic_key_owner.h"
 #include "ps/store/dynamic_table_state.h"
 #include "ps/store/ps_server.h"
 

@@ -34,7 +34,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
-#include "ps/store/dynamic_key_owner.h"
+#include "common/plan/dynamic_key_owner.h"
 #include "ps/store/dynamic_table.h"
 #include "ps/store/optimizer_kernels.h"
 #include "tests/benchmarks/row_batches.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/plan/dynamic_key_owner.h"
 #include "common/platform/status_macros.h"
 
 namespace pstrain {
@@ -12,7 +13,10 @@ IdDeduper::IdDeduper(const std::vector<VariableSpec>& variables, std::vector<std
   for (const std::vector<int>& tables : field_tables) {
     const int v = tables.empty() ? -1 : tables[0];
     field_variable_.push_back(v);
-    field_rows_.push_back(v < 0 || variables[v].shape.empty() ? 0 : variables[v].shape[0]);
+    // A dynamic table's ids are keys, any int64: no row range to check.
+    field_rows_.push_back(v < 0 || variables[v].shape.empty() ? 0
+                          : variables[v].dynamic.has_value()  ? kAnyKey
+                                                              : variables[v].shape[0]);
     if (v >= 0 && std::find(tables_.begin(), tables_.end(), v) == tables_.end()) tables_.push_back(v);
     max_fields_per_table_ =
         std::max<int64_t>(max_fields_per_table_, std::count(field_variable_.begin(), field_variable_.end(), v));
@@ -45,8 +49,9 @@ absl::StatusOr<std::unique_ptr<IdDeduper>> IdDeduper::ForModel(const ModelSpec& 
 }
 
 int32_t IdDeduper::Insert(int64_t id, std::vector<int64_t>* unique) {
-  // Fibonacci hashing spreads consecutive and strided ids over the slots.
-  uint64_t slot = (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ULL) >> 32 & mask_;
+  // Every bit of the slot depends on every bit of the id: consecutive and strided ids spread, and
+  // so do a dynamic table's 64-bit keys that differ only in their high bits.
+  uint64_t slot = Mix64(static_cast<uint64_t>(id)) & mask_;
   while (slot_stamp_[slot] == stamp_) {
     if (slot_id_[slot] == id) return slot_position_[slot];
     slot = (slot + 1) & mask_;
@@ -115,10 +120,10 @@ absl::Status IdDeduper::Build(Batch* batch, SparseLookup* lookup) {
         std::vector<int32_t>& positions = batch->bag_positions[k];
         positions.resize(ids.size());
         for (size_t i = 0; i < ids.size(); ++i) {
-          if (ids[i] < 0 || ids[i] >= field_rows_[f]) {
+          if (field_rows_[f] != kAnyKey && (ids[i] < 0 || ids[i] >= field_rows_[f])) {
             const auto& offsets = batch->bags[k].offsets;
-            const int64_t b = std::upper_bound(offsets.begin(), offsets.end(), static_cast<int64_t>(i)) -
-                              offsets.begin() - 1;
+            const int64_t b =
+                std::upper_bound(offsets.begin(), offsets.end(), static_cast<int64_t>(i)) - offsets.begin() - 1;
             return absl::InvalidArgumentError(absl::StrCat("example ", b, " of the batch has id ", ids[i],
                                                            " in the bag of field ", f, ", outside its table's ",
                                                            field_rows_[f], " rows"));
@@ -131,7 +136,7 @@ absl::Status IdDeduper::Build(Batch* batch, SparseLookup* lookup) {
       unique->reserve(unique->size() + n);
       for (int64_t b = 0; b < n; ++b) {
         const int64_t id = batch->ids[b * fields + f];
-        if (id < 0 || id >= field_rows_[f]) {
+        if (field_rows_[f] != kAnyKey && (id < 0 || id >= field_rows_[f])) {
           return absl::InvalidArgumentError(absl::StrCat("example ", b, " of the batch has id ", id, " in field ", f,
                                                          ", outside its table's ", field_rows_[f], " rows"));
         }

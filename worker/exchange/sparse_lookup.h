@@ -22,7 +22,8 @@ namespace pstrain {
 
 struct SparseLookup {
   // Per variable index (ModelVariables() order): the distinct GLOBAL row ids of the table the
-  // step touches (IdDeduper: in order of first appearance); empty for dense variables.
+  // step touches (IdDeduper: in order of first appearance); empty for dense variables. For a
+  // dynamic table (VariableSpec::dynamic) the ids are its keys, any int64.
   std::vector<std::vector<int64_t>> unique_ids;
 };
 
@@ -47,17 +48,20 @@ class IdDeduper {
   // batch->ids ([B, fields]); for a bag field (batch->bags) batch->bag_positions from its ids
   // instead, deduplicated with the other ids of its table (its batch->positions column is 0).
   // InvalidArgument naming the field, the example and the id when an id is outside its table's
-  // rows, when batch->ids is not B * fields long, or for a bag not of B examples or of no field.
+  // rows (a dynamic table's ids are keys: any int64), when batch->ids is not B * fields long, or for
+  // a bag not of B examples or of no field.
   absl::Status Build(Batch* batch, SparseLookup* lookup);
 
  private:
   // Position of `id` in `unique` (appending it when new), via the table slots.
   int32_t Insert(int64_t id, std::vector<int64_t>* unique);
 
+  static constexpr int64_t kAnyKey = -1;  // field_rows_ of a dynamic table's field: no range
+
   std::vector<int> field_variable_;  // per field: its (first) table's variable index
   std::vector<int> tables_;          // the first tables, each once, in order of first field
   std::vector<std::pair<int, int>> aliases_;  // (table, table whose unique ids it takes)
-  std::vector<int64_t> field_rows_;  // per field: vocabulary size
+  std::vector<int64_t> field_rows_;  // per field: vocabulary size, or kAnyKey
   std::vector<int> bag_of_field_;    // per field: its bag in the batch being built, or -1
   int64_t max_fields_per_table_ = 1;
   int num_variables_ = 0;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/plan/dynamic_key_owner.h"
 #include "common/platform/status_macros.h"
 #include "common/tensor/tensor_proto.h"
 #include "common/wire/ps_trouble.h"
@@ -15,6 +16,19 @@ namespace {
 
 absl::Status PlanMismatch(const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("the variable plan does not fit the job's model: ", why));
+}
+
+absl::Status AsyncOnly(const std::string& table, const std::string& what) {
+  return absl::FailedPreconditionError(absl::StrCat("dynamic table ", table, " trains in async mode only; ", what,
+                                                    " is sync mode (use update_mode async)"));
+}
+
+// Writes the keys at `positions` of `ids` into `rows` (8 bytes each, little-endian as in memory).
+void SetKeys(const std::vector<int64_t>& ids, const std::vector<int64_t>& positions, KeyedRows* rows) {
+  rows->set_num_keys(static_cast<int64_t>(positions.size()));
+  std::string* bytes = rows->mutable_keys();
+  bytes->resize(positions.size() * sizeof(int64_t));
+  for (size_t k = 0; k < positions.size(); ++k) std::memcpy(&(*bytes)[k * 8], &ids[positions[k]], sizeof(int64_t));
 }
 
 }  // namespace
@@ -31,14 +45,18 @@ absl::StatusOr<std::unique_ptr<VariableExchange>> VariableExchange::Create(const
   ex->variables_ = variables;
   ex->slots_.resize(ex->ps_.size());
   ex->table_slots_.resize(ex->ps_.size());
+  ex->keyed_slots_.resize(ex->ps_.size());
   for (int v = 0; v < plan.variables_size(); ++v) {
     const auto& pv = plan.variables(v);
     const VariableSpec& spec = variables[v];
     const std::vector<int64_t> shape(pv.shape().begin(), pv.shape().end());
-    if (pv.name() != spec.name || shape != spec.shape || pv.dtype() != DT_FLOAT || pv.sparse() != spec.sparse) {
-      return PlanMismatch(absl::StrCat("plan variable ", v, " is ", pv.sparse() ? "table " : "", pv.name(), " ",
-                                       ShapeString(shape), ", the model's is ", spec.sparse ? "table " : "", spec.name,
-                                       " float32 ", ShapeString(spec.shape)));
+    if (pv.name() != spec.name || shape != spec.shape || pv.dtype() != DT_FLOAT || pv.sparse() != spec.sparse ||
+        pv.has_dynamic() != spec.dynamic.has_value()) {
+      auto kind = [](bool sparse, bool dynamic) { return dynamic ? "dynamic table " : sparse ? "table " : ""; };
+      return PlanMismatch(absl::StrCat("plan variable ", v, " is ", kind(pv.sparse(), pv.has_dynamic()), pv.name(), " ",
+                                       ShapeString(shape), ", the model's is ",
+                                       kind(spec.sparse, spec.dynamic.has_value()), spec.name, " float32 ",
+                                       ShapeString(spec.shape)));
     }
     const int64_t rows = spec.shape.empty() ? 1 : spec.shape[0];
     ex->row_floats_.push_back(spec.shape.empty() ? 1 : NumElements(spec.shape) / std::max<int64_t>(rows, 1));
@@ -48,12 +66,17 @@ absl::StatusOr<std::unique_ptr<VariableExchange>> VariableExchange::Create(const
                                                        " but only ", ex->num_ps(), " ps addresses were given"));
       }
     }
-    RETURN_IF_ERROR(spec.sparse ? ex->AddTable(v, pv) : ex->AddDense(v, pv));
+    RETURN_IF_ERROR(pv.has_dynamic() ? ex->AddKeyed(v, pv) : spec.sparse ? ex->AddTable(v, pv) : ex->AddDense(v, pv));
   }
+  ex->pool_ = std::make_unique<ThreadPool>(ex->num_ps() * (ex->keyed_.empty() ? 1 : 2));
   ex->pulled_.resize(ex->ps_.size());
   ex->pull_requests_.resize(ex->ps_.size());
   ex->push_requests_.resize(ex->ps_.size());
   ex->acked_.assign(ex->ps_.size(), 0);
+  ex->pull_keys_requests_.resize(ex->ps_.size());
+  ex->pull_keys_responses_.resize(ex->ps_.size());
+  ex->push_keys_requests_.resize(ex->ps_.size());
+  ex->keyed_acked_.assign(ex->ps_.size(), 0);
   for (size_t p = 0; p < ex->ps_.size(); ++p) {
     ex->pulled_[p].assign(ex->slots_[p].size() + ex->table_slots_[p].size(), 0);
     for (const ShardSlot& slot : ex->slots_[p]) {
@@ -65,6 +88,10 @@ absl::StatusOr<std::unique_ptr<VariableExchange>> VariableExchange::Create(const
     for (const TableSlot& slot : ex->table_slots_[p]) {
       ex->pull_requests_[p].add_sparse()->set_shard_name(slot.name);
       ex->push_requests_[p].add_sparse()->set_shard_name(slot.name);
+    }
+    for (const KeyedSlot& slot : ex->keyed_slots_[p]) {
+      ex->pull_keys_requests_[p].add_tables()->set_shard_name(slot.name);
+      ex->push_keys_requests_[p].add_tables()->set_shard_name(slot.name);
     }
   }
   return ex;
@@ -99,44 +126,123 @@ absl::Status VariableExchange::AddTable(int v, const VariablePlanProto::Variable
   return absl::OkStatus();
 }
 
-absl::Status VariableExchange::ForEachPs(const std::function<absl::Status(int)>& fn) {
-  std::vector<absl::Status> results(ps_.size());
-  pool_.Run(num_ps(),
-            [&](int p) { results[p] = slots_[p].empty() && table_slots_[p].empty() ? absl::OkStatus() : fn(p); });
-  for (size_t p = 0; p < results.size(); ++p) {
+absl::Status VariableExchange::AddKeyed(int v, const VariablePlanProto::Variable& pv) {
+  if (!pv.sparse() || pv.shape_size() != 2 || pv.shape(1) < 1 || pv.shards_size() < 1) {
+    return PlanMismatch(absl::StrCat("dynamic table ", pv.name(),
+                                     " must be a 2-D [max_rows, dim] table with shards, not ", ShapeString(pv.shape()),
+                                     " in ", pv.shards_size(), " shards"));
+  }
+  const int table = static_cast<int>(keyed_.size());
+  for (int i = 0; i < pv.shards_size(); ++i) {
+    const ShardSpecProto& s = pv.shards(i);
+    if (s.shard_name().empty())
+      return PlanMismatch(absl::StrCat("shard ", i, " of dynamic table ", pv.name(), " has no name"));
+    keyed_slots_[s.ps_task()].push_back({s.shard_name(), v, table, i});
+  }
+  keyed_.push_back({v, pv.name(), pv.shape(1), std::vector<std::vector<int64_t>>(pv.shards_size())});
+  return absl::OkStatus();
+}
+
+absl::Status VariableExchange::ForEachPs(const std::function<absl::Status(int)>& fn,
+                                         const std::function<absl::Status(int)>& keyed) {
+  const int n = num_ps();
+  // Task t < n: ps t's dense and range-table shards; task n + p: ps p's dynamic shards.
+  std::vector<absl::Status> results(keyed ? 2 * n : n);
+  pool_->Run(static_cast<int>(results.size()), [&](int t) {
+    const int p = t % n;
+    if (t < n) {
+      results[t] = slots_[p].empty() && table_slots_[p].empty() ? absl::OkStatus() : fn(p);
+    } else {
+      results[t] = keyed_slots_[p].empty() ? absl::OkStatus() : keyed(p);
+    }
+  });
+  for (size_t t = 0; t < results.size(); ++t) {
     // A ps that is gone, silent or restarted without its shards: the chief re-queues the closure
     // and checks that ps (common/wire/ps_trouble.h); this worker stays configured.
-    if (IsPsTrouble(results[p])) return PsTroubleStatus(static_cast<int>(p), results[p]);
+    if (IsPsTrouble(results[t])) return PsTroubleStatus(static_cast<int>(t) % n, results[t]);
   }
   for (const absl::Status& s : results) RETURN_IF_ERROR(s);
   return absl::OkStatus();
 }
 
 absl::Status VariableExchange::GroupIds(const SparseLookup* lookup) {
-  if (tables_.empty()) return absl::OkStatus();
+  if (tables_.empty() && keyed_.empty()) return absl::OkStatus();
   if (lookup == nullptr || lookup->unique_ids.size() != variables_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the model has embedding table ",
-                                                   variables_[tables_[0].variable].name,
+    const int first = tables_.empty() ? keyed_[0].variable : tables_[0].variable;
+    return absl::InvalidArgumentError(absl::StrCat("the model has embedding table ", variables_[first].name,
                                                    ": each step must name the rows it touches (a SparseLookup with "
                                                    "one id list per variable)"));
   }
   for (Table& t : tables_) RETURN_IF_ERROR(t.layout.Group(lookup->unique_ids[t.variable], &t.positions));
+  // Dynamic tables: any int64 is a key; its shard is the one the ps checks (DynamicKeyOwner).
+  for (KeyedTable& t : keyed_) {
+    const int shards = static_cast<int>(t.positions.size());
+    for (auto& p : t.positions) p.clear();
+    const std::vector<int64_t>& ids = lookup->unique_ids[t.variable];
+    for (size_t k = 0; k < ids.size(); ++k) {
+      t.positions[DynamicKeyOwner(static_cast<uint64_t>(ids[k]), shards)].push_back(static_cast<int64_t>(k));
+    }
+  }
   return absl::OkStatus();
 }
 
 absl::Status VariableExchange::PullAll(int64_t min_version, std::vector<Tensor>* params, const SparseLookup* lookup) {
+  if (!keyed_.empty() && min_version > 0) {
+    return AsyncOnly(keyed_[0].name, absl::StrCat("a pull waiting for version ", min_version));
+  }
   RETURN_IF_ERROR(GroupIds(lookup));
   if (params->size() != variables_.size()) {
     params->clear();
     for (const VariableSpec& v : variables_)
       params->emplace_back(DType::kFloat32, v.sparse ? std::vector<int64_t>{0, 0} : v.shape);
   }
-  for (const Table& t : tables_) {
-    const std::vector<int64_t> shape = {static_cast<int64_t>(lookup->unique_ids[t.variable].size()), t.layout.dim()};
-    Tensor& rows = (*params)[t.variable];
+  auto shape_rows = [&](int variable, int64_t dim) {
+    const std::vector<int64_t> shape = {static_cast<int64_t>(lookup->unique_ids[variable].size()), dim};
+    Tensor& rows = (*params)[variable];
     if (rows.shape() != shape) rows = Tensor(DType::kFloat32, shape);
+  };
+  for (const Table& t : tables_) shape_rows(t.variable, t.layout.dim());
+  for (const KeyedTable& t : keyed_) shape_rows(t.variable, t.dim);
+  return ForEachPs([&](int p) { return PullFrom(p, min_version, params, lookup); },
+                   keyed_.empty() ? nullptr : std::function<absl::Status(int)>([&](int p) {
+                     return PullKeysFrom(p, *lookup, params);
+                   }));
+}
+
+absl::Status VariableExchange::PullKeysFrom(int p, const SparseLookup& lookup, std::vector<Tensor>* params) {
+  PullKeysRequest& request = pull_keys_requests_[p];
+  const auto& slots = keyed_slots_[p];
+  size_t keys = 0;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const KeyedSlot& slot = slots[i];
+    const std::vector<int64_t>& positions = keyed_[slot.table].positions[slot.shard];
+    SetKeys(lookup.unique_ids[slot.variable], positions, request.mutable_tables(static_cast<int>(i)));
+    keys += positions.size();
   }
-  return ForEachPs([&](int p) { return PullFrom(p, min_version, params, lookup); });
+  if (keys == 0) return absl::OkStatus();  // none of this step's keys live here
+  PullKeysResponse& response = pull_keys_responses_[p];
+  response.Clear();
+  RETURN_IF_ERROR(ps_[p]->PullKeys(request, &response));
+  if (response.tables_size() != static_cast<int>(slots.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(ps_[p]->peer(), " answered a pull of ", slots.size(),
+                                                   " dynamic table shards with ", response.tables_size(), " entries"));
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const KeyedSlot& slot = slots[i];
+    const KeyedRows& rows = response.tables(static_cast<int>(i));
+    const std::vector<int64_t>& positions = keyed_[slot.table].positions[slot.shard];
+    const size_t row_bytes = static_cast<size_t>(keyed_[slot.table].dim) * sizeof(float);
+    if (rows.shard_name() != slot.name || rows.values().size() != positions.size() * row_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(ps_[p]->peer(), " sent ", rows.values().size(), " bytes of ",
+                                                     rows.shard_name(), "; expected ", positions.size(), " rows of ",
+                                                     slot.name, " (", positions.size() * row_bytes, " bytes)"));
+    }
+    char* dst = reinterpret_cast<char*>((*params)[slot.variable].raw());
+    for (size_t k = 0; k < positions.size(); ++k) {
+      std::memcpy(dst + positions[k] * row_bytes, rows.values().data() + k * row_bytes, row_bytes);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status VariableExchange::PullFrom(int p, int64_t min_version, std::vector<Tensor>* params,
@@ -223,21 +329,56 @@ absl::StatusOr<int64_t> VariableExchange::PushAll(int worker_index, bool tag_wit
     return absl::InvalidArgumentError(
         absl::StrCat(grads.size(), " gradients for a model of ", variables_.size(), " variables"));
   }
+  if (!keyed_.empty() && (tag_with_pulled_version || sync_step >= 0)) {
+    return AsyncOnly(keyed_[0].name, sync_step >= 0 ? absl::StrCat("a push for sync step ", sync_step)
+                                                    : std::string("a push tagged with the pulled version"));
+  }
   RETURN_IF_ERROR(GroupIds(lookup));
-  for (const Table& t : tables_) {
-    const std::vector<int64_t> shape = {static_cast<int64_t>(lookup->unique_ids[t.variable].size()), t.layout.dim()};
-    if (grads[t.variable].shape() != shape) {
-      return absl::InvalidArgumentError(absl::StrCat("the gradient of table ", t.layout.name(), " has shape ",
-                                                     ShapeString(grads[t.variable].shape()), "; its ", shape[0],
-                                                     " unique ids need ", ShapeString(shape)));
+  auto check_rows = [&](int variable, const std::string& name, int64_t dim) {
+    const std::vector<int64_t> shape = {static_cast<int64_t>(lookup->unique_ids[variable].size()), dim};
+    if (grads[variable].shape() == shape) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("the gradient of table ", name, " has shape ",
+                                                   ShapeString(grads[variable].shape()), "; its ", shape[0],
+                                                   " unique ids need ", ShapeString(shape)));
+  };
+  for (const Table& t : tables_) RETURN_IF_ERROR(check_rows(t.variable, t.layout.name(), t.layout.dim()));
+  for (const KeyedTable& t : keyed_) RETURN_IF_ERROR(check_rows(t.variable, t.name, t.dim));
+  // The dynamic rows' step: the job's update count as last pulled (see the header).
+  const int64_t step = std::max<int64_t>(PulledVersionRange().second, 0);
+  std::vector<int64_t> staleness(ps_.size(), 0);
+  RETURN_IF_ERROR(ForEachPs(
+      [&](int p) { return PushTo(p, worker_index, tag_with_pulled_version, grads, lookup, sync_step, &staleness[p]); },
+      keyed_.empty() ? nullptr : std::function<absl::Status(int)>([&](int p) {
+        return PushKeysTo(p, worker_index, step, grads, *lookup);
+      })));
+  return *std::max_element(staleness.begin(), staleness.end());
+}
+
+absl::Status VariableExchange::PushKeysTo(int p, int worker_index, int64_t step, const std::vector<Tensor>& grads,
+                                          const SparseLookup& lookup) {
+  // Sent also when none of the step's keys live here: the push's step expires this ps's rows
+  // (ttl_steps) with the job's progress, and every shard counts one acknowledged push per step.
+  PushKeysRequest& request = push_keys_requests_[p];
+  request.set_worker_index(worker_index);
+  request.set_step(step);
+  const auto& slots = keyed_slots_[p];
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const KeyedSlot& slot = slots[i];
+    const std::vector<int64_t>& positions = keyed_[slot.table].positions[slot.shard];
+    const size_t row_bytes = static_cast<size_t>(keyed_[slot.table].dim) * sizeof(float);
+    KeyedRows* rows = request.mutable_tables(static_cast<int>(i));
+    SetKeys(lookup.unique_ids[slot.variable], positions, rows);
+    std::string* values = rows->mutable_values();
+    values->resize(positions.size() * row_bytes);
+    const char* src = reinterpret_cast<const char*>(grads[slot.variable].raw());
+    for (size_t k = 0; k < positions.size(); ++k) {
+      std::memcpy(&(*values)[k * row_bytes], src + positions[k] * row_bytes, row_bytes);
     }
   }
-  std::vector<int64_t> staleness(ps_.size(), 0);
-  RETURN_IF_ERROR(
-      ForEachPs([&](int p) {
-        return PushTo(p, worker_index, tag_with_pulled_version, grads, lookup, sync_step, &staleness[p]);
-      }));
-  return *std::max_element(staleness.begin(), staleness.end());
+  PushKeysResponse response;
+  RETURN_IF_ERROR(ps_[p]->PushKeys(request, &response));
+  ++keyed_acked_[p];  // only this ps's keyed task writes its entry
+  return absl::OkStatus();
 }
 
 absl::Status VariableExchange::PushTo(int p, int worker_index, bool tag, const std::vector<Tensor>& grads,
@@ -300,6 +441,11 @@ void VariableExchange::TakeAcknowledgedPushes(std::map<std::string, int64_t>* ou
     for (const ShardSlot& slot : slots_[p]) (*out)[slot.name] += acked_[p];
     for (const TableSlot& slot : table_slots_[p]) (*out)[slot.name] += acked_[p];
     acked_[p] = 0;
+  }
+  for (size_t p = 0; p < ps_.size(); ++p) {
+    if (keyed_acked_[p] == 0) continue;
+    for (const KeyedSlot& slot : keyed_slots_[p]) (*out)[slot.name] += keyed_acked_[p];
+    keyed_acked_[p] = 0;
   }
 }
 

@@ -20,7 +20,7 @@ struct Batch {
   Tensor inputs;                 // [B, ...input_shape], float32 (CTR: [B, numeric_inputs])
   std::vector<int32_t> labels;   // sparse_categorical_crossentropy: B class ids
   std::vector<float> targets;    // mse: B * outputs values; binary_crossentropy: B labels, 0 or 1
-  std::vector<int64_t> ids;      // CTR: [B, fields] row-major, field f's id in [0, its vocabulary)
+  std::vector<int64_t> ids;      // CTR: [B, fields] row-major: ids in [0, vocabulary) or dynamic keys
   std::vector<int32_t> positions;  // CTR: [B, fields], index into SparseLookup::unique_ids[table]
   std::vector<IdBags> bags;        // CTR bag fields, in field order: B examples each
   std::vector<std::vector<int32_t>> bag_positions;  // per bag, per id: as `positions`

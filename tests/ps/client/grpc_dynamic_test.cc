@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "ps/client/grpc_ps_client.h"
 #include "ps/server/ps_grpc_server.h"
-#include "ps/store/dynamic_key_owner.h"
+#include "common/plan/dynamic_key_owner.h"
 #include "ps/store/dynamic_row_initializer.h"
 #include "ps/store/ps_server.h"
 #include "tests/ps/ps_test_util.h"

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ps/store/dynamic_key_owner.h"
+#include "common/plan/dynamic_key_owner.h"
 #include "ps/store/dynamic_row_initializer.h"
 #include "ps/store/ps_server.h"
 #include "tests/ps/ps_test_util.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "ps/store/dynamic_key_owner.h"
+#include "common/plan/dynamic_key_owner.h"
 
 namespace pstrain {
 namespace {

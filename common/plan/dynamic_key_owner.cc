@@ -1,4 +1,4 @@
-#include "ps/store/dynamic_key_owner.h"
+#include "common/plan/dynamic_key_owner.h"
 
 namespace pstrain {
 

@@ -1,10 +1,11 @@
 // Placement of a dynamic table's keys on ps tasks, and the 64-bit mix the dynamic-table code shares.
 // A dynamic table has no row ranges: its keys are arbitrary int64 (ids, or hashes of strings), so a
 // key lives on the shard chosen by a hash of the key, which spreads both consecutive ids and the hot
-// ids of a skewed distribution over all shards.
+// ids of a skewed distribution over all shards. In common/ because the ps (which checks and stores
+// keys) and the worker (which routes each key to its shard) must agree on it.
 // Thread-safety: pure functions.
-#ifndef PSTRAIN_PS_STORE_DYNAMIC_KEY_OWNER_H_
-#define PSTRAIN_PS_STORE_DYNAMIC_KEY_OWNER_H_
+#ifndef PSTRAIN_COMMON_PLAN_DYNAMIC_KEY_OWNER_H_
+#define PSTRAIN_COMMON_PLAN_DYNAMIC_KEY_OWNER_H_
 
 #include <cstdint>
 
@@ -25,4 +26,4 @@ int DynamicKeyOwner(uint64_t key, int num_shards);
 
 }  // namespace pstrain
 
-#endif  // PSTRAIN_PS_STORE_DYNAMIC_KEY_OWNER_H_
+#endif  // PSTRAIN_COMMON_PLAN_DYNAMIC_KEY_OWNER_H_
