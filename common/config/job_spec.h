@@ -39,7 +39,7 @@ struct LayerSpec {
 // a [vocabulary_size, embedding_dim] float32 variable "<name>/embeddings" whose rows move sparsely.
 // A table without a vocabulary (a field's "dynamic" in a job spec): its keys are the raw 64-bit ids
 // (bytes features hashed with FNV-1a 64), shard i of n ps tasks holds the keys with
-// DynamicKeyOwner(key, n) == i (ps/store/dynamic_key_owner.h) in a hash map, and a row is made on
+// DynamicKeyOwner(key, n) == i (common/plan/dynamic_key_owner.h) in a hash map, and a row is made on
 // the first push of its key (ps/store/dynamic_table.h has the rules).
 struct DynamicTableSpec {
   int64_t admission_threshold = 1;  // pushes a key needs before it becomes a row; 1: every key

@@ -6,7 +6,7 @@
 // contiguous range (row_offset i, row_stride n).
 // A dynamic table (VariableSpec::dynamic) ignores the partitioner: it gets exactly one shard per ps
 // task, shard i named DynamicShardName(v, i, n) on ps i with rows DynamicShardCap(max_rows, n) (its
-// cap; bytes: that many rows' values), row_offset i and row_stride n (ps/store/dynamic_key_owner.h
+// cap; bytes: that many rows' values), row_offset i and row_stride n (common/plan/dynamic_key_owner.h
 // places its keys by hash, not by row). Its shards do not move the round-robin counter: the other
 // variables are placed as if the table were not there.
 // Thread-safety: pure functions.

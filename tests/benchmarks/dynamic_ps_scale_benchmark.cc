@@ -21,7 +21,7 @@
 #include "common/plan/dynamic_shards.h"
 #include "common/wire/protocol_version.h"
 #include "ps/client/grpc_ps_client.h"
-#include "ps/store/dynamic_key_owner.h"
+#include "common/plan/dynamic_key_owner.h"
 
 ABSL_FLAG(std::string, ps, "", "comma-separated host:port of the ps tasks, in task order");
 ABSL_FLAG(int64_t, rows, 1000000, "distinct keys to push (rows the table ends with)");
