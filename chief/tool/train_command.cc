@@ -72,7 +72,7 @@ const std::vector<FlagDef>& TrainFlags() {
        "1); 0: off (default: the job's divergence_loss_factor, 1000 unless it says otherwise)"},
       {"model_dir", "",
        "write a checkpoint of the trained variables at the end to MODEL_DIR/ckpt-<step> (the cluster's format: "
-       "pstrain evaluate, inspect and export read it); other checkpoints there are kept"},
+       "pstrain evaluate and inspect read it); other checkpoints there are kept"},
       {"memory_budget_bytes", "0",
        "most memory the model, gradients, optimizer slots, data and activations may take (0: half of this "
        "host's memory)"},
