@@ -1,5 +1,8 @@
 #include "worker/local/keras_updater.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "common/plan/dynamic_shards.h"
 #include "common/plan/variable_planner.h"
@@ -22,7 +25,9 @@ DynamicTableOptions OneShardOptions(const VariableSpec& var, uint64_t seed, std:
   o.seed = seed;
   o.initializer = InitializerToProto(var.initializer);
   o.optimizer = std::move(opt);
-  o.admission_threshold = static_cast<int>(var.dynamic->admission_threshold);
+  // Beyond int: still too large, so Create refuses it rather than a wrapped value passing.
+  o.admission_threshold =
+      static_cast<int>(std::min<int64_t>(var.dynamic->admission_threshold, std::numeric_limits<int>::max()));
   o.ttl_steps = var.dynamic->ttl_steps;
   o.max_rows = DynamicShardCap(var.dynamic->max_rows, 1);
   return o;

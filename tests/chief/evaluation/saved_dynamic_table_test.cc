@@ -18,7 +18,11 @@ constexpr int64_t kDim = 2;
 constexpr uint64_t kSeed = 9;
 
 VariableSpec Table() {
-  VariableSpec v{"user/embeddings", {1000, kDim}, DType::kFloat32, InitializerSpec{"random_uniform"}, true};
+  VariableSpec v;
+  v.name = "user/embeddings";
+  v.shape = {1000, kDim};
+  v.initializer = InitializerSpec{"random_uniform"};
+  v.sparse = true;
   v.dynamic = DynamicTableSpec{};
   v.dynamic->max_rows = 1000;
   return v;
@@ -124,7 +128,9 @@ TEST_F(SavedDynamicTableTest, MissingMixedOrCorruptFilesAreErrors) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss) << bad.status();
   EXPECT_NE(bad.status().message().find(file), absl::string_view::npos) << bad.status();
 
-  VariableSpec dense{"w", {2}, DType::kFloat32, InitializerSpec{}};
+  VariableSpec dense;
+  dense.name = "w";
+  dense.shape = {2};
   EXPECT_EQ(SavedDynamicTable::Read(Env::Default(), dir_, dense, kSeed).status().code(),
             absl::StatusCode::kInvalidArgument);
 }

@@ -20,12 +20,24 @@ constexpr uint64_t kSeed = 7;
 constexpr double kLearningRate = 0.25;
 
 VariableSpec DynamicVariable(int64_t admission, int64_t ttl, int64_t max_rows = 1 << 20) {
-  VariableSpec v{"user/embeddings", {max_rows, kDim}, DType::kFloat32, InitializerSpec{"random_uniform"}, true};
+  VariableSpec v;
+  v.name = "user/embeddings";
+  v.shape = {max_rows, kDim};
+  v.initializer = InitializerSpec{"random_uniform"};
+  v.sparse = true;
   DynamicTableSpec d;
   d.admission_threshold = admission;
   d.ttl_steps = ttl;
   d.max_rows = max_rows;
   v.dynamic = d;
+  return v;
+}
+
+VariableSpec Dense() {
+  VariableSpec v;
+  v.name = "w";
+  v.shape = {2};
+  v.initializer = InitializerSpec{"ones"};
   return v;
 }
 
@@ -69,8 +81,7 @@ DynamicTableState Saved(const ParameterUpdater& updater, int variable) {
 }
 
 TEST(DynamicTableUpdaterTest, FirstPushMakesTheInitialRowPlusOneSgdStep) {
-  const std::vector<VariableSpec> vars = {{"w", {2}, DType::kFloat32, InitializerSpec{"ones"}},
-                                          DynamicVariable(1, 0)};
+  const std::vector<VariableSpec> vars = {Dense(), DynamicVariable(1, 0)};
   auto updater = NewKerasUpdater(Sgd(), vars, kSeed);
   ASSERT_TRUE(updater.ok()) << updater.status();
   const int64_t big = (int64_t{1} << 40) + 3, negative = -5;
@@ -160,8 +171,7 @@ TEST(DynamicTableUpdaterTest, AHugeDeclaredTableHoldsOnlyItsRows) {
 }
 
 TEST(DynamicTableUpdaterTest, BadCallsAreRefused) {
-  const std::vector<VariableSpec> vars = {{"w", {2}, DType::kFloat32, InitializerSpec{"ones"}},
-                                          DynamicVariable(1, 0)};
+  const std::vector<VariableSpec> vars = {Dense(), DynamicVariable(1, 0)};
   auto updater = NewKerasUpdater(Sgd(), vars, kSeed);
   ASSERT_TRUE(updater.ok()) << updater.status();
   Tensor rows;
