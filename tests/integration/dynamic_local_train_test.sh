@@ -6,7 +6,7 @@
 # (77) only while job specs do not take "dynamic" (`pstrain plan` refuses the field).
 source "$(dirname "$0")/lib.sh" "$1"
 
-# Labels follow the user id's parity and the item id's class, so the model learns both tables.
+# Clicks are likelier for even user ids and for items of class 0, so the model learns both tables.
 # The user ids are kept below max_rows so that they are the same keys however a reader maps them.
 python3 - "$WORK" <<'PY'
 import random, sys
@@ -16,7 +16,7 @@ def lines(n, users):
     for _ in range(n):
         user = rng.choice(users)
         item = rng.randrange(200)
-        p = 0.8 if (user % 2 == 0) == (item % 3 == 0) else 0.2
+        p = 0.1 + 0.4 * (user % 2 == 0) + 0.4 * (item % 3 == 0)
         label = 1 if rng.random() < p else 0
         out.append("%d\t%d\t%.3f\t%x\t%x" % (label, rng.randrange(5), rng.random(), user, item))
     return "\n".join(out) + "\n"
@@ -32,9 +32,9 @@ cat >"$WORK/job.json" <<JSON
                        "dynamic": {"max_rows": 100000, "admission_threshold": 1, "ttl_steps": 0}},
                       {"name": "item", "vocabulary_size": 200, "embedding_dim": 4}],
            "layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 1}]},
- "optimizer": {"type": "adagrad", "learning_rate": 0.1, "initial_accumulator_value": 0.1},
+ "optimizer": {"type": "adagrad", "learning_rate": 0.3, "initial_accumulator_value": 0.1},
  "data": {"dataset": "criteo", "train_files": ["$WORK/train.txt"], "test_files": ["$WORK/test.txt"]},
- "batch_size": 100, "schedule": {"epochs": 3}, "mode": "async", "seed": 4}
+ "batch_size": 50, "schedule": {"epochs": 10}, "mode": "async", "seed": 4}
 JSON
 
 if ! "$BIN/pstrain" plan --job="$WORK/job.json" --num_ps=2 >"$WORK/plan.out" 2>"$WORK/plan.log"; then
@@ -50,9 +50,9 @@ MODEL="$WORK/model"
   fail "pstrain train failed: $(cat "$WORK/train.log")"
 tail -n 1 "$WORK/train.out" >"$WORK/train.json"
 steps=$(json_get "$WORK/train.json" "d['steps']")
-[ "$steps" = 60 ] || fail "pstrain train ran $steps steps, not 60"
+[ "$steps" = 400 ] || fail "pstrain train ran $steps steps, not 400"
 ckpt=$(json_get "$WORK/train.json" "d['checkpoint']")
-[ "$ckpt" = "$MODEL/ckpt-60" ] || fail "pstrain train's checkpoint is '$ckpt', not $MODEL/ckpt-60"
+[ "$ckpt" = "$MODEL/ckpt-400" ] || fail "pstrain train's checkpoint is '$ckpt', not $MODEL/ckpt-400"
 dtab="$ckpt/dynamic-user%2Fembeddings-0-of-1.dtab"
 [ -s "$dtab" ] || fail "no dynamic table file $dtab in $(ls "$ckpt")"
 python3 - "$dtab" <<'PY' || fail "the .dtab file does not hold the training users' rows"
@@ -81,7 +81,7 @@ eval_loss=$(json_get "$WORK/evaluate.json" "d['test_logloss']")
 eval_auc=$(json_get "$WORK/evaluate.json" "d['test_auc']")
 close "$train_loss" "$eval_loss" || fail "train's test log loss $train_loss differs from pstrain evaluate's $eval_loss"
 close "$train_auc" "$eval_auc" || fail "train's test AUC $train_auc differs from pstrain evaluate's $eval_auc"
-python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.65 else 1)" "$train_auc" ||
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.7 else 1)" "$train_auc" ||
   fail "the model did not learn: test AUC $train_auc"
 # Without the .dtab the checkpoint cannot be evaluated: the table is read from it, not made up.
 rm "$dtab"
