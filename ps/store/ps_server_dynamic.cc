@@ -256,14 +256,13 @@ absl::StatusOr<std::vector<DynamicTableState>> ReadDynamicTableFiles(Env* env, c
     rest.remove_suffix(kFileSuffix.size());
     std::vector<absl::string_view> parts = absl::StrSplit(rest, "-of-");
     int index = -1, count = -1;
-    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &index) || !absl::SimpleAtoi(parts[1], &count) ||
-        count < 1 || index < 0 || index >= count || DynamicShardFileName(table, index, count) != entry) {
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &index) || !absl::SimpleAtoi(parts[1], &count) || count < 1 ||
+        index < 0 || index >= count || DynamicShardFileName(table, index, count) != entry) {
       continue;  // another table's file whose escaped name starts like this one's
     }
     if (saved_count != -1 && count != saved_count) {
-      return absl::DataLossError(absl::StrCat("checkpoint ", dir, " holds files of dynamic table ", table,
-                                              " saved as ", saved_count, " and as ", count,
-                                              " shards; it was written by two runs"));
+      return absl::DataLossError(absl::StrCat("checkpoint ", dir, " holds files of dynamic table ", table, " saved as ",
+                                              saved_count, " and as ", count, " shards; it was written by two runs"));
     }
     saved_count = count;
     files[index] = entry;
@@ -277,8 +276,8 @@ absl::StatusOr<std::vector<DynamicTableState>> ReadDynamicTableFiles(Env* env, c
   for (int i = 0; i < saved_count; ++i) {
     auto it = files.find(i);
     if (it == files.end()) {
-      return absl::NotFoundError(absl::StrCat("checkpoint ", dir, " lacks ", DynamicShardFileName(table, i, saved_count),
-                                              " of dynamic table ", table));
+      return absl::NotFoundError(absl::StrCat(
+          "checkpoint ", dir, " lacks ", DynamicShardFileName(table, i, saved_count), " of dynamic table ", table));
     }
     ASSIGN_OR_RETURN(std::string bytes,
                      env->ReadRegularFile(dir + "/" + it->second, std::numeric_limits<int64_t>::max()));

@@ -168,9 +168,10 @@ absl::StatusOr<std::unique_ptr<ParameterUpdater>> NewKerasUpdater(const Optimize
   std::vector<std::unique_ptr<DynamicTable>> dynamic(variables.size());
   for (size_t v = 0; v < variables.size(); ++v) {
     if (!variables[v].dynamic.has_value()) continue;
-    absl::StatusOr<std::unique_ptr<DynamicTable>> table = DynamicTable::Create(OneShardOptions(variables[v], seed, opt));
+    auto table = DynamicTable::Create(OneShardOptions(variables[v], seed, opt));
     if (!table.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("dynamic table ", variables[v].name, ": ", table.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("dynamic table ", variables[v].name, ": ", table.status().message()));
     }
     dynamic[v] = std::move(*table);
   }

@@ -69,8 +69,8 @@ class DynamicLocalTrainerTest : public ::testing::Test {
   static std::unique_ptr<LocalTrainer> Trained(const JobSpec& job) {
     LocalTrainOptions options;
     options.evaluate = false;
-    auto t = LocalTrainer::Create(Env::Default(), job, options, InitializeVariable, NewKerasUpdater,
-                                  NewCpuGradientComputer);
+    auto t =
+        LocalTrainer::Create(Env::Default(), job, options, InitializeVariable, NewKerasUpdater, NewCpuGradientComputer);
     EXPECT_TRUE(t.ok()) << t.status();
     if (!t.ok()) return nullptr;
     const absl::Status run = (*t)->Run([](const EpochReport&) {});
@@ -97,8 +97,8 @@ class DynamicLocalTrainerTest : public ::testing::Test {
     auto vars = ModelVariables(job.model);
     EXPECT_TRUE(vars.ok()) << vars.status();
     Start s;
-    auto init = DynamicRowInitializer::Create(InitializerToProto((*vars)[0].initializer), job.seed, (*vars)[0].name,
-                                              kDim);
+    auto init =
+        DynamicRowInitializer::Create(InitializerToProto((*vars)[0].initializer), job.seed, (*vars)[0].name, kDim);
     EXPECT_TRUE(init.ok()) << init.status();
     for (int e = 0; e < kExamples; ++e) {
       std::vector<float> row(kDim);
