@@ -63,6 +63,9 @@ class DynamicLocalTrainerTest : public ::testing::Test {
     dynamic.admission_threshold = admission;
     dynamic.ttl_steps = ttl;
     job->model.fields[0].dynamic = dynamic;
+    auto vars = ModelVariables(job->model);
+    EXPECT_TRUE(vars.ok() && (*vars)[0].dynamic.has_value())
+        << "ModelVariables must mark a dynamic field's table (VariableSpec::dynamic)";
     return *job;
   }
 
