@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "chief/checkpoint/checkpoint_manager.h"
+#include "chief/evaluation/saved_dynamic_table.h"
 #include "common/config/json_util.h"
 #include "common/metrics/binary_metrics.h"
 #include "common/plan/model_variables.h"
@@ -28,6 +29,10 @@ absl::StatusOr<std::vector<Tensor>> LoadModelVariables(Env* env, const std::stri
   ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(model));
   std::vector<Tensor> out;
   for (const VariableSpec& v : variables) {
+    if (v.dynamic.has_value()) {  // no [rows, dim] tensor: SavedDynamicTable reads its files
+      out.emplace_back();
+      continue;
+    }
     ASSIGN_OR_RETURN(Tensor t, ReadCheckpointRows(env, dir, index, v.name, 0, -1, "", max_bytes));
     if (t.shape() != v.shape && t.num_elements() == NumElements(v.shape)) t.Reshape(v.shape);
     if (t.shape() != v.shape) {
@@ -70,13 +75,20 @@ absl::StatusOr<EvalResult> EvaluateCheckpoint(Env* env, const std::string& dir, 
     // The tables move out of `params` (which then holds each chunk's gathered rows).
     ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(job.model));
     std::vector<Tensor> tables(params.size());
+    std::vector<std::pair<size_t, SavedDynamicTable>> dynamic;
     for (size_t i = 0; i < variables.size(); ++i) {
-      if (variables[i].sparse) tables[i] = std::move(params[i]);
+      if (variables[i].dynamic.has_value()) {
+        ASSIGN_OR_RETURN(SavedDynamicTable table, SavedDynamicTable::Read(env, dir, variables[i], job.seed));
+        dynamic.emplace_back(i, std::move(table));
+      } else if (variables[i].sparse) {
+        tables[i] = std::move(params[i]);
+      }
     }
     ASSIGN_OR_RETURN(std::unique_ptr<IdDeduper> dedupe, IdDeduper::ForModel(job.model, variables));
     CtrEvalSteps steps;
-    steps.fetch_rows = [&tables](const SparseLookup& lookup, std::vector<Tensor>* p) {
+    steps.fetch_rows = [&tables, &dynamic](const SparseLookup& lookup, std::vector<Tensor>* p) {
       GatherLookupRows(tables, lookup, p);
+      for (const auto& [i, table] : dynamic) table.Lookup(lookup.unique_ids[i], &(*p)[i]);
       return absl::OkStatus();
     };
     steps.evaluate = evaluate;

@@ -1,5 +1,6 @@
 // Evaluating a checkpoint in one process with no cluster ("restore without strategy"): the full
 // variables are assembled from whatever slices the checkpoint holds (any ps count or partitioner),
+// dynamic tables from their .dtab files (saved_dynamic_table.h),
 // the model comes from the job spec stored in the checkpoint, and the test set is evaluated on
 // the CPU reference implementation in the same shards and order the workers use.
 // Thread-safety: pure functions over files.
@@ -32,7 +33,9 @@ struct CheckpointEvalOptions {
 // "fashion_mnist in DIR", "csv file FILE", ... for telling the user what will be read.
 std::string DescribeData(const DataSpec& data, const std::string& data_dir);
 
-// The model's variables in ModelVariables() order, read from `dir` (checksums verified).
+// The model's variables in ModelVariables() order, read from `dir` (checksums verified); a
+// dynamic table (VariableSpec::dynamic), which has no [rows, dim] tensor, is an empty Tensor
+// (SavedDynamicTable reads it).
 // NotFound / DataLoss naming the variable or file; InvalidArgument when a shape differs.
 absl::StatusOr<std::vector<Tensor>> LoadModelVariables(Env* env, const std::string& dir, const CheckpointIndex& index,
                                                        const ModelSpec& model, int64_t max_bytes = 0);

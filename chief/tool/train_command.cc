@@ -3,11 +3,14 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "chief/checkpoint/checkpoint_manager.h"
 #include "common/config/command_line.h"
 #include "common/config/json_util.h"
 #include "common/graph/initial_weights.h"
@@ -16,6 +19,7 @@
 #include "common/platform/cpu_level.h"
 #include "common/platform/exit_codes.h"
 #include "common/platform/status_macros.h"
+#include "ps/store/ps_server.h"
 #include "worker/data/ctr_dataset.h"
 #include "worker/local/keras_updater.h"
 #include "worker/local/local_trainer.h"
@@ -66,6 +70,9 @@ const std::vector<FlagDef>& TrainFlags() {
       {"divergence_loss_factor", "",
        "stop as diverged when a step's loss passes this many times the lowest loss of the first 10 steps (at least "
        "1); 0: off (default: the job's divergence_loss_factor, 1000 unless it says otherwise)"},
+      {"model_dir", "",
+       "write a checkpoint of the trained variables at the end to MODEL_DIR/ckpt-<step> (the cluster's format: "
+       "pstrain evaluate and inspect read it); other checkpoints there are kept"},
       {"memory_budget_bytes", "0",
        "most memory the model, gradients, optimizer slots, data and activations may take (0: half of this "
        "host's memory)"},
@@ -90,6 +97,34 @@ absl::Status CheckTrainMemory(Env* env, const CommandLine& cl, const JobSpec& jo
                    EstimateComputeBytes(job.model, batch, examples, slots, /*applies_updates=*/true));
   return CheckMemoryBudget("pstrain train", bytes.total(), bytes.Describe(), budget,
                            absl::StrCat("raise ", kMemoryBudgetFlag, ", lower batch_size, or make the model smaller"));
+}
+
+// --model_dir: the trained variables as a checkpoint "ckpt-<step>" as the chief commits one. Each
+// variable is one whole slice without optimizer slots (CheckpointManager::SaveValues); a dynamic
+// table is the file its only ps shard would write, DynamicShardFileName(table, 0, 1), with its
+// rows, slots and admission counts.
+absl::StatusOr<std::string> SaveCheckpoint(Env* env, const std::string& model_dir, const JobSpec& job,
+                                           const LocalTrainer& trainer, int64_t step) {
+  const std::vector<VariableSpec>& specs = trainer.variable_specs();
+  std::vector<Tensor> values = trainer.Variables();
+  VariablePlanProto plan;
+  FloatTensorMap whole;
+  std::map<std::string, std::string> dynamic_files;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].dynamic.has_value()) {
+      ASSIGN_OR_RETURN(dynamic_files[DynamicShardFileName(specs[i].name, 0, 1)], trainer.SaveDynamicTable(i));
+      continue;
+    }
+    VariablePlanProto::Variable* v = plan.add_variables();
+    v->set_name(specs[i].name);
+    for (int64_t d : specs[i].shape) v->add_shape(d);
+    FloatTensor& t = whole[specs[i].name];
+    t.shape = specs[i].shape;
+    t.values.assign(values[i].flat().begin(), values[i].flat().end());
+    values[i] = Tensor();  // one copy at a time
+  }
+  CheckpointManager checkpoints(env, model_dir, std::numeric_limits<int>::max(), {});
+  return checkpoints.SaveValues(step, DumpJson(JobSpecToJson(job)), plan, whole, dynamic_files);
 }
 
 nlohmann::json NumberOrNull(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -148,6 +183,8 @@ absl::Status RunTrain(Env* env, const CommandLine& cl) {
     }
   }
   RETURN_IF_ERROR(CheckTrainMemory(env, cl, job));
+  // A model dir that cannot be written fails now, not after the training it would hold.
+  if (!cl.Get("model_dir").empty()) RETURN_IF_ERROR(env->CreateDirs(cl.Get("model_dir")));
   options.threads = static_cast<int>(threads);
   options.replicas = static_cast<int>(replicas);
   options.data_dir = cl.Get("data_dir");
@@ -188,6 +225,11 @@ absl::Status RunTrain(Env* env, const CommandLine& cl) {
     examples += r.examples_per_second * r.train_seconds;
     last = r;
   }));
+  std::string checkpoint;
+  if (!cl.Get("model_dir").empty()) {
+    ASSIGN_OR_RETURN(checkpoint, SaveCheckpoint(env, cl.Get("model_dir"), job, *trainer, last.steps));
+    std::fprintf(stderr, "pstrain train: wrote checkpoint %s\n", checkpoint.c_str());
+  }
   nlohmann::json summary = {{"job", job.name},
                             {"steps", last.steps},
                             {"epochs", per_epoch_json.size()},
@@ -222,6 +264,7 @@ absl::Status RunTrain(Env* env, const CommandLine& cl) {
       }
     }
   }
+  if (!checkpoint.empty()) summary["checkpoint"] = checkpoint;
   std::cout << DumpJson(summary) << std::endl;
   return absl::OkStatus();
 }

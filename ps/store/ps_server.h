@@ -112,6 +112,13 @@ struct PulledTensor {
 // [A-Za-z0-9_.] written as %XX so that distinct names give distinct files.
 std::string DynamicShardFileName(const std::string& table, int index, int count);
 
+// The saved states of every shard of dynamic table `table` in checkpoint directory `dir` (the
+// files DynamicShardFileName(table, i, n), i < n, all with one n), in shard order, decoded. NotFound
+// when the table has no file there or one of its n is missing; DataLoss naming the file for bad
+// bytes or when files of two shard counts are present.
+absl::StatusOr<std::vector<DynamicTableState>> ReadDynamicTableFiles(Env* env, const std::string& dir,
+                                                                     const std::string& table);
+
 class PsServer {
  public:
   using DoneCallback = std::function<void(absl::Status)>;

@@ -242,55 +242,58 @@ absl::Status PsServer::SaveDynamic(const std::string& dir, SaveResponse* respons
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<DynamicTableState>> ReadDynamicTableFiles(Env* env, const std::string& dir,
+                                                                     const std::string& table) {
+  ASSIGN_OR_RETURN(std::vector<std::string> entries, env->ListDir(dir));
+  // The table's files: "dynamic-<escaped table>-<i>-of-<n>.dtab", all with one n.
+  const std::string prefix = absl::StrCat(kFilePrefix, EscapeTableName(table), "-");
+  std::map<int, std::string> files;
+  int saved_count = -1;
+  for (const std::string& entry : entries) {
+    if (!absl::StartsWith(entry, prefix) || !absl::EndsWith(entry, kFileSuffix)) continue;
+    absl::string_view rest(entry);
+    rest.remove_prefix(prefix.size());
+    rest.remove_suffix(kFileSuffix.size());
+    std::vector<absl::string_view> parts = absl::StrSplit(rest, "-of-");
+    int index = -1, count = -1;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &index) || !absl::SimpleAtoi(parts[1], &count) || count < 1 ||
+        index < 0 || index >= count || DynamicShardFileName(table, index, count) != entry) {
+      continue;  // another table's file whose escaped name starts like this one's
+    }
+    if (saved_count != -1 && count != saved_count) {
+      return absl::DataLossError(absl::StrCat("checkpoint ", dir, " holds files of dynamic table ", table, " saved as ",
+                                              saved_count, " and as ", count, " shards; it was written by two runs"));
+    }
+    saved_count = count;
+    files[index] = entry;
+  }
+  if (saved_count == -1) {
+    return absl::NotFoundError(absl::StrCat("checkpoint ", dir, " holds no file of dynamic table ", table, " (",
+                                            DynamicShardFileName(table, 0, 1),
+                                            " or the like); was it saved with this table?"));
+  }
+  std::vector<DynamicTableState> saved;
+  for (int i = 0; i < saved_count; ++i) {
+    auto it = files.find(i);
+    if (it == files.end()) {
+      return absl::NotFoundError(absl::StrCat(
+          "checkpoint ", dir, " lacks ", DynamicShardFileName(table, i, saved_count), " of dynamic table ", table));
+    }
+    ASSIGN_OR_RETURN(std::string bytes,
+                     env->ReadRegularFile(dir + "/" + it->second, std::numeric_limits<int64_t>::max()));
+    absl::StatusOr<DynamicTableState> state = DecodeDynamicTableState(bytes);
+    if (!state.ok()) {
+      return absl::Status(state.status().code(), absl::StrCat(dir, "/", it->second, ": ", state.status().message()));
+    }
+    saved.push_back(std::move(*state));
+  }
+  return saved;
+}
+
 absl::Status PsServer::RestoreDynamic(const std::string& dir, std::vector<std::shared_ptr<DynamicShard>>& shards) {
-  if (shards.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::vector<std::string> entries, env_->ListDir(dir));
   for (const std::shared_ptr<DynamicShard>& shard : shards) {
     const DynamicShardSpecProto& spec = shard->spec;
-    // The table's files: "dynamic-<escaped table>-<i>-of-<n>.dtab", all with one n.
-    const std::string prefix = absl::StrCat(kFilePrefix, EscapeTableName(spec.table_name()), "-");
-    std::map<int, std::string> files;
-    int saved_count = -1;
-    for (const std::string& entry : entries) {
-      if (!absl::StartsWith(entry, prefix) || !absl::EndsWith(entry, kFileSuffix)) continue;
-      absl::string_view rest(entry);
-      rest.remove_prefix(prefix.size());
-      rest.remove_suffix(kFileSuffix.size());
-      std::vector<absl::string_view> parts = absl::StrSplit(rest, "-of-");
-      int index = -1, count = -1;
-      if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &index) || !absl::SimpleAtoi(parts[1], &count) ||
-          count < 1 || index < 0 || index >= count || DynamicShardFileName(spec.table_name(), index, count) != entry) {
-        continue;  // another table's file whose escaped name starts like this one's
-      }
-      if (saved_count != -1 && count != saved_count) {
-        return absl::DataLossError(absl::StrCat("checkpoint ", dir, " holds files of dynamic table ", spec.table_name(),
-                                                " saved as ", saved_count, " and as ", count,
-                                                " shards; it was written by two runs"));
-      }
-      saved_count = count;
-      files[index] = entry;
-    }
-    if (saved_count == -1) {
-      return absl::NotFoundError(absl::StrCat("checkpoint ", dir, " holds no file of dynamic table ", spec.table_name(),
-                                              " (", DynamicShardFileName(spec.table_name(), 0, 1),
-                                              " or the like); was it saved with this table?"));
-    }
-    std::vector<DynamicTableState> saved;
-    for (int i = 0; i < saved_count; ++i) {
-      auto it = files.find(i);
-      if (it == files.end()) {
-        return absl::NotFoundError(absl::StrCat("checkpoint ", dir, " lacks ",
-                                                DynamicShardFileName(spec.table_name(), i, saved_count),
-                                                " of dynamic table ", spec.table_name()));
-      }
-      ASSIGN_OR_RETURN(std::string bytes,
-                       env_->ReadRegularFile(dir + "/" + it->second, std::numeric_limits<int64_t>::max()));
-      absl::StatusOr<DynamicTableState> state = DecodeDynamicTableState(bytes);
-      if (!state.ok()) {
-        return absl::Status(state.status().code(), absl::StrCat(dir, "/", it->second, ": ", state.status().message()));
-      }
-      saved.push_back(std::move(*state));
-    }
+    ASSIGN_OR_RETURN(std::vector<DynamicTableState> saved, ReadDynamicTableFiles(env_, dir, spec.table_name()));
     absl::StatusOr<std::vector<DynamicTableState>> resharded = ReshardDynamicTableStates(saved, spec.num_shards());
     if (!resharded.ok()) {
       return absl::InvalidArgumentError(

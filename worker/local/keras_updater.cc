@@ -1,8 +1,14 @@
 #include "worker/local/keras_updater.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
+#include "common/plan/dynamic_shards.h"
 #include "common/plan/variable_planner.h"
 #include "common/platform/status_macros.h"
+#include "ps/store/dynamic_table.h"
+#include "ps/store/dynamic_table_state.h"
 #include "ps/store/initializers.h"
 #include "ps/store/optimizer.h"
 #include "ps/store/sparse_apply.h"
@@ -10,14 +16,33 @@
 namespace pstrain {
 namespace {
 
+// The options of the only shard of dynamic table `var` (as DynamicShardSpecFromPlan and the ps
+// make them for shard 0 of 1).
+DynamicTableOptions OneShardOptions(const VariableSpec& var, uint64_t seed, std::shared_ptr<const Optimizer> opt) {
+  DynamicTableOptions o;
+  o.name = var.name;
+  o.dim = var.shape.size() == 2 ? var.shape[1] : 0;
+  o.seed = seed;
+  o.initializer = InitializerToProto(var.initializer);
+  o.optimizer = std::move(opt);
+  // Beyond int: still too large, so Create refuses it rather than a wrapped value passing.
+  o.admission_threshold =
+      static_cast<int>(std::min<int64_t>(var.dynamic->admission_threshold, std::numeric_limits<int>::max()));
+  o.ttl_steps = var.dynamic->ttl_steps;
+  o.max_rows = DynamicShardCap(var.dynamic->max_rows, 1);
+  return o;
+}
+
 class KerasUpdater : public ParameterUpdater {
  public:
-  KerasUpdater(std::unique_ptr<Optimizer> optimizer, const std::vector<VariableSpec>& variables)
-      : optimizer_(std::move(optimizer)), variables_(variables) {
+  KerasUpdater(std::shared_ptr<const Optimizer> optimizer, const std::vector<VariableSpec>& variables,
+               std::vector<std::unique_ptr<DynamicTable>> dynamic)
+      : optimizer_(std::move(optimizer)), variables_(variables), dynamic_(std::move(dynamic)) {
     const int slots = static_cast<int>(optimizer_->SlotNames().size());
     slots_.resize(variables.size());
     for (size_t v = 0; v < variables.size(); ++v) {
-      if (!variables[v].trainable) continue;  // updated by Optimizer::Additive(), which has no slots
+      // Additive updates (non-trainable) have no slots; a dynamic table keeps its slots by its rows.
+      if (!variables[v].trainable || variables[v].dynamic.has_value()) continue;
       for (int s = 0; s < slots; ++s) {
         slots_[v].emplace_back(NumElements(variables[v].shape), optimizer_->SlotInitialValue(s));
       }
@@ -35,6 +60,33 @@ class KerasUpdater : public ParameterUpdater {
     }
     ++step_;
     return absl::OkStatus();
+  }
+
+  absl::Status LookupDynamic(int variable, absl::Span<const int64_t> keys, Tensor* rows) const override {
+    ASSIGN_OR_RETURN(const DynamicTable* table, Dynamic(variable));
+    const std::vector<int64_t> shape = {static_cast<int64_t>(keys.size()), table->dim()};
+    if (rows->shape() != shape) *rows = Tensor(DType::kFloat32, shape);
+    return table->Lookup(keys, rows->flat());
+  }
+
+  absl::Status PushDynamic(int variable, absl::Span<const int64_t> keys, const Tensor& grad_rows,
+                           int64_t step) override {
+    ASSIGN_OR_RETURN(const DynamicTable* found, Dynamic(variable));
+    DynamicTable* table = dynamic_[variable].get();
+    const std::vector<int64_t> shape = {static_cast<int64_t>(keys.size()), found->dim()};
+    if (grad_rows.shape() != shape) {
+      return absl::InvalidArgumentError(absl::StrCat("dynamic table ", variables_[variable].name, ": gradient rows ",
+                                                     ShapeString(grad_rows.shape()), " for ", keys.size(),
+                                                     " keys; want ", ShapeString(shape)));
+    }
+    RETURN_IF_ERROR(table->Push(keys, grad_rows.flat(), step));
+    table->EvictExpired(step);  // as the ps does after each push
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::string> SaveDynamic(int variable) const override {
+    ASSIGN_OR_RETURN(const DynamicTable* table, Dynamic(variable));
+    return EncodeDynamicTableState(table->ExportState());
   }
 
   absl::Status ApplySparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,
@@ -56,10 +108,18 @@ class KerasUpdater : public ParameterUpdater {
     return spans;
   }
 
+  absl::StatusOr<const DynamicTable*> Dynamic(int variable) const {
+    if (variable < 0 || variable >= static_cast<int>(dynamic_.size()) || dynamic_[variable] == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("variable ", variable, " is not a dynamic table"));
+    }
+    return dynamic_[variable].get();
+  }
+
   absl::Status CheckSparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,
                            const Tensor& table) const {
-    if (variable < 0 || variable >= static_cast<int>(variables_.size()) || !variables_[variable].sparse) {
-      return absl::InvalidArgumentError(absl::StrCat("variable ", variable, " is not an embedding table"));
+    if (variable < 0 || variable >= static_cast<int>(variables_.size()) || !variables_[variable].sparse ||
+        variables_[variable].dynamic.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("variable ", variable, " is not an embedding table of rows"));
     }
     const VariableSpec& var = variables_[variable];
     const std::vector<int64_t> rows_shape = {static_cast<int64_t>(ids.size()), var.shape[1]};
@@ -77,9 +137,10 @@ class KerasUpdater : public ParameterUpdater {
     return absl::OkStatus();
   }
 
-  std::unique_ptr<Optimizer> optimizer_;
+  std::shared_ptr<const Optimizer> optimizer_;
   const std::shared_ptr<const Optimizer> additive_ = Optimizer::Additive();  // non-trainable variables
   std::vector<VariableSpec> variables_;
+  std::vector<std::unique_ptr<DynamicTable>> dynamic_;  // per variable: its table, or null
   std::vector<std::vector<std::vector<float>>> slots_;  // [variable][slot][element]
   int64_t step_ = 0;
 };
@@ -100,9 +161,21 @@ absl::Status InitializeVariable(const VariableSpec& var, uint64_t seed, Tensor* 
 }
 
 absl::StatusOr<std::unique_ptr<ParameterUpdater>> NewKerasUpdater(const OptimizerSpec& optimizer,
-                                                                  const std::vector<VariableSpec>& variables) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, Optimizer::Create(OptimizerProtoFromSpec(optimizer)));
-  return std::unique_ptr<ParameterUpdater>(new KerasUpdater(std::move(opt), variables));
+                                                                  const std::vector<VariableSpec>& variables,
+                                                                  uint64_t seed) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> made, Optimizer::Create(OptimizerProtoFromSpec(optimizer)));
+  std::shared_ptr<const Optimizer> opt = std::move(made);
+  std::vector<std::unique_ptr<DynamicTable>> dynamic(variables.size());
+  for (size_t v = 0; v < variables.size(); ++v) {
+    if (!variables[v].dynamic.has_value()) continue;
+    auto table = DynamicTable::Create(OneShardOptions(variables[v], seed, opt));
+    if (!table.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dynamic table ", variables[v].name, ": ", table.status().message()));
+    }
+    dynamic[v] = std::move(*table);
+  }
+  return std::unique_ptr<ParameterUpdater>(new KerasUpdater(std::move(opt), variables, std::move(dynamic)));
 }
 
 }  // namespace pstrain

@@ -7,6 +7,7 @@
 #ifndef PSTRAIN_WORKER_LOCAL_KERAS_UPDATER_H_
 #define PSTRAIN_WORKER_LOCAL_KERAS_UPDATER_H_
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -26,9 +27,14 @@ absl::Status InitializeVariable(const VariableSpec& var, uint64_t seed, Tensor* 
 // implementation (ps/store/sparse_apply.h): the same rows and slots change as on a cluster.
 // Non-trainable variables (VariableSpec::trainable false) get their "gradient" added as is, as a ps
 // adds it (Optimizer::Additive()), with no slots and no learning rate.
-// InvalidArgument naming the field for a bad optimizer spec.
+// A dynamic table (VariableSpec::dynamic) is a DynamicTable with the options a ps gives shard 0
+// of 1 (DynamicShardSpecFromPlan): named after the variable, rows drawn from `seed` and the
+// variable's initializer, its admission threshold and TTL, and the cap DynamicShardCap(max_rows, 1).
+// InvalidArgument naming the field for a bad optimizer spec, or naming the table for one a
+// DynamicTable refuses (e.g. adam, which updates every row: use lazy_adam).
 absl::StatusOr<std::unique_ptr<ParameterUpdater>> NewKerasUpdater(const OptimizerSpec& optimizer,
-                                                                  const std::vector<VariableSpec>& variables);
+                                                                  const std::vector<VariableSpec>& variables,
+                                                                  uint64_t seed = 0);
 
 }  // namespace pstrain
 

@@ -39,9 +39,10 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(Env* env, con
   t->tables_.resize(t->variables_.size());
   for (size_t i = 0; i < t->variables_.size(); ++i) {
     const VariableSpec& v = t->variables_[i];
+    t->params_.emplace_back();
+    if (v.dynamic.has_value()) continue;  // held by the updater, never as [max_rows, dim]
     Tensor value(DType::kFloat32, v.shape);
     RETURN_IF_ERROR(init(v, job.seed, &value));
-    t->params_.emplace_back();
     (v.sparse ? t->tables_[i] : t->params_[i]) = std::move(value);
   }
   if (job.model.is_ctr()) {
@@ -54,7 +55,7 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(Env* env, con
     t->table_pool_ = std::make_unique<ThreadPool>(static_cast<int>(
         std::max<size_t>(1, std::min<size_t>(std::max(options.threads, 1), t->table_indices_.size()))));
   }
-  ASSIGN_OR_RETURN(t->updater_, updater(job.optimizer, t->variables_));
+  ASSIGN_OR_RETURN(t->updater_, updater(job.optimizer, t->variables_, job.seed));
   ASSIGN_OR_RETURN(t->replicas_, ReplicaSet::Create(job.model, options.replicas, options.threads, compute));
   ASSIGN_OR_RETURN(Dataset train, LoadDataset(env, job, Split::kTrain, options.data_dir, options.memory_budget_bytes));
   t->NoteBadLines("training", train);
@@ -84,6 +85,19 @@ int64_t LocalTrainer::total_steps() const {
   return job_.schedule.epochs * steps_per_epoch();
 }
 
+absl::StatusOr<std::string> LocalTrainer::SaveDynamicTable(size_t variable) const {
+  if (variable >= variables_.size() || !variables_[variable].dynamic.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("variable ", variable, " is not a dynamic table"));
+  }
+  return updater_->SaveDynamic(static_cast<int>(variable));
+}
+
+absl::Status LocalTrainer::FetchRows(size_t i, absl::Span<const int64_t> ids, Tensor* rows) const {
+  if (variables_[i].dynamic.has_value()) return updater_->LookupDynamic(static_cast<int>(i), ids, rows);
+  GatherRows(tables_[i], ids, rows);
+  return absl::OkStatus();
+}
+
 std::vector<Tensor> LocalTrainer::Variables() const {
   std::vector<Tensor> out;
   for (size_t i = 0; i < variables_.size(); ++i) out.push_back(variables_[i].sparse ? tables_[i] : params_[i]);
@@ -98,7 +112,7 @@ absl::Status LocalTrainer::EvaluateTest(TestMetrics* out) {
   if (dedupe_ != nullptr) {
     CtrEvalSteps steps;
     steps.fetch_rows = [this](const SparseLookup& lookup, std::vector<Tensor>* params) {
-      GatherLookupRows(tables_, lookup, params);
+      for (size_t i : table_indices_) RETURN_IF_ERROR(FetchRows(i, lookup.unique_ids[i], &(*params)[i]));
       return absl::OkStatus();
     };
     steps.evaluate = evaluate;
@@ -131,10 +145,7 @@ absl::Status LocalTrainer::Step(int64_t step, float loss_scale, BatchMetrics* me
   train_->Next(job_.batch_size, &batch_);
   if (dedupe_ != nullptr) {
     RETURN_IF_ERROR(dedupe_->Build(&batch_, &lookup_));
-    RETURN_IF_ERROR(ForEachTable([this](size_t i) {
-      GatherRows(tables_[i], lookup_.unique_ids[i], &params_[i]);
-      return absl::OkStatus();
-    }));
+    RETURN_IF_ERROR(ForEachTable([this](size_t i) { return FetchRows(i, lookup_.unique_ids[i], &params_[i]); }));
   }
   const double loss_before = metrics->loss_sum;
   const int64_t examples_before = metrics->examples;
@@ -145,10 +156,15 @@ absl::Status LocalTrainer::Step(int64_t step, float loss_scale, BatchMetrics* me
   RETURN_IF_ERROR(loss_growth_.Observe(at, loss));
   if (check) RETURN_IF_ERROR(CheckStepFinite(at, loss, variables_, grads_));
   if (dedupe_ != nullptr) {
-    RETURN_IF_ERROR(ForEachTable([this, check](size_t i) {
-      RETURN_IF_ERROR(updater_->ApplySparse(static_cast<int>(i), lookup_.unique_ids[i], grads_[i], &tables_[i]));
+    RETURN_IF_ERROR(ForEachTable([this, check, step](size_t i) {
+      if (variables_[i].dynamic.has_value()) {
+        // The push's step is the updates applied so far, as a worker tells the ps.
+        RETURN_IF_ERROR(updater_->PushDynamic(static_cast<int>(i), lookup_.unique_ids[i], grads_[i], step));
+      } else {
+        RETURN_IF_ERROR(updater_->ApplySparse(static_cast<int>(i), lookup_.unique_ids[i], grads_[i], &tables_[i]));
+      }
       // The updated rows, for the check below: a step changes no other row of a table.
-      if (check) GatherRows(tables_[i], lookup_.unique_ids[i], &params_[i]);
+      if (check) return FetchRows(i, lookup_.unique_ids[i], &params_[i]);
       return absl::OkStatus();
     }));
   }

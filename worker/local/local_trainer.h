@@ -48,9 +48,32 @@ class ParameterUpdater {
                                    Tensor* table) {
     return absl::UnimplementedError("this updater has no sparse apply");
   }
+
+  // Dynamic tables (VariableSpec::dynamic) live inside the updater, never as a [max_rows, dim]
+  // tensor: each is the table one ps shard of one would hold (ps/store/dynamic_table.h), so its
+  // rows, admission, TTL and cap follow the cluster's rules exactly.
+  // LookupDynamic: rows ([keys.size(), dim], reallocated only when its shape changes) = the held
+  // rows of `keys`, or their initial rows; stores nothing and counts nothing toward admission.
+  // PushDynamic: applies `grad_rows` ([keys.size(), dim]) at `step` (the updates already applied,
+  // as the ps is told), then drops rows past the TTL as the ps does after a push. Calls for
+  // different tables may run concurrently; never with Apply. InvalidArgument for a variable that
+  // is not a dynamic table or a shape mismatch.
+  virtual absl::Status LookupDynamic(int variable, absl::Span<const int64_t> keys, Tensor* rows) const {
+    return absl::UnimplementedError("this updater has no dynamic tables");
+  }
+  virtual absl::Status PushDynamic(int variable, absl::Span<const int64_t> keys, const Tensor& grad_rows,
+                                   int64_t step) {
+    return absl::UnimplementedError("this updater has no dynamic tables");
+  }
+  // The checkpoint bytes of dynamic table `variable` (EncodeDynamicTableState: what a ps holding
+  // its only shard writes). InvalidArgument for a variable that is not a dynamic table.
+  virtual absl::StatusOr<std::string> SaveDynamic(int variable) const {
+    return absl::UnimplementedError("this updater has no dynamic tables");
+  }
 };
+// `seed`: the job seed, which the dynamic tables' initial rows are drawn from (as on the ps).
 using UpdaterFactory = std::function<absl::StatusOr<std::unique_ptr<ParameterUpdater>>(
-    const OptimizerSpec& optimizer, const std::vector<VariableSpec>& variables)>;
+    const OptimizerSpec& optimizer, const std::vector<VariableSpec>& variables, uint64_t seed)>;
 
 struct LocalTrainOptions {
   int threads = 1;
@@ -106,8 +129,14 @@ class LocalTrainer {
   // What loading the data noticed and a user should hear (bad lines skipped, with the first's error).
   const std::vector<std::string>& data_warnings() const { return data_warnings_; }
 
-  // The model's variables in ModelVariables() order, tables whole (a copy).
+  // The model's variables in ModelVariables() order, tables whole (a copy); a dynamic table
+  // (VariableSpec::dynamic), which has no whole tensor, is an empty Tensor (SaveDynamicTable).
   std::vector<Tensor> Variables() const;
+  const std::vector<VariableSpec>& variable_specs() const { return variables_; }
+
+  // Dynamic table `variable` (an index into variable_specs()) as the bytes a ps holding its only
+  // shard writes to DynamicShardFileName(name, 0, 1). InvalidArgument for another variable.
+  absl::StatusOr<std::string> SaveDynamicTable(size_t variable) const;
 
  private:
   LocalTrainer() = default;
@@ -116,6 +145,8 @@ class LocalTrainer {
   // CTR models: fn(i) for every table i, the tables spread over table_pool_'s threads; the first
   // error in table order.
   absl::Status ForEachTable(const std::function<absl::Status(size_t)>& fn);
+  // rows = table i's rows of `ids`: gathered from tables_[i], or looked up in a dynamic table.
+  absl::Status FetchRows(size_t i, absl::Span<const int64_t> ids, Tensor* rows) const;
   void NoteBadLines(const std::string& split, const Dataset& data);
 
   JobSpec job_;
@@ -123,7 +154,8 @@ class LocalTrainer {
   LocalTrainOptions options_;
   std::vector<VariableSpec> variables_;
   // params_: what a step computes with. Dense variables whole; CTR models' tables as the step's
-  // gathered rows, the whole tables living in tables_ (empty tensors for dense variables).
+  // gathered rows, the whole tables living in tables_ (empty tensors for dense variables and for
+  // dynamic tables, which the updater holds).
   std::vector<Tensor> params_, grads_, tables_;
   std::unique_ptr<IdDeduper> dedupe_;       // CTR models
   std::vector<size_t> table_indices_;       // CTR models: the tables' variable indices

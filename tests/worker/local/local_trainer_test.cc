@@ -32,7 +32,8 @@ class Sgd : public ParameterUpdater {
   float lr_;
 };
 
-absl::StatusOr<std::unique_ptr<ParameterUpdater>> MakeSgd(const OptimizerSpec& opt, const std::vector<VariableSpec>&) {
+absl::StatusOr<std::unique_ptr<ParameterUpdater>> MakeSgd(const OptimizerSpec& opt, const std::vector<VariableSpec>&,
+                                                          uint64_t) {
   return std::unique_ptr<ParameterUpdater>(new Sgd(static_cast<float>(opt.learning_rate.initial)));
 }
 

@@ -144,7 +144,7 @@ TEST(DivergenceCheckTest, LocalTrainingStopsAtTheFirstNonFiniteStep) {
       for (float& v : t->flat()) v = 0.1f;
       return absl::OkStatus();
     };
-    auto sgd = [](const OptimizerSpec& o, const std::vector<VariableSpec>&)
+    auto sgd = [](const OptimizerSpec& o, const std::vector<VariableSpec>&, uint64_t)
         -> absl::StatusOr<std::unique_ptr<ParameterUpdater>> { return std::make_unique<Sgd>(o.learning_rate.initial); };
     auto trainer = LocalTrainer::Create(Env::Default(), job, options, init, sgd, NewCpuGradientComputer);
     ASSERT_TRUE(trainer.ok()) << trainer.status();
