@@ -1,0 +1,476 @@
+// The chief's side of dynamic tables over in-process ps (real PsServers, real checkpoint files):
+// the CreateShards / Restore requests it builds from a plan, checkpoints holding the tables' files
+// (complete, incomplete, pruned), a restore onto another ps count, and probes of a ps holding them.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "chief/checkpoint/checkpoint_manager.h"
+#include "chief/coordinator/job_protos.h"
+#include "chief/recovery/ps_recovery.h"
+#include "common/checkpoint/dynamic_shard_files.h"
+#include "common/plan/dynamic_shards.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "ps/client/local_ps_client.h"
+#include "ps/store/dynamic_key_owner.h"
+#include "ps/store/ps_server.h"
+
+namespace pstrain {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kTable[] = "user/embeddings";
+constexpr int64_t kDim = 4;
+
+// A plan with a dense variable split over the ps (div) and one dynamic table, one shard per ps.
+VariablePlanProto Plan(int num_ps) {
+  VariablePlanProto plan;
+  plan.set_num_ps(num_ps);
+  VariablePlanProto::Variable* dense = plan.add_variables();
+  dense->set_name("dense/kernel");
+  dense->add_shape(6);
+  dense->add_shape(2);
+  dense->set_dtype(DT_FLOAT);
+  for (int i = 0; i < num_ps; ++i) {
+    ShardSpecProto* s = dense->add_shards();
+    s->set_shard_name(absl::StrCat("dense/kernel/part_", i));
+    s->set_variable_name("dense/kernel");
+    s->add_full_shape(6);
+    s->add_full_shape(2);
+    s->set_row_offset(i * 6 / num_ps);
+    s->set_rows((i + 1) * 6 / num_ps - i * 6 / num_ps);
+    s->set_row_stride(1);
+    s->set_dtype(DT_FLOAT);
+    s->mutable_initializer()->set_type("zeros");
+    s->set_ps_task(i);
+  }
+  VariablePlanProto::Variable* table = plan.add_variables();
+  table->set_name(kTable);
+  table->add_shape(3000);
+  table->add_shape(kDim);
+  table->set_dtype(DT_FLOAT);
+  table->set_sparse(true);
+  table->mutable_dynamic()->set_max_rows(3000);
+  table->mutable_dynamic()->set_ttl_steps(50);
+  for (int i = 0; i < num_ps; ++i) {
+    ShardSpecProto* s = table->add_shards();
+    s->set_shard_name(DynamicShardName(kTable, i, num_ps));
+    s->set_variable_name(kTable);
+    s->add_full_shape(3000);
+    s->add_full_shape(kDim);
+    s->set_row_offset(i);
+    s->set_rows(DynamicShardCap(3000, num_ps));
+    s->set_row_stride(num_ps);
+    s->set_dtype(DT_FLOAT);
+    s->set_sparse(true);
+    s->mutable_initializer()->set_type("random_uniform");
+    s->mutable_initializer()->set_minval(-0.05);
+    s->mutable_initializer()->set_maxval(0.05);
+    s->set_seed(7);
+    s->set_ps_task(i);
+  }
+  return plan;
+}
+
+JobSpec Spec() {
+  JobSpec spec;
+  spec.optimizer.type = "adagrad";
+  return spec;
+}
+
+std::string TempDir(const std::string& name) {
+  std::string dir = absl::StrCat(::testing::TempDir(), "/dynamic_tables_test_", name, "_", ::getpid());
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+std::set<std::string> DtabFilesUnder(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.path().extension() == ".dtab") out.insert(e.path().string());
+  }
+  return out;
+}
+
+// In-process ps tasks holding the plan's shards.
+class Cluster {
+ public:
+  explicit Cluster(int num_ps) {
+    for (int i = 0; i < num_ps; ++i) {
+      PsServer::Options o;
+      o.task = absl::StrCat("ps:", i);
+      servers_.push_back(std::make_unique<PsServer>(o));
+      clients_.push_back(std::make_unique<LocalPsClient>(servers_.back().get()));
+    }
+  }
+  std::vector<PsClient*> clients() const {
+    std::vector<PsClient*> out;
+    for (const auto& c : clients_) out.push_back(c.get());
+    return out;
+  }
+  PsClient* ps(int i) { return clients_[static_cast<size_t>(i)].get(); }
+  int size() const { return static_cast<int>(clients_.size()); }
+
+  // Pushes a gradient for each of `keys` to the shard that owns it, at `step`.
+  void PushKeys(const std::vector<int64_t>& keys, int64_t step) {
+    const int n = size();
+    for (int i = 0; i < n; ++i) {
+      std::vector<int64_t> mine;
+      for (int64_t k : keys) {
+        if (DynamicKeyOwner(static_cast<uint64_t>(k), n) == i) mine.push_back(k);
+      }
+      PushKeysRequest request;
+      request.set_step(step);
+      KeyedRows* rows = request.add_tables();
+      rows->set_shard_name(DynamicShardName(kTable, i, n));
+      rows->set_num_keys(static_cast<int64_t>(mine.size()));
+      rows->set_keys(std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(int64_t)));
+      rows->set_values(std::string(mine.size() * kDim * sizeof(float), '\0'));
+      std::vector<float> grads(mine.size() * kDim, 0.25f);
+      std::memcpy(rows->mutable_values()->data(), grads.data(), grads.size() * sizeof(float));
+      PushKeysResponse response;
+      ASSERT_TRUE(ps(i)->PushKeys(request, &response).ok());
+    }
+  }
+  // Rows of the table held by each ps (GetStats' dynamic part).
+  std::vector<int64_t> Rows() {
+    std::vector<int64_t> out;
+    for (int i = 0; i < size(); ++i) {
+      PsStatsResponse stats;
+      EXPECT_TRUE(ps(i)->GetStats(PsStatsRequest(), &stats).ok());
+      int64_t rows = 0;
+      for (const DynamicShardStats& s : stats.dynamic_shards()) rows += s.rows();
+      out.push_back(rows);
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::unique_ptr<PsServer>> servers_;
+  std::vector<std::unique_ptr<LocalPsClient>> clients_;
+};
+
+std::vector<int64_t> Keys(int64_t first, int64_t count) {
+  std::vector<int64_t> keys;
+  // Spread over the int64 range, negative ones too (ids hashed from bytes are).
+  for (int64_t k = first; k < first + count; ++k) {
+    keys.push_back(static_cast<int64_t>(static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull - 12345u));
+  }
+  return keys;
+}
+
+TEST(DynamicShardRequestsTest, EachPsGetsItsDynamicShardsAndNoneAmongTheDenseShards) {
+  const VariablePlanProto plan = Plan(2);
+  for (int ps = 0; ps < 2; ++ps) {
+    absl::StatusOr<CreateShardsRequest> create = MakeCreateShardsRequest(Spec(), plan, ps, 2, true);
+    absl::StatusOr<RestoreRequest> restore = MakeRestoreRequest(Spec(), plan, ps, 2, "/ckpt");
+    ASSERT_TRUE(create.ok()) << create.status();
+    ASSERT_TRUE(restore.ok()) << restore.status();
+    absl::StatusOr<DynamicShardSpecProto> expected = DynamicShardSpecFromPlan(plan.variables(1), ps);
+    ASSERT_TRUE(expected.ok());
+    ASSERT_EQ(create->dynamic_shards_size(), 1);
+    ASSERT_EQ(restore->dynamic_shards_size(), 1);
+    EXPECT_EQ(create->dynamic_shards(0).SerializeAsString(), expected->SerializeAsString());
+    EXPECT_EQ(restore->dynamic_shards(0).SerializeAsString(), expected->SerializeAsString());
+    EXPECT_EQ(create->dynamic_shards(0).shard_index(), ps);
+    EXPECT_EQ(create->dynamic_shards(0).num_shards(), 2);
+    EXPECT_EQ(create->dynamic_shards(0).max_rows(), 1500);
+    EXPECT_EQ(create->dynamic_shards(0).ttl_steps(), 50);
+    EXPECT_EQ(restore->checkpoint_dir(), "/ckpt");
+    // The dense shards are the dense variable's only.
+    ASSERT_EQ(create->shards_size(), 1);
+    ASSERT_EQ(restore->shards_size(), 1);
+    EXPECT_EQ(create->shards(0).shard_name(), absl::StrCat("dense/kernel/part_", ps));
+    EXPECT_EQ(restore->shards(0).shard_name(), absl::StrCat("dense/kernel/part_", ps));
+    for (const ShardSpecProto& s : ShardsOnPs(plan, ps)) EXPECT_EQ(s.variable_name(), "dense/kernel");
+  }
+}
+
+TEST(DynamicShardRequestsTest, AMalformedDynamicTableInThePlanIsAnErrorNamingIt) {
+  VariablePlanProto plan = Plan(2);
+  plan.mutable_variables(1)->mutable_shape()->RemoveLast();  // not [rows, dim]
+  absl::StatusOr<CreateShardsRequest> create = MakeCreateShardsRequest(Spec(), plan, 0, 2, true);
+  ASSERT_FALSE(create.ok());
+  EXPECT_THAT(create.status().message(), HasSubstr(kTable));
+  EXPECT_FALSE(MakeRestoreRequest(Spec(), plan, 1, 2, "/ckpt").ok());
+}
+
+TEST(DynamicShardRequestsTest, APsHoldingItsDynamicShardsProbesIntact) {
+  const VariablePlanProto plan = Plan(2);
+  Cluster cluster(2);
+  for (int i = 0; i < 2; ++i) {
+    CreateShardsResponse created;
+    ASSERT_TRUE(cluster.ps(i)->CreateShards(*MakeCreateShardsRequest(Spec(), plan, i, 2, true), &created).ok());
+  }
+  PsRecovery recovery(Env::Default(), cluster.clients(), {}, PsRecoveryOptions());
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<std::string> names = ShardNamesOnPs(plan, i);
+    EXPECT_EQ(names, (std::vector<std::string>{absl::StrCat("dense/kernel/part_", i), DynamicShardName(kTable, i, 2)}));
+    std::string why;
+    EXPECT_EQ(recovery.Probe(i, names, &why), PsRecovery::State::kIntact) << why;
+  }
+  // A fresh ps lacks them.
+  Cluster fresh(1);
+  PsRecovery fresh_recovery(Env::Default(), fresh.clients(), {}, PsRecoveryOptions());
+  std::string why;
+  EXPECT_EQ(fresh_recovery.Probe(0, {DynamicShardName(kTable, 0, 2)}, &why), PsRecovery::State::kMissingShards);
+  EXPECT_THAT(why, HasSubstr(DynamicShardName(kTable, 0, 2)));
+}
+
+class DynamicCheckpointTest : public ::testing::Test {
+ protected:
+  void Create(Cluster* cluster, const VariablePlanProto& plan) {
+    for (int i = 0; i < cluster->size(); ++i) {
+      CreateShardsResponse created;
+      absl::StatusOr<CreateShardsRequest> request = MakeCreateShardsRequest(Spec(), plan, i, cluster->size(), true);
+      ASSERT_TRUE(request.ok()) << request.status();
+      ASSERT_TRUE(cluster->ps(i)->CreateShards(*request, &created).ok());
+    }
+  }
+  Env* env_ = Env::Default();
+};
+
+TEST_F(DynamicCheckpointTest, TheIndexListsEveryTableFileAndPrunedCheckpointsTakeTheirs) {
+  const std::string model_dir = TempDir("saved");
+  Cluster cluster(2);
+  Create(&cluster, Plan(2));
+  CheckpointManager manager(env_, model_dir, /*keep=*/2, cluster.clients());
+  cluster.PushKeys(Keys(0, 200), 1);
+  ASSERT_TRUE(manager.Save(10, "{}").ok());
+  const std::vector<int64_t> rows = cluster.Rows();
+  ASSERT_EQ(rows[0] + rows[1], 200);
+  ASSERT_GT(rows[0], 0);
+  ASSERT_GT(rows[1], 0);
+
+  absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(env_, model_dir + "/ckpt-10");
+  ASSERT_TRUE(index.ok()) << index.status();
+  ASSERT_EQ(index->dynamic_shards.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const SavedDynamicShard& s = index->dynamic_shards[static_cast<size_t>(i)];
+    EXPECT_EQ(s.table_name(), kTable);
+    EXPECT_EQ(s.shard_name(), DynamicShardName(kTable, i, 2));
+    EXPECT_EQ(s.shard_index(), i);
+    EXPECT_EQ(s.num_shards(), 2);
+    EXPECT_EQ(s.file(), DynamicShardFileName(kTable, i, 2));
+    EXPECT_EQ(s.rows(), rows[static_cast<size_t>(i)]);
+    EXPECT_TRUE(std::filesystem::is_regular_file(model_dir + "/ckpt-10/" + s.file()));
+  }
+  absl::StatusOr<std::vector<SavedDynamicTable>> tables = GroupDynamicShards(index->dynamic_shards);
+  ASSERT_TRUE(tables.ok());
+  ASSERT_EQ(tables->size(), 1u);
+  EXPECT_EQ((*tables)[0].rows, 200);
+  EXPECT_TRUE(CheckpointManager::Verify(env_, model_dir + "/ckpt-10", *index).ok());
+
+  // keep=2: the third save removes ckpt-10 and its table files with it.
+  cluster.PushKeys(Keys(200, 50), 2);
+  ASSERT_TRUE(manager.Save(20, "{}").ok());
+  ASSERT_TRUE(manager.Save(30, "{}").ok());
+  EXPECT_FALSE(std::filesystem::exists(model_dir + "/ckpt-10"));
+  for (const std::string& f : DtabFilesUnder(model_dir)) EXPECT_THAT(f, ::testing::Not(HasSubstr("/ckpt-10/")));
+  EXPECT_EQ(DtabFilesUnder(model_dir).size(), 4u);  // two checkpoints of two shards
+  absl::StatusOr<CheckpointIndex> latest = ReadCheckpointIndex(env_, model_dir + "/ckpt-30");
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->dynamic_shards[0].rows() + latest->dynamic_shards[1].rows(), 250);
+}
+
+TEST_F(DynamicCheckpointTest, ACheckpointMissingOrCorruptingATableFileIsNotComplete) {
+  const std::string model_dir = TempDir("incomplete");
+  Cluster cluster(2);
+  Create(&cluster, Plan(2));
+  CheckpointManager manager(env_, model_dir, 5, cluster.clients());
+  cluster.PushKeys(Keys(0, 100), 1);
+  ASSERT_TRUE(manager.Save(10, "{}").ok());
+  ASSERT_TRUE(manager.Save(20, "{}").ok());
+  ASSERT_TRUE(manager.Save(30, "{}").ok());
+  std::filesystem::remove(model_dir + "/ckpt-30/" + DynamicShardFileName(kTable, 1, 2));
+  {  // ckpt-20: one flipped byte in the middle of a table file
+    const std::string path = model_dir + "/ckpt-20/" + DynamicShardFileName(kTable, 0, 2);
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(path) / 2));
+    f.put('\x5a');
+  }
+  std::vector<std::string> warnings;
+  absl::StatusOr<std::optional<FoundCheckpoint>> found = manager.FindLatest(&warnings, /*remove_incomplete=*/false);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->dir, model_dir + "/ckpt-10");
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_THAT(warnings[0], HasSubstr(DynamicShardFileName(kTable, 1, 2) + " is missing"));
+  EXPECT_THAT(warnings[1], HasSubstr("fails its checksum"));
+
+  // An index listing shard 0 of 2 only (a ps that did not save its shard) is incomplete too.
+  absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(env_, model_dir + "/ckpt-10");
+  ASSERT_TRUE(index.ok());
+  index->dynamic_shards.pop_back();
+  absl::Status s = CheckpointManager::Verify(env_, model_dir + "/ckpt-10", *index);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("lacks shard 1 of 2"));
+}
+
+TEST_F(DynamicCheckpointTest, ASaveWithoutEveryShardOfATableIsNeverCommitted) {
+  const std::string model_dir = TempDir("partial_save");
+  Cluster cluster(2);
+  const VariablePlanProto plan = Plan(2);
+  Create(&cluster, plan);
+  // A third ps holds a shard of the table as if it were one of 3: the table's shard counts disagree.
+  Cluster odd(1);
+  CreateShardsRequest request = *MakeCreateShardsRequest(Spec(), Plan(3), 2, 3, true);
+  request.clear_shards();
+  CreateShardsResponse created;
+  ASSERT_TRUE(odd.ps(0)->CreateShards(request, &created).ok());
+  std::vector<PsClient*> ps = cluster.clients();
+  ps.push_back(odd.ps(0));
+  CheckpointManager manager(env_, model_dir, 5, ps);
+  absl::StatusOr<std::string> saved = manager.Save(10, "{}");
+  ASSERT_FALSE(saved.ok());
+  EXPECT_EQ(saved.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(saved.status().message(), HasSubstr(kTable));
+  EXPECT_TRUE(DtabFilesUnder(model_dir).empty());  // the temporary directory is gone with them
+
+  // Only one ps of two answering for the table (the other holds the dense shard alone).
+  Cluster half(2);
+  CreateShardsRequest with = *MakeCreateShardsRequest(Spec(), plan, 0, 2, true);
+  CreateShardsRequest without = *MakeCreateShardsRequest(Spec(), plan, 1, 2, true);
+  without.clear_dynamic_shards();
+  ASSERT_TRUE(half.ps(0)->CreateShards(with, &created).ok());
+  ASSERT_TRUE(half.ps(1)->CreateShards(without, &created).ok());
+  CheckpointManager half_manager(env_, model_dir, 5, half.clients());
+  saved = half_manager.Save(20, "{}");
+  ASSERT_FALSE(saved.ok());
+  EXPECT_THAT(saved.status().message(), HasSubstr("lacks shard 1 of 2"));
+  EXPECT_FALSE(std::filesystem::exists(model_dir + "/ckpt-20"));
+}
+
+TEST_F(DynamicCheckpointTest, ACheckpointOfTwoPsRestoresOntoThree) {
+  const std::string model_dir = TempDir("reshard");
+  Cluster two(2);
+  Create(&two, Plan(2));
+  two.PushKeys(Keys(0, 300), 3);
+  CheckpointManager manager(env_, model_dir, 2, two.clients());
+  absl::StatusOr<std::string> dir = manager.Save(10, "{}");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+
+  Cluster three(3);
+  const VariablePlanProto plan3 = Plan(3);
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<RestoreRequest> request = MakeRestoreRequest(Spec(), plan3, i, 1, *dir);
+    ASSERT_TRUE(request.ok()) << request.status();
+    RestoreResponse restored;
+    absl::Status s = three.ps(i)->Restore(*request, &restored);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  const std::vector<int64_t> rows = three.Rows();
+  EXPECT_EQ(rows[0] + rows[1] + rows[2], 300);
+  for (int64_t r : rows) EXPECT_GT(r, 0);
+  // Its next checkpoint holds the table in three files.
+  CheckpointManager manager3(env_, model_dir, 2, three.clients());
+  ASSERT_TRUE(manager3.Save(20, "{}").ok());
+  absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(env_, model_dir + "/ckpt-20");
+  ASSERT_TRUE(index.ok());
+  ASSERT_EQ(index->dynamic_shards.size(), 3u);
+  int64_t total = 0;
+  for (const SavedDynamicShard& s : index->dynamic_shards) {
+    EXPECT_EQ(s.num_shards(), 3);
+    total += s.rows();
+  }
+  EXPECT_EQ(total, 300);
+}
+
+TEST_F(DynamicCheckpointTest, StartingValuesRefuseADynamicTable) {
+  const std::string model_dir = TempDir("init_from");
+  CheckpointManager manager(env_, model_dir, 2, {});
+  FloatTensorMap values;
+  values["dense/kernel"] = FloatTensor{{6, 2}, std::vector<float>(12, 0.5f)};
+  absl::StatusOr<std::string> dir = manager.SaveValues(0, "{}", Plan(2), values);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(dir.status().message(), HasSubstr(absl::StrCat("dynamic table ", kTable)));
+}
+
+// index.json written directly: older indexes (no dynamic_shards) read as before; bad entries are
+// DataLoss naming the entry.
+class DynamicIndexTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& name, const nlohmann::json& doc) {
+    const std::string dir = TempDir(name);
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/index.json") << doc.dump();
+    return dir;
+  }
+  static nlohmann::json Doc() {
+    return {{"format", "pstrain-checkpoint-1"}, {"global_step", 5}, {"shards", nlohmann::json::array()}};
+  }
+  static nlohmann::json Entry() {
+    return {{"shard_name", "t/dyn_0_of_2"}, {"table_name", "t"}, {"shard_index", 0},
+            {"num_shards", 2},             {"file", "dynamic-t-0-of-2.dtab"}, {"rows", 7}};
+  }
+};
+
+TEST_F(DynamicIndexTest, AnIndexWithoutDynamicShardsReadsAsNone) {
+  absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(Env::Default(), Write("old", Doc()));
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_TRUE(index->dynamic_shards.empty());
+}
+
+TEST_F(DynamicIndexTest, BadDynamicEntriesAreDataLossNamingThem) {
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    const char* problem;
+  };
+  const std::vector<Case> cases = {
+      {"shard_index", 2, "dynamic_shards[0].shard_index is 2, not in [0, 1]"},
+      {"shard_index", -1, "dynamic_shards[0].shard_index is -1"},
+      {"num_shards", 0, "dynamic_shards[0].num_shards is 0"},
+      {"rows", -3, "dynamic_shards[0].rows is -3"},
+      {"file", "../elsewhere.dtab", "dynamic_shards[0].file"},
+      {"table_name", "", "dynamic_shards[0].table_name is empty"},
+      {"table_name", 5, "dynamic_shards[0].table_name must be a string"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json doc = Doc();
+    nlohmann::json entry = Entry();
+    entry[c.key] = c.value;
+    doc["dynamic_shards"] = nlohmann::json::array({entry});
+    absl::StatusOr<CheckpointIndex> index = ReadCheckpointIndex(Env::Default(), Write("bad", doc));
+    ASSERT_FALSE(index.ok()) << c.key;
+    EXPECT_EQ(index.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(index.status().message(), HasSubstr(c.problem));
+  }
+  nlohmann::json doc = Doc();
+  doc["dynamic_shards"] = "no";
+  EXPECT_THAT(ReadCheckpointIndex(Env::Default(), Write("bad", doc)).status().message(),
+              HasSubstr("dynamic_shards must be an array"));
+}
+
+TEST_F(DynamicIndexTest, AWrittenIndexReadsBackItsDynamicShards) {
+  const std::string dir = TempDir("roundtrip");
+  std::filesystem::create_directories(dir);
+  CheckpointIndex index;
+  index.global_step = 9;
+  SavedDynamicShard s;
+  s.set_shard_name("t/dyn_1_of_2");
+  s.set_table_name("t");
+  s.set_shard_index(1);
+  s.set_num_shards(2);
+  s.set_file("dynamic-t-1-of-2.dtab");
+  s.set_rows(42);
+  index.dynamic_shards.push_back(s);
+  ASSERT_TRUE(WriteCheckpointIndex(Env::Default(), dir, index).ok());
+  absl::StatusOr<CheckpointIndex> read = ReadCheckpointIndex(Env::Default(), dir);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->dynamic_shards.size(), 1u);
+  EXPECT_EQ(read->dynamic_shards[0].SerializeAsString(), s.SerializeAsString());
+}
+
+}  // namespace
+}  // namespace pstrain
