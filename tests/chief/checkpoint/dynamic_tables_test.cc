@@ -14,12 +14,14 @@
 #include "chief/checkpoint/checkpoint_manager.h"
 #include "chief/coordinator/job_protos.h"
 #include "chief/recovery/ps_recovery.h"
+#include "chief/tool/inspect_command.h"
 #include "common/checkpoint/dynamic_shard_files.h"
 #include "common/plan/dynamic_shards.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "ps/client/local_ps_client.h"
+#include "ps/client/ps_stats_format.h"
 #include "ps/store/dynamic_key_owner.h"
 #include "ps/store/ps_server.h"
 
@@ -383,6 +385,55 @@ TEST_F(DynamicCheckpointTest, ACheckpointOfTwoPsRestoresOntoThree) {
     total += s.rows();
   }
   EXPECT_EQ(total, 300);
+  // The summary's ps counters carry each ps's dynamic shard.
+  PsStatsResponse stats;
+  ASSERT_TRUE(three.ps(1)->GetStats(PsStatsRequest(), &stats).ok());
+  const nlohmann::json json = PsStatsToJson("ps:1", stats);
+  ASSERT_EQ(json["dynamic_shards"].size(), 1u);
+  EXPECT_EQ(json["dynamic_shards"][0]["name"], DynamicShardName(kTable, 1, 3));
+  EXPECT_EQ(json["dynamic_shards"][0]["rows"], rows[1]);
+}
+
+TEST_F(DynamicCheckpointTest, InspectListsEachTableWithItsFilesAndOptions) {
+  const std::string model_dir = TempDir("inspect");
+  Cluster cluster(2);
+  Create(&cluster, Plan(2));
+  cluster.PushKeys(Keys(0, 120), 1);
+  CheckpointManager manager(env_, model_dir, 2, cluster.clients());
+  const std::string spec = R"({"model": {"fields": [{"name": "user", "embedding_dim": 4,
+                                                     "dynamic": {"max_rows": 3000, "ttl_steps": 50}}]}})";
+  absl::StatusOr<std::string> dir = manager.Save(10, spec);
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::vector<int64_t> rows = cluster.Rows();
+
+  std::vector<std::string> args = {"pstrain", "inspect", "--checkpoint=" + *dir, "--format=json"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  const int rc = InspectMain(env_, static_cast<int>(argv.size()), argv.data());
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0) << out;
+  const nlohmann::json j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["dynamic_tables"].size(), 1u) << out;
+  const nlohmann::json& t = j["dynamic_tables"][0];
+  EXPECT_EQ(t["name"], kTable);
+  EXPECT_EQ(t["dim"], kDim);
+  EXPECT_EQ(t["shards"], 2);
+  EXPECT_EQ(t["rows"], 120);
+  EXPECT_EQ(t["created"], 120);
+  EXPECT_EQ(t["slots"], 1);  // adagrad's accumulator
+  ASSERT_EQ(t["files"].size(), 2u);
+  int64_t bytes = 0;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(t["files"][i]["file"], DynamicShardFileName(kTable, i, 2));
+    EXPECT_EQ(t["files"][i]["rows"], rows[static_cast<size_t>(i)]);
+    EXPECT_EQ(t["files"][i]["bytes"], std::filesystem::file_size(*dir + "/" + DynamicShardFileName(kTable, i, 2)));
+    bytes += t["files"][i]["bytes"].get<int64_t>();
+  }
+  EXPECT_EQ(t["bytes"], bytes);
+  EXPECT_EQ(t["options"]["max_rows"], 3000);
+  EXPECT_EQ(t["options"]["ttl_steps"], 50);
+  for (const auto& v : j["variables"]) EXPECT_NE(v["name"], kTable);
 }
 
 TEST_F(DynamicCheckpointTest, StartingValuesRefuseADynamicTable) {
