@@ -52,7 +52,7 @@ kind_asan() {
                 common_keras_json_test common_keras_weights_test worker_graph_executor_test common_slurm_cluster_test
                 common_onnx_export_test common_job_spec_keras_test worker_graph_gradient_computer_test
                 worker_tfrecord_reader_test worker_ctr_graph_gradient_computer_test ps_dynamic_table_test
-                worker_tf_example_bags_test worker_ctr_bag_model_test)
+                worker_tf_example_bags_test worker_ctr_bag_model_test chief_dynamic_tables_test)
   SUITES="CheckedMath|JsonLimits|JsonFields|MemoryBudget|ConfinedPath|ReadRegularFile|TaskFlags|JobSpec|ClusterSpec"
   SUITES+="|SlurmHostlist|SlurmTasksPerNode|SlurmTasksFlag|SlurmCluster|SlurmBootstrap"
   SUITES+="|DynamicPsServer|DynamicPsCheckpoint|GrpcDynamicTable"
@@ -63,7 +63,7 @@ kind_asan() {
   SUITES+="|KerasJson|Flavors/KerasJson|KerasJsonRefusal|Fixtures/KerasJsonRefusal|GraphExecutor|GraphLoss"
   SUITES+="|Fixtures/KerasFixture|OnnxExport|KerasWeights|JobSpecKeras|GraphGradientComputer|CtrGraphGradientComputer"
   SUITES+="|Crc32c|TfRecordFraming|TfRecordBadInput|TfExampleCtr|NonTrainableShard|DynamicTableCheckpoint|InitialWeights"
-  SUITES+="|TfExampleBags|CtrBagModel|CtrBagModelRegression|Combiners/CtrBagModel"
+  SUITES+="|TfExampleBags|CtrBagModel|CtrBagModelRegression|Combiners/CtrBagModel|DynamicIndex|DynamicCheckpoint"
   INTEGRATION="bad_input_.*|bad_config|file_access|model_dir_owner"
   TESTS="^((${SUITES})(Test)?\\.|integration_(${INTEGRATION})$)"
   # fuzzer-no-link: the libFuzzer targets (tests/fuzz, deploy/fuzz.sh) are built here too; for the
