@@ -130,7 +130,8 @@ absl::Status CheckpointManager::SaveInto(const std::string& tmp, int64_t global_
   RETURN_IF_ERROR(first_error);
   std::sort(index.dynamic_shards.begin(), index.dynamic_shards.end(),
             [](const SavedDynamicShard& a, const SavedDynamicShard& b) {
-              return std::make_tuple(a.table_name(), a.shard_index()) < std::make_tuple(b.table_name(), b.shard_index());
+              return std::make_tuple(a.table_name(), a.shard_index()) <
+                     std::make_tuple(b.table_name(), b.shard_index());
             });
   // Every shard of each dynamic table answered: a checkpoint missing one is never committed.
   RETURN_IF_ERROR(GroupDynamicShards(index.dynamic_shards).status());

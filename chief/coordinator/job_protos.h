@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-
 #include "common/config/job_spec.h"
 #include "proto/common.pb.h"
 #include "proto/ps.pb.h"

@@ -34,8 +34,12 @@ json SavedShardToJson(const SavedShard& s) {
 }
 
 json SavedDynamicShardToJson(const SavedDynamicShard& s) {
-  return json{{"shard_name", s.shard_name()}, {"table_name", s.table_name()}, {"shard_index", s.shard_index()},
-              {"num_shards", s.num_shards()},  {"file", s.file()},             {"rows", s.rows()}};
+  return json{{"shard_name", s.shard_name()},
+              {"table_name", s.table_name()},
+              {"shard_index", s.shard_index()},
+              {"num_shards", s.num_shards()},
+              {"file", s.file()},
+              {"rows", s.rows()}};
 }
 
 absl::Status Corrupt(const std::string& dir, const std::string& problem) {

@@ -21,12 +21,12 @@ absl::Status VerifyFile(Env* env, const std::string& path) {
   absl::StatusOr<uint64_t> size = env->FileSize(path);
   if (!size.ok()) {
     const bool missing = size.status().code() == absl::StatusCode::kNotFound;
-    return absl::DataLossError(absl::StrCat("dynamic table file ", path, missing ? " is missing: " : " is unusable: ",
-                                            size.status().message()));
+    return absl::DataLossError(absl::StrCat("dynamic table file ", path,
+                                            missing ? " is missing: " : " is unusable: ", size.status().message()));
   }
   if (*size < sizeof(kMagic) + kChecksumBytes) {
-    return absl::DataLossError(absl::StrCat("dynamic table file ", path, " holds ", *size,
-                                            " bytes, too few for a table (truncated)"));
+    return absl::DataLossError(
+        absl::StrCat("dynamic table file ", path, " holds ", *size, " bytes, too few for a table (truncated)"));
   }
   const uint64_t body = *size - kChecksumBytes;
   std::string piece(static_cast<size_t>(std::min(body, kPieceBytes)), '\0');
@@ -69,8 +69,8 @@ absl::StatusOr<std::vector<SavedDynamicTable>> GroupDynamicShards(const std::vec
                                               " and as ", s.num_shards(), " shards in one checkpoint"));
     }
     if (s.shard_index() < 0 || s.shard_index() >= s.num_shards()) {
-      return absl::DataLossError(absl::StrCat("dynamic table ", s.table_name(), " lists shard ", s.shard_index(),
-                                              " of ", s.num_shards()));
+      return absl::DataLossError(
+          absl::StrCat("dynamic table ", s.table_name(), " lists shard ", s.shard_index(), " of ", s.num_shards()));
     }
     if (!by_index[s.table_name()].emplace(s.shard_index(), s).second) {
       return absl::DataLossError(absl::StrCat("dynamic table ", s.table_name(), " lists shard ", s.shard_index(),

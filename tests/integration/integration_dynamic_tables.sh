@@ -4,6 +4,7 @@
 # in both files. Restarted from that model dir on 3 ps, the chief restores the table re-sharded by
 # key over 3 ps, training goes on with a finite loss, and the next checkpoint holds the table in 3
 # files with the rows saved before (less any evicted since).
+# Needs job specs with "dynamic" fields and workers that train them.
 source "$(dirname "$0")/lib.sh" "$1"
 
 "$BIN/pstrain" datagen ctr --out "$WORK/data" --train 4000 --test 500 --vocabulary 3000 --seed 4 \
@@ -49,7 +50,7 @@ PY
 run_cluster_job 3 2 "$MODEL" 60 --job="$WORK/job.json" --steps=80
 grep -q "resumed from $MODEL/ckpt-40" "$WORK/chief-0.log" || fail "the chief did not resume from ckpt-40"
 inspect_latest "$WORK/inspect-3ps.json"
-python3 - "$WORK/inspect-2ps.json" "$WORK/inspect-3ps.json" "$MODEL/metrics.jsonl" <<'PY' \
+python3 - "$WORK/inspect-2ps.json" "$WORK/inspect-3ps.json" "$MODEL/summary.json" "$MODEL/metrics.jsonl" <<'PY' \
   || fail "the 3-ps run did not restore the dynamic table or train on"
 import json, math, sys
 before, after = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
@@ -60,9 +61,12 @@ assert a["shards"] == 3 and len(a["files"]) == 3, a
 assert all(f["rows"] > 0 and f["file"].endswith("-of-3.dtab") for f in a["files"]), a["files"]
 evicted = (a["evicted_ttl"] + a["evicted_cap"]) - (b["evicted_ttl"] + b["evicted_cap"])
 assert a["rows"] >= b["rows"] - evicted, (a["rows"], b["rows"], evicted)
-rows = [json.loads(l) for l in open(sys.argv[3])]
+summary = json.load(open(sys.argv[3]))
+assert summary["global_step"] == 80, summary["global_step"]
+loss = summary["final_test_logloss"]
+assert loss is not None and math.isfinite(loss) and loss > 0, loss
+rows = [json.loads(l) for l in open(sys.argv[4])]
 later = [r for r in rows if r.get("kind") == "train" and r.get("step", 0) > 40]
-assert later, "no training record after the restore"
 assert all(r.get("loss") is not None and math.isfinite(r["loss"]) for r in later), later
 PY
 echo "PASS: the dynamic table saved over 2 ps ($(json_get "$WORK/inspect-2ps.json" "d['dynamic_tables'][0]['rows']") rows)" \

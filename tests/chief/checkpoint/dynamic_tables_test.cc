@@ -461,8 +461,8 @@ class DynamicIndexTest : public ::testing::Test {
     return {{"format", "pstrain-checkpoint-1"}, {"global_step", 5}, {"shards", nlohmann::json::array()}};
   }
   static nlohmann::json Entry() {
-    return {{"shard_name", "t/dyn_0_of_2"}, {"table_name", "t"}, {"shard_index", 0},
-            {"num_shards", 2},             {"file", "dynamic-t-0-of-2.dtab"}, {"rows", 7}};
+    return {{"shard_name", "t/dyn_0_of_2"},    {"table_name", "t"}, {"shard_index", 0}, {"num_shards", 2},
+            {"file", "dynamic-t-0-of-2.dtab"}, {"rows", 7}};
   }
 };
 
