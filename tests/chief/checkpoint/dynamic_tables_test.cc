@@ -17,6 +17,7 @@
 #include "chief/tool/inspect_command.h"
 #include "common/checkpoint/dynamic_shard_files.h"
 #include "common/plan/dynamic_shards.h"
+#include "common/platform/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -120,6 +121,14 @@ class Cluster {
     return out;
   }
   PsClient* ps(int i) { return clients_[static_cast<size_t>(i)].get(); }
+  // Ps task `i` as a new process: no shards, as after a crash and restart.
+  void Restart(int i) {
+    PsServer::Options o;
+    o.task = absl::StrCat("ps:", i);
+    auto server = std::make_unique<PsServer>(o);
+    clients_[static_cast<size_t>(i)] = std::make_unique<LocalPsClient>(server.get());
+    servers_[static_cast<size_t>(i)] = std::move(server);
+  }
   int size() const { return static_cast<int>(clients_.size()); }
 
   // Pushes a gradient for each of `keys` to the shard that owns it, at `step`.
@@ -434,6 +443,42 @@ TEST_F(DynamicCheckpointTest, InspectListsEachTableWithItsFilesAndOptions) {
   EXPECT_EQ(t["options"]["max_rows"], 3000);
   EXPECT_EQ(t["options"]["ttl_steps"], 50);
   for (const auto& v : j["variables"]) EXPECT_NE(v["name"], kTable);
+}
+
+TEST_F(DynamicCheckpointTest, ALostPsGetsItsDynamicShardBackFromTheNewestCheckpoint) {
+  const std::string model_dir = TempDir("lost_ps");
+  const VariablePlanProto plan = Plan(2);
+  Cluster cluster(2);
+  Create(&cluster, plan);
+  cluster.PushKeys(Keys(0, 100), 1);
+  CheckpointManager manager(env_, model_dir, 2, cluster.clients());
+  ASSERT_TRUE(manager.Save(10, "{}").ok());
+  const std::vector<int64_t> saved = cluster.Rows();
+  cluster.PushKeys(Keys(100, 40), 2);  // rows made after the checkpoint: lost with ps:1
+  const std::vector<int64_t> before_loss = cluster.Rows();
+  ASSERT_GT(before_loss[1], saved[1]);
+
+  cluster.Restart(1);
+  PsRecovery recovery(env_, cluster.clients(), {}, PsRecoveryOptions());
+  absl::StatusOr<PsRecoveryReport> report = recovery.Recover(
+      1, "killed", 20, env_->NowMicros(), ShardNamesOnPs(plan, 1), [&]() -> absl::StatusOr<PsRestoreSource> {
+        std::vector<std::string> warnings;
+        ASSIGN_OR_RETURN(std::optional<FoundCheckpoint> found, manager.FindLatest(&warnings, false));
+        PsRestoreSource from;
+        if (!found.has_value()) return absl::NotFoundError("no checkpoint");
+        from.checkpoint_dir = found->dir;
+        from.checkpoint_step = found->index.global_step;
+        ASSIGN_OR_RETURN(from.restore, MakeRestoreRequest(Spec(), plan, 1, 2, from.checkpoint_dir));
+        return from;
+      });
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->intact);
+  EXPECT_EQ(report->source, model_dir + "/ckpt-10");
+  const std::vector<int64_t> after = cluster.Rows();
+  EXPECT_EQ(after[1], saved[1]);        // back as saved
+  EXPECT_EQ(after[0], before_loss[0]);  // the other ps keeps its newer rows
+  std::string why;
+  EXPECT_EQ(recovery.Probe(1, ShardNamesOnPs(plan, 1), &why), PsRecovery::State::kIntact) << why;
 }
 
 TEST_F(DynamicCheckpointTest, StartingValuesRefuseADynamicTable) {
