@@ -1,254 +1,27 @@
-// The chief's side of dynamic tables over in-process ps (real PsServers, real checkpoint files):
-// the CreateShards / Restore requests it builds from a plan, checkpoints holding the tables' files
-// (complete, incomplete, pruned), a restore onto another ps count, and probes of a ps holding them.
-#include <cstring>
+// Checkpoints holding dynamic table files (complete, incomplete, pruned, re-sharded on restore),
+// `pstrain inspect` of them, and the index's dynamic_shards entries (old indexes, bad entries).
 #include <filesystem>
 #include <fstream>
-#include <memory>
-#include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "chief/checkpoint/checkpoint_manager.h"
 #include "chief/coordinator/job_protos.h"
-#include "chief/recovery/ps_recovery.h"
 #include "chief/tool/inspect_command.h"
 #include "common/checkpoint/dynamic_shard_files.h"
 #include "common/plan/dynamic_shards.h"
-#include "common/platform/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "ps/client/local_ps_client.h"
 #include "ps/client/ps_stats_format.h"
-#include "ps/store/dynamic_key_owner.h"
-#include "ps/store/ps_server.h"
+#include "tests/chief/checkpoint/dynamic_tables_fixture.h"
 
 namespace pstrain {
+namespace dynamic_tables_testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr char kTable[] = "user/embeddings";
-constexpr int64_t kDim = 4;
-
-// A plan with a dense variable split over the ps (div) and one dynamic table, one shard per ps.
-VariablePlanProto Plan(int num_ps) {
-  VariablePlanProto plan;
-  plan.set_num_ps(num_ps);
-  VariablePlanProto::Variable* dense = plan.add_variables();
-  dense->set_name("dense/kernel");
-  dense->add_shape(6);
-  dense->add_shape(2);
-  dense->set_dtype(DT_FLOAT);
-  for (int i = 0; i < num_ps; ++i) {
-    ShardSpecProto* s = dense->add_shards();
-    s->set_shard_name(absl::StrCat("dense/kernel/part_", i));
-    s->set_variable_name("dense/kernel");
-    s->add_full_shape(6);
-    s->add_full_shape(2);
-    s->set_row_offset(i * 6 / num_ps);
-    s->set_rows((i + 1) * 6 / num_ps - i * 6 / num_ps);
-    s->set_row_stride(1);
-    s->set_dtype(DT_FLOAT);
-    s->mutable_initializer()->set_type("zeros");
-    s->set_ps_task(i);
-  }
-  VariablePlanProto::Variable* table = plan.add_variables();
-  table->set_name(kTable);
-  table->add_shape(3000);
-  table->add_shape(kDim);
-  table->set_dtype(DT_FLOAT);
-  table->set_sparse(true);
-  table->mutable_dynamic()->set_max_rows(3000);
-  table->mutable_dynamic()->set_ttl_steps(50);
-  for (int i = 0; i < num_ps; ++i) {
-    ShardSpecProto* s = table->add_shards();
-    s->set_shard_name(DynamicShardName(kTable, i, num_ps));
-    s->set_variable_name(kTable);
-    s->add_full_shape(3000);
-    s->add_full_shape(kDim);
-    s->set_row_offset(i);
-    s->set_rows(DynamicShardCap(3000, num_ps));
-    s->set_row_stride(num_ps);
-    s->set_dtype(DT_FLOAT);
-    s->set_sparse(true);
-    s->mutable_initializer()->set_type("random_uniform");
-    s->mutable_initializer()->set_minval(-0.05);
-    s->mutable_initializer()->set_maxval(0.05);
-    s->set_seed(7);
-    s->set_ps_task(i);
-  }
-  return plan;
-}
-
-JobSpec Spec() {
-  JobSpec spec;
-  spec.optimizer.type = "adagrad";
-  return spec;
-}
-
-std::string TempDir(const std::string& name) {
-  std::string dir = absl::StrCat(::testing::TempDir(), "/dynamic_tables_test_", name, "_", ::getpid());
-  std::filesystem::remove_all(dir);
-  return dir;
-}
-
-std::set<std::string> DtabFilesUnder(const std::string& dir) {
-  std::set<std::string> out;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    if (e.path().extension() == ".dtab") out.insert(e.path().string());
-  }
-  return out;
-}
-
-// In-process ps tasks holding the plan's shards.
-class Cluster {
- public:
-  explicit Cluster(int num_ps) {
-    for (int i = 0; i < num_ps; ++i) {
-      PsServer::Options o;
-      o.task = absl::StrCat("ps:", i);
-      servers_.push_back(std::make_unique<PsServer>(o));
-      clients_.push_back(std::make_unique<LocalPsClient>(servers_.back().get()));
-    }
-  }
-  std::vector<PsClient*> clients() const {
-    std::vector<PsClient*> out;
-    for (const auto& c : clients_) out.push_back(c.get());
-    return out;
-  }
-  PsClient* ps(int i) { return clients_[static_cast<size_t>(i)].get(); }
-  // Ps task `i` as a new process: no shards, as after a crash and restart.
-  void Restart(int i) {
-    PsServer::Options o;
-    o.task = absl::StrCat("ps:", i);
-    auto server = std::make_unique<PsServer>(o);
-    clients_[static_cast<size_t>(i)] = std::make_unique<LocalPsClient>(server.get());
-    servers_[static_cast<size_t>(i)] = std::move(server);
-  }
-  int size() const { return static_cast<int>(clients_.size()); }
-
-  // Pushes a gradient for each of `keys` to the shard that owns it, at `step`.
-  void PushKeys(const std::vector<int64_t>& keys, int64_t step) {
-    const int n = size();
-    for (int i = 0; i < n; ++i) {
-      std::vector<int64_t> mine;
-      for (int64_t k : keys) {
-        if (DynamicKeyOwner(static_cast<uint64_t>(k), n) == i) mine.push_back(k);
-      }
-      PushKeysRequest request;
-      request.set_step(step);
-      KeyedRows* rows = request.add_tables();
-      rows->set_shard_name(DynamicShardName(kTable, i, n));
-      rows->set_num_keys(static_cast<int64_t>(mine.size()));
-      rows->set_keys(std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(int64_t)));
-      rows->set_values(std::string(mine.size() * kDim * sizeof(float), '\0'));
-      std::vector<float> grads(mine.size() * kDim, 0.25f);
-      std::memcpy(rows->mutable_values()->data(), grads.data(), grads.size() * sizeof(float));
-      PushKeysResponse response;
-      ASSERT_TRUE(ps(i)->PushKeys(request, &response).ok());
-    }
-  }
-  // Rows of the table held by each ps (GetStats' dynamic part).
-  std::vector<int64_t> Rows() {
-    std::vector<int64_t> out;
-    for (int i = 0; i < size(); ++i) {
-      PsStatsResponse stats;
-      EXPECT_TRUE(ps(i)->GetStats(PsStatsRequest(), &stats).ok());
-      int64_t rows = 0;
-      for (const DynamicShardStats& s : stats.dynamic_shards()) rows += s.rows();
-      out.push_back(rows);
-    }
-    return out;
-  }
-
- private:
-  std::vector<std::unique_ptr<PsServer>> servers_;
-  std::vector<std::unique_ptr<LocalPsClient>> clients_;
-};
-
-std::vector<int64_t> Keys(int64_t first, int64_t count) {
-  std::vector<int64_t> keys;
-  // Spread over the int64 range, negative ones too (ids hashed from bytes are).
-  for (int64_t k = first; k < first + count; ++k) {
-    keys.push_back(static_cast<int64_t>(static_cast<uint64_t>(k) * 0x9E3779B97F4A7C15ull - 12345u));
-  }
-  return keys;
-}
-
-TEST(DynamicShardRequestsTest, EachPsGetsItsDynamicShardsAndNoneAmongTheDenseShards) {
-  const VariablePlanProto plan = Plan(2);
-  for (int ps = 0; ps < 2; ++ps) {
-    absl::StatusOr<CreateShardsRequest> create = MakeCreateShardsRequest(Spec(), plan, ps, 2, true);
-    absl::StatusOr<RestoreRequest> restore = MakeRestoreRequest(Spec(), plan, ps, 2, "/ckpt");
-    ASSERT_TRUE(create.ok()) << create.status();
-    ASSERT_TRUE(restore.ok()) << restore.status();
-    absl::StatusOr<DynamicShardSpecProto> expected = DynamicShardSpecFromPlan(plan.variables(1), ps);
-    ASSERT_TRUE(expected.ok());
-    ASSERT_EQ(create->dynamic_shards_size(), 1);
-    ASSERT_EQ(restore->dynamic_shards_size(), 1);
-    EXPECT_EQ(create->dynamic_shards(0).SerializeAsString(), expected->SerializeAsString());
-    EXPECT_EQ(restore->dynamic_shards(0).SerializeAsString(), expected->SerializeAsString());
-    EXPECT_EQ(create->dynamic_shards(0).shard_index(), ps);
-    EXPECT_EQ(create->dynamic_shards(0).num_shards(), 2);
-    EXPECT_EQ(create->dynamic_shards(0).max_rows(), 1500);
-    EXPECT_EQ(create->dynamic_shards(0).ttl_steps(), 50);
-    EXPECT_EQ(restore->checkpoint_dir(), "/ckpt");
-    // The dense shards are the dense variable's only.
-    ASSERT_EQ(create->shards_size(), 1);
-    ASSERT_EQ(restore->shards_size(), 1);
-    EXPECT_EQ(create->shards(0).shard_name(), absl::StrCat("dense/kernel/part_", ps));
-    EXPECT_EQ(restore->shards(0).shard_name(), absl::StrCat("dense/kernel/part_", ps));
-    for (const ShardSpecProto& s : ShardsOnPs(plan, ps)) EXPECT_EQ(s.variable_name(), "dense/kernel");
-  }
-}
-
-TEST(DynamicShardRequestsTest, AMalformedDynamicTableInThePlanIsAnErrorNamingIt) {
-  VariablePlanProto plan = Plan(2);
-  plan.mutable_variables(1)->mutable_shape()->RemoveLast();  // not [rows, dim]
-  absl::StatusOr<CreateShardsRequest> create = MakeCreateShardsRequest(Spec(), plan, 0, 2, true);
-  ASSERT_FALSE(create.ok());
-  EXPECT_THAT(create.status().message(), HasSubstr(kTable));
-  EXPECT_FALSE(MakeRestoreRequest(Spec(), plan, 1, 2, "/ckpt").ok());
-}
-
-TEST(DynamicShardRequestsTest, APsHoldingItsDynamicShardsProbesIntact) {
-  const VariablePlanProto plan = Plan(2);
-  Cluster cluster(2);
-  for (int i = 0; i < 2; ++i) {
-    CreateShardsResponse created;
-    ASSERT_TRUE(cluster.ps(i)->CreateShards(*MakeCreateShardsRequest(Spec(), plan, i, 2, true), &created).ok());
-  }
-  PsRecovery recovery(Env::Default(), cluster.clients(), {}, PsRecoveryOptions());
-  for (int i = 0; i < 2; ++i) {
-    const std::vector<std::string> names = ShardNamesOnPs(plan, i);
-    EXPECT_EQ(names, (std::vector<std::string>{absl::StrCat("dense/kernel/part_", i), DynamicShardName(kTable, i, 2)}));
-    std::string why;
-    EXPECT_EQ(recovery.Probe(i, names, &why), PsRecovery::State::kIntact) << why;
-  }
-  // A fresh ps lacks them.
-  Cluster fresh(1);
-  PsRecovery fresh_recovery(Env::Default(), fresh.clients(), {}, PsRecoveryOptions());
-  std::string why;
-  EXPECT_EQ(fresh_recovery.Probe(0, {DynamicShardName(kTable, 0, 2)}, &why), PsRecovery::State::kMissingShards);
-  EXPECT_THAT(why, HasSubstr(DynamicShardName(kTable, 0, 2)));
-}
-
-class DynamicCheckpointTest : public ::testing::Test {
- protected:
-  void Create(Cluster* cluster, const VariablePlanProto& plan) {
-    for (int i = 0; i < cluster->size(); ++i) {
-      CreateShardsResponse created;
-      absl::StatusOr<CreateShardsRequest> request = MakeCreateShardsRequest(Spec(), plan, i, cluster->size(), true);
-      ASSERT_TRUE(request.ok()) << request.status();
-      ASSERT_TRUE(cluster->ps(i)->CreateShards(*request, &created).ok());
-    }
-  }
-  Env* env_ = Env::Default();
-};
 
 TEST_F(DynamicCheckpointTest, TheIndexListsEveryTableFileAndPrunedCheckpointsTakeTheirs) {
   const std::string model_dir = TempDir("saved");
@@ -445,53 +218,6 @@ TEST_F(DynamicCheckpointTest, InspectListsEachTableWithItsFilesAndOptions) {
   for (const auto& v : j["variables"]) EXPECT_NE(v["name"], kTable);
 }
 
-TEST_F(DynamicCheckpointTest, ALostPsGetsItsDynamicShardBackFromTheNewestCheckpoint) {
-  const std::string model_dir = TempDir("lost_ps");
-  const VariablePlanProto plan = Plan(2);
-  Cluster cluster(2);
-  Create(&cluster, plan);
-  cluster.PushKeys(Keys(0, 100), 1);
-  CheckpointManager manager(env_, model_dir, 2, cluster.clients());
-  ASSERT_TRUE(manager.Save(10, "{}").ok());
-  const std::vector<int64_t> saved = cluster.Rows();
-  cluster.PushKeys(Keys(100, 40), 2);  // rows made after the checkpoint: lost with ps:1
-  const std::vector<int64_t> before_loss = cluster.Rows();
-  ASSERT_GT(before_loss[1], saved[1]);
-
-  cluster.Restart(1);
-  PsRecovery recovery(env_, cluster.clients(), {}, PsRecoveryOptions());
-  absl::StatusOr<PsRecoveryReport> report = recovery.Recover(
-      1, "killed", 20, env_->NowMicros(), ShardNamesOnPs(plan, 1), [&]() -> absl::StatusOr<PsRestoreSource> {
-        std::vector<std::string> warnings;
-        ASSIGN_OR_RETURN(std::optional<FoundCheckpoint> found, manager.FindLatest(&warnings, false));
-        PsRestoreSource from;
-        if (!found.has_value()) return absl::NotFoundError("no checkpoint");
-        from.checkpoint_dir = found->dir;
-        from.checkpoint_step = found->index.global_step;
-        ASSIGN_OR_RETURN(from.restore, MakeRestoreRequest(Spec(), plan, 1, 2, from.checkpoint_dir));
-        return from;
-      });
-  ASSERT_TRUE(report.ok()) << report.status();
-  EXPECT_FALSE(report->intact);
-  EXPECT_EQ(report->source, model_dir + "/ckpt-10");
-  const std::vector<int64_t> after = cluster.Rows();
-  EXPECT_EQ(after[1], saved[1]);        // back as saved
-  EXPECT_EQ(after[0], before_loss[0]);  // the other ps keeps its newer rows
-  std::string why;
-  EXPECT_EQ(recovery.Probe(1, ShardNamesOnPs(plan, 1), &why), PsRecovery::State::kIntact) << why;
-}
-
-TEST_F(DynamicCheckpointTest, StartingValuesRefuseADynamicTable) {
-  const std::string model_dir = TempDir("init_from");
-  CheckpointManager manager(env_, model_dir, 2, {});
-  FloatTensorMap values;
-  values["dense/kernel"] = FloatTensor{{6, 2}, std::vector<float>(12, 0.5f)};
-  absl::StatusOr<std::string> dir = manager.SaveValues(0, "{}", Plan(2), values);
-  ASSERT_FALSE(dir.ok());
-  EXPECT_EQ(dir.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(dir.status().message(), HasSubstr(absl::StrCat("dynamic table ", kTable)));
-}
-
 // index.json written directly: older indexes (no dynamic_shards) read as before; bad entries are
 // DataLoss naming the entry.
 class DynamicIndexTest : public ::testing::Test {
@@ -569,4 +295,5 @@ TEST_F(DynamicIndexTest, AWrittenIndexReadsBackItsDynamicShards) {
 }
 
 }  // namespace
+}  // namespace dynamic_tables_testing
 }  // namespace pstrain
