@@ -53,7 +53,7 @@ kind_asan() {
                 common_onnx_export_test common_job_spec_keras_test worker_graph_gradient_computer_test
                 worker_tfrecord_reader_test worker_ctr_graph_gradient_computer_test ps_dynamic_table_test
                 worker_tf_example_bags_test worker_ctr_bag_model_test worker_dynamic_exchange_test
-                worker_dynamic_table_updater_test chief_saved_dynamic_table_test)
+                worker_dynamic_table_updater_test chief_saved_dynamic_table_test chief_dynamic_tables_test)
   SUITES="CheckedMath|JsonLimits|JsonFields|MemoryBudget|ConfinedPath|ReadRegularFile|TaskFlags|JobSpec|ClusterSpec"
   SUITES+="|SlurmHostlist|SlurmTasksPerNode|SlurmTasksFlag|SlurmCluster|SlurmBootstrap"
   SUITES+="|DynamicPsServer|DynamicPsCheckpoint|GrpcDynamicTable"
@@ -65,7 +65,7 @@ kind_asan() {
   SUITES+="|Fixtures/KerasFixture|OnnxExport|KerasWeights|JobSpecKeras|GraphGradientComputer|CtrGraphGradientComputer"
   SUITES+="|Crc32c|TfRecordFraming|TfRecordBadInput|TfExampleCtr|NonTrainableShard|DynamicTableCheckpoint|InitialWeights"
   SUITES+="|TfExampleBags|CtrBagModel|CtrBagModelRegression|Combiners/CtrBagModel|IdDeduperDynamic"
-  SUITES+="|DynamicTableUpdater|SavedDynamicTable"
+  SUITES+="|DynamicTableUpdater|SavedDynamicTable|DynamicIndex|DynamicCheckpoint"
   INTEGRATION="bad_input_.*|bad_config|file_access|model_dir_owner"
   TESTS="^((${SUITES})(Test)?\\.|integration_(${INTEGRATION})$)"
   # fuzzer-no-link: the libFuzzer targets (tests/fuzz, deploy/fuzz.sh) are built here too; for the

@@ -6,12 +6,14 @@
 #include <future>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/checkpoint/checkpoint_reader.h"
+#include "common/checkpoint/dynamic_shard_files.h"
 #include "common/platform/status_macros.h"
 #include "common/tensor/tensor.h"
 
@@ -43,6 +45,11 @@ absl::StatusOr<std::string> CheckpointManager::SaveValues(int64_t global_step, c
     index.global_step = global_step;
     index.job_spec_json = job_spec_json;
     for (const VariablePlanProto::Variable& var : plan.variables()) {
+      if (var.has_dynamic()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("dynamic table ", var.name(), " takes no starting values: its rows are made by the keys ",
+                         "the job meets. Drop --init_from, or give the field a vocabulary_size instead of dynamic"));
+      }
       const std::vector<int64_t> shape(var.shape().begin(), var.shape().end());
       auto it = values.find(var.name());
       if (it == values.end() || it->second.shape != shape ||
@@ -118,8 +125,16 @@ absl::Status CheckpointManager::SaveInto(const std::string& tmp, int64_t global_
       continue;
     }
     for (const SavedShard& shard : r->shards()) index.shards.push_back(shard);
+    for (const SavedDynamicShard& shard : r->dynamic_shards()) index.dynamic_shards.push_back(shard);
   }
   RETURN_IF_ERROR(first_error);
+  std::sort(index.dynamic_shards.begin(), index.dynamic_shards.end(),
+            [](const SavedDynamicShard& a, const SavedDynamicShard& b) {
+              return std::make_tuple(a.table_name(), a.shard_index()) <
+                     std::make_tuple(b.table_name(), b.shard_index());
+            });
+  // Every shard of each dynamic table answered: a checkpoint missing one is never committed.
+  RETURN_IF_ERROR(GroupDynamicShards(index.dynamic_shards).status());
   RETURN_IF_ERROR(WriteCheckpointIndex(env_, tmp, index));
   for (const auto& [name, contents] : extra_files) RETURN_IF_ERROR(env_->WriteFileAtomic(tmp + "/" + name, contents));
   return env_->SyncDir(tmp);

@@ -1,7 +1,8 @@
 // CheckpointManager: commits checkpoints of the whole job atomically and finds the one to resume.
 // Save(step): creates "<model_dir>/ckpt-<step>.tmp-<pid>", asks every ps to Save its shards into
-// it, writes index.json (job spec, global step, every saved shard), fsyncs and renames the
-// directory to "ckpt-<step>", then keeps only the newest `keep` checkpoints. A crash at any point
+// it, writes index.json (job spec, global step, every saved shard and dynamic table file), fsyncs
+// and renames the directory to "ckpt-<step>", then keeps only the newest `keep` checkpoints (each
+// removed whole, its dynamic table files with it). A crash at any point
 // leaves at most a ".tmp-" directory, which never counts as a checkpoint.
 // FindLatest(): the newest "ckpt-<step>" whose index parses and whose files verify; incomplete or
 // corrupt ones are skipped with a warning naming them and the reason. A model dir whose
@@ -37,8 +38,8 @@ class CheckpointManager {
 
   // Saves the job's state at `global_step`; returns the final directory. `extra_files` (name ->
   // contents) are written into it too, before it is committed (e.g. the data positions). Errors
-  // from a ps or the filesystem are returned with the ps or path named; the temporary directory
-  // is removed then.
+  // from a ps or the filesystem are returned with the ps or path named, DataLoss naming the table
+  // when no ps saved one of a dynamic table's shards; the temporary directory is removed then.
   absl::StatusOr<std::string> Save(int64_t global_step, const std::string& job_spec_json,
                                    const std::map<std::string, std::string>& extra_files = {});
   // A checkpoint the chief writes itself, with no ps: each variable of `plan` whole (one
@@ -46,7 +47,8 @@ class CheckpointManager {
   // from `values` (by variable name), and `extra_files`, committed as Save does. A ps restores it under any plan, so
   // starting values given at start (--init_from) reach the ps partitioned as the plan says.
   // InvalidArgument naming the variable when `values` lacks one or holds it in another shape or
-  // size; filesystem errors with the path.
+  // size, or when `plan` holds a dynamic table (it has no starting values); filesystem errors with
+  // the path.
   absl::StatusOr<std::string> SaveValues(int64_t global_step, const std::string& job_spec_json,
                                          const VariablePlanProto& plan, const FloatTensorMap& values,
                                          const std::map<std::string, std::string>& extra_files = {});
@@ -65,8 +67,9 @@ class CheckpointManager {
   absl::StatusOr<std::optional<FoundCheckpoint>> FindLatest(std::vector<std::string>* warnings,
                                                             bool remove_incomplete = true);
 
-  // Verifies every file's size and checksum (read in pieces, never whole) and that the slices of
-  // each variable hold each row once (CheckpointReader::VerifyAll). DataLoss naming the file or
+  // Verifies every file's size and checksum (read in pieces, never whole), that the slices of
+  // each variable hold each row once and that each dynamic table has all its files, intact
+  // (CheckpointReader::VerifyAll). DataLoss naming the file or
   // variable when something is missing or corrupt.
   static absl::Status Verify(Env* env, const std::string& dir, const CheckpointIndex& index);
 

@@ -277,11 +277,13 @@ absl::Status Coordinator::CreateOrRestore() {
       const int task = static_cast<int>(i);
       absl::Status s;
       if (found.has_value()) {
+        absl::StatusOr<RestoreRequest> request = MakeRestoreRequest(spec_, plan_, task, num_workers_, found->dir);
         RestoreResponse restored;
-        s = ps_[i]->Restore(MakeRestoreRequest(spec_, plan_, task, num_workers_, found->dir), &restored);
+        s = request.ok() ? ps_[i]->Restore(*request, &restored) : request.status();
       } else {
+        absl::StatusOr<CreateShardsRequest> request = MakeCreateShardsRequest(spec_, plan_, task, num_workers_, true);
         CreateShardsResponse created;
-        s = ps_[i]->CreateShards(MakeCreateShardsRequest(spec_, plan_, task, num_workers_, true), &created);
+        s = request.ok() ? ps_[i]->CreateShards(*request, &created) : request.status();
       }
       if (s.ok()) return s;
       return absl::Status(s.code(), absl::StrCat(found ? "restoring " + found->dir + " on " : "creating variables on ",

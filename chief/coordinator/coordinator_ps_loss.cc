@@ -56,11 +56,11 @@ absl::StatusOr<PsRestoreSource> Coordinator::RestoreSource(int ps) {
     if (found.has_value()) {
       from.checkpoint_dir = found->dir;
       from.checkpoint_step = found->index.global_step;
-      from.restore = MakeRestoreRequest(spec_, plan_, ps, num_workers_, found->dir);
+      ASSIGN_OR_RETURN(from.restore, MakeRestoreRequest(spec_, plan_, ps, num_workers_, found->dir));
       return from;
     }
   }
-  from.create = MakeCreateShardsRequest(spec_, plan_, ps, num_workers_, /*initialize=*/true);
+  ASSIGN_OR_RETURN(from.create, MakeCreateShardsRequest(spec_, plan_, ps, num_workers_, /*initialize=*/true));
   return from;
 }
 
@@ -111,8 +111,8 @@ absl::Status Coordinator::RollBackAll(const PsRestoreSource& from, int restored_
     if (i == restored_ps) continue;  // already back from the same source
     calls.push_back(std::async(std::launch::async, [this, i, &from]() -> absl::Status {
       PsRestoreSource mine = from;
-      mine.restore = MakeRestoreRequest(spec_, plan_, i, num_workers_, from.checkpoint_dir);
-      mine.create = MakeCreateShardsRequest(spec_, plan_, i, num_workers_, /*initialize=*/true);
+      ASSIGN_OR_RETURN(mine.restore, MakeRestoreRequest(spec_, plan_, i, num_workers_, from.checkpoint_dir));
+      ASSIGN_OR_RETURN(mine.create, MakeCreateShardsRequest(spec_, plan_, i, num_workers_, /*initialize=*/true));
       return recovery_->PutBack(i, mine);
     }));
   }

@@ -50,7 +50,8 @@ absl::Status Coordinator::CheckReturnedPs() {
       continue;
     }
     const VariablePlanProto next = PlanWithBackupsOn(plan_, ps);
-    absl::StatusOr<int> backed = Rejoin(ps, next, MakeCreateShardsRequest(spec_, next, ps, num_workers_, false), ps_);
+    absl::StatusOr<CreateShardsRequest> create = MakeCreateShardsRequest(spec_, next, ps, num_workers_, false);
+    absl::StatusOr<int> backed = create.ok() ? Rejoin(ps, next, *create, ps_) : create.status();
     if (!backed.ok()) {  // it may be gone again: the next probe tells
       Log(absl::StrCat("ps:", ps, " answers again but could not become a backup yet: ", backed.status().message()));
       ++it;

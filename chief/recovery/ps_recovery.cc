@@ -63,6 +63,8 @@ PsRecovery::State PsRecovery::Probe(int ps, const std::vector<std::string>& shar
   }
   std::set<std::string> held;
   for (const ShardStats& shard : stats.shards()) held.insert(shard.name());
+  // A dynamic table's shards are reported apart (they have no version); they count as held too.
+  for (const DynamicShardStats& shard : stats.dynamic_shards()) held.insert(shard.name());
   for (const std::string& name : shards) {
     if (held.count(name) == 0) {
       if (why != nullptr) *why = absl::StrCat(probe->peer(), " does not hold shard ", name);

@@ -92,7 +92,8 @@ class PsRecovery {
   const PsRecoveryOptions options_;
 };
 
-// The names of the shards that ps task `ps_task` holds under `plan`.
+// The names of the shards that ps task `ps_task` holds under `plan`, dynamic table shards included
+// (Probe finds those in PsStatsResponse.dynamic_shards).
 std::vector<std::string> ShardNamesOnPs(const VariablePlanProto& plan, int ps_task);
 
 }  // namespace pstrain

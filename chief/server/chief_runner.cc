@@ -87,6 +87,11 @@ nlohmann::json CollectPsStats(const std::vector<PsClient*>& ps, const std::vecto
       continue;
     }
     LogLine("chief", absl::StrCat(task, ": ", ShardStatsText(stats.total())));
+    for (const DynamicShardStats& d : stats.dynamic_shards()) {
+      LogLine("chief", absl::StrCat(task, ": dynamic shard ", d.name(), ": ", d.rows(), " rows (", d.created(),
+                                    " created, ", d.evicted_ttl() + d.evicted_cap(), " evicted), ", d.pulls(),
+                                    " pulls, ", d.pushes(), " pushes"));
+    }
     out.push_back(PsStatsToJson(task, stats));
   }
   return out;

@@ -1,7 +1,9 @@
 // `pstrain inspect --checkpoint=DIR`: lists a checkpoint's variables (assembled from all their
 // saved slices in global row order, read a block of rows at a time) with shape, a digest of the
 // values' bytes and simple statistics, so two checkpoints can be compared whatever ps count,
-// partitioner or strategy (div/mod) wrote them (as TensorFlow's inspect_checkpoint).
+// partitioner or strategy (div/mod) wrote them (as TensorFlow's inspect_checkpoint). Dynamic tables
+// are listed apart: dim, shard count, rows and bytes per file and in total, the "dynamic" options
+// of the job spec, counters, read by decoding each .dtab file (ps/store/dynamic_table_state.h).
 // Thread-safety: runs on the calling thread only.
 #ifndef PSTRAIN_CHIEF_TOOL_INSPECT_COMMAND_H_
 #define PSTRAIN_CHIEF_TOOL_INSPECT_COMMAND_H_

@@ -1,5 +1,7 @@
 #include "common/checkpoint/checkpoint_index.h"
 
+#include <limits>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -31,8 +33,56 @@ json SavedShardToJson(const SavedShard& s) {
               {"slot_names", std::vector<std::string>(s.slot_names().begin(), s.slot_names().end())}};
 }
 
+json SavedDynamicShardToJson(const SavedDynamicShard& s) {
+  return json{{"shard_name", s.shard_name()},
+              {"table_name", s.table_name()},
+              {"shard_index", s.shard_index()},
+              {"num_shards", s.num_shards()},
+              {"file", s.file()},
+              {"rows", s.rows()}};
+}
+
 absl::Status Corrupt(const std::string& dir, const std::string& problem) {
   return absl::DataLossError(absl::StrCat("checkpoint index ", dir, "/", kIndexFile, ": ", problem));
+}
+
+absl::StatusOr<SavedDynamicShard> SavedDynamicShardFromJson(const json& j, const std::string& dir, size_t i) {
+  const std::string where = absl::StrCat("dynamic_shards[", i, "]");
+  if (!j.is_object()) return Corrupt(dir, where + " is not an object");
+  auto str = [&](const char* key) -> absl::StatusOr<std::string> {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return Corrupt(dir, absl::StrCat(where, ".", key, " must be a string"));
+    return it->get<std::string>();
+  };
+  auto num = [&](const char* key, int64_t lo, int64_t hi) -> absl::StatusOr<int64_t> {
+    auto it = j.find(key);
+    absl::StatusOr<int64_t> v = it == j.end() ? absl::InvalidArgumentError(absl::StrCat(where, ".", key, " is missing"))
+                                              : JsonToInt64(*it, absl::StrCat(where, ".", key));
+    if (!v.ok()) return Corrupt(dir, std::string(v.status().message()));
+    if (*v < lo || *v > hi) {
+      return Corrupt(dir, absl::StrCat(where, ".", key, " is ", *v, ", not in [", lo, ", ", hi, "]"));
+    }
+    return *v;
+  };
+  constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+  SavedDynamicShard s;
+  ASSIGN_OR_RETURN(std::string shard_name, str("shard_name"));
+  s.set_shard_name(shard_name);
+  ASSIGN_OR_RETURN(std::string table_name, str("table_name"));
+  if (table_name.empty()) return Corrupt(dir, where + ".table_name is empty");
+  s.set_table_name(table_name);
+  ASSIGN_OR_RETURN(std::string file, str("file"));
+  if (absl::Status plain = CheckPlainFileName(file, where + ".file"); !plain.ok()) {
+    return Corrupt(dir, std::string(plain.message()));
+  }
+  s.set_file(file);
+  ASSIGN_OR_RETURN(int64_t num_shards, num("num_shards", 1, kMaxInt32));
+  s.set_num_shards(static_cast<int32_t>(num_shards));
+  ASSIGN_OR_RETURN(int64_t shard_index, num("shard_index", 0, num_shards - 1));
+  s.set_shard_index(static_cast<int32_t>(shard_index));
+  ASSIGN_OR_RETURN(int64_t rows, num("rows", 0, std::numeric_limits<int64_t>::max()));
+  s.set_rows(rows);
+  return s;
 }
 
 // Field access without exceptions: every type is checked before get<>().
@@ -122,6 +172,11 @@ absl::Status WriteCheckpointIndex(Env* env, const std::string& dir, const Checkp
   json shards = json::array();
   for (const SavedShard& s : index.shards) shards.push_back(SavedShardToJson(s));
   json doc = {{"format", "pstrain-checkpoint-1"}, {"global_step", index.global_step}, {"shards", shards}};
+  if (!index.dynamic_shards.empty()) {
+    json dynamic = json::array();
+    for (const SavedDynamicShard& s : index.dynamic_shards) dynamic.push_back(SavedDynamicShardToJson(s));
+    doc["dynamic_shards"] = std::move(dynamic);
+  }
   if (!index.job_spec_json.empty()) {
     absl::StatusOr<json> spec = ParseJson(index.job_spec_json, "job spec");
     doc["job_spec"] = spec.ok() ? *spec : json(index.job_spec_json);
@@ -166,6 +221,15 @@ absl::StatusOr<CheckpointIndex> ReadCheckpointIndex(Env* env, const std::string&
   for (size_t i = 0; i < shards->size(); ++i) {
     ASSIGN_OR_RETURN(SavedShard s, SavedShardFromJson((*shards)[i], dir, i));
     index.shards.push_back(std::move(s));
+  }
+  // Absent in checkpoints without dynamic tables (and in those written before them).
+  auto dynamic = doc->find("dynamic_shards");
+  if (dynamic != doc->end()) {
+    if (!dynamic->is_array()) return Corrupt(dir, "dynamic_shards must be an array");
+    for (size_t i = 0; i < dynamic->size(); ++i) {
+      ASSIGN_OR_RETURN(SavedDynamicShard s, SavedDynamicShardFromJson((*dynamic)[i], dir, i));
+      index.dynamic_shards.push_back(std::move(s));
+    }
   }
   return index;
 }

@@ -8,6 +8,10 @@
 // shard count for a table's mod shards; absent in older indexes, meaning 1). The
 // chief writes it into "ckpt-<step>.tmp-<pid>", fsyncs, then renames it, so a directory named
 // "ckpt-<step>" with an index that parses and whose checksums verify is complete.
+// Dynamic tables (ps/store/dynamic_table.h) are saved as one file per shard,
+// "dynamic-<escaped table>-<i>-of-<n>.dtab", which carries its own checksum; the index lists them in
+// "dynamic_shards" (table, shard i of n, file, rows; absent in older indexes: none), and a table
+// missing one of its n files makes the checkpoint incomplete.
 // Thread-safety: pure functions over files.
 #ifndef PSTRAIN_COMMON_CHECKPOINT_CHECKPOINT_INDEX_H_
 #define PSTRAIN_COMMON_CHECKPOINT_CHECKPOINT_INDEX_H_
@@ -26,6 +30,7 @@ struct CheckpointIndex {
   int64_t global_step = 0;
   std::string job_spec_json;
   std::vector<SavedShard> shards;
+  std::vector<SavedDynamicShard> dynamic_shards;  // by table, then shard index
 };
 
 // Writes "<dir>/index.json" atomically through `env`.
@@ -33,7 +38,8 @@ absl::Status WriteCheckpointIndex(Env* env, const std::string& dir, const Checkp
 
 // Reads and validates "<dir>/index.json" (a regular file, no symlink, at most kMaxJsonFileBytes):
 // every shard's file is a plain name inside `dir`, and every size derived from an entry fits
-// (SavedShardFileBytes). NotFound when absent; DataLoss when it does not parse or is invalid.
+// (SavedShardFileBytes); every dynamic shard's file is a plain name, its index in [0, n), its rows
+// >= 0. NotFound when absent; DataLoss when it does not parse or is invalid.
 absl::StatusOr<CheckpointIndex> ReadCheckpointIndex(Env* env, const std::string& dir);
 
 // Bytes the data file of `shard` holds: values and each slot, rows x the row's elements x the

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/checkpoint/checksum.h"
+#include "common/checkpoint/dynamic_shard_files.h"
 #include "common/plan/memory_budget.h"
 #include "common/platform/checked_math.h"
 #include "common/platform/confined_path.h"
@@ -323,7 +324,10 @@ absl::Status CheckpointReader::VerifyAll() {
     RETURN_IF_ERROR(VerifyFile(s));
     variables.insert(s.variable_name());
   }
-  if (variables.empty()) return absl::DataLossError(absl::StrCat(dir_, "/index.json lists no shards"));
+  RETURN_IF_ERROR(VerifyDynamicShardFiles(env_, dir_, index_->dynamic_shards));
+  if (variables.empty() && index_->dynamic_shards.empty()) {
+    return absl::DataLossError(absl::StrCat(dir_, "/index.json lists no shards"));
+  }
   for (const std::string& variable : variables) {
     ASSIGN_OR_RETURN(std::vector<const SavedShard*> slices, SlicesOf(variable));
     const int64_t total = TotalRows(*slices[0]);

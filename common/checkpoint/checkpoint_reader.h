@@ -68,8 +68,9 @@ class CheckpointReader {
   // True when every saved slice of `variable` has `slot`.
   bool HasSlot(const std::string& variable, const std::string& slot) const;
   // Verifies every file the index lists (size and checksum), and that the slices of each variable
-  // hold each of its rows exactly once and agree on shape, dtype and slots. DataLoss naming the
-  // first problem. Reads each file once, in pieces.
+  // hold each of its rows exactly once and agree on shape, dtype and slots; every dynamic table
+  // has all its shard files, each intact (VerifyDynamicShardFiles). DataLoss naming the first
+  // problem. Reads each file once, in pieces.
   absl::Status VerifyAll();
 
  private:

@@ -52,6 +52,23 @@ nlohmann::json PsStatsToJson(const std::string& task, const PsStatsResponse& sta
   out["backup_shards"] = stats.total().backup_shards();
   out["shards"] = nlohmann::json::array();
   for (const ShardStats& s : stats.shards()) out["shards"].push_back(Counters(s));
+  if (stats.dynamic_shards_size() > 0) {
+    out["dynamic_shards"] = nlohmann::json::array();
+    for (const DynamicShardStats& d : stats.dynamic_shards()) {
+      out["dynamic_shards"].push_back({{"name", d.name()},
+                                       {"rows", d.rows()},
+                                       {"created", d.created()},
+                                       {"evicted_ttl", d.evicted_ttl()},
+                                       {"evicted_cap", d.evicted_cap()},
+                                       {"admission_dropped_updates", d.admission_dropped_updates()},
+                                       {"lookups", d.lookups()},
+                                       {"lookups_missing", d.lookups_missing()},
+                                       {"pushed_rows", d.pushed_rows()},
+                                       {"memory_bytes", d.memory_bytes()},
+                                       {"pulls", d.pulls()},
+                                       {"pushes", d.pushes()}});
+    }
+  }
   return out;
 }
 

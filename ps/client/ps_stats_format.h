@@ -17,7 +17,10 @@ namespace pstrain {
 std::string ShardStatsText(const ShardStats& s);
 
 // {"task", "pulls", "pushes", "bytes_in", "bytes_out", "rows_pulled", "rows_pushed",
-//  "rejected_pushes", "skipped_non_finite", "update_seconds", "shards": [{"name", ...same}]}.
+//  "rejected_pushes", "skipped_non_finite", "update_seconds", "shards": [{"name", ...same}]}, and
+// when the ps holds dynamic table shards "dynamic_shards": [{"name", "rows", "created",
+// "evicted_ttl", "evicted_cap", "admission_dropped_updates", "lookups", "lookups_missing",
+// "pushed_rows", "memory_bytes", "pulls", "pushes"}] (they have no version and are not in the totals).
 nlohmann::json PsStatsToJson(const std::string& task, const PsStatsResponse& stats);
 
 }  // namespace pstrain

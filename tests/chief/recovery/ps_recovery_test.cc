@@ -55,14 +55,16 @@ class PsRecoveryTest : public ::testing::Test {
     for (int i = 0; i < 2; ++i) {
       ps_.push_back(std::make_unique<FakePs>(i));
       CreateShardsResponse created;
-      ASSERT_TRUE(ps_[i]->CreateShards(MakeCreateShardsRequest(spec_, plan_, i, 2, true), &created).ok());
+      auto create = MakeCreateShardsRequest(spec_, plan_, i, 2, true);
+      ASSERT_TRUE(create.ok());
+      ASSERT_TRUE(ps_[i]->CreateShards(*create, &created).ok());
     }
     options_.poll_interval_ms = 5;
   }
   PsRecovery Make() { return PsRecovery(&env_, {ps_[0].get(), ps_[1].get()}, {}, options_); }
   PsRestoreSource Initializers(int ps) {
     PsRestoreSource from;
-    from.create = MakeCreateShardsRequest(spec_, plan_, ps, 2, true);
+    from.create = *MakeCreateShardsRequest(spec_, plan_, ps, 2, true);
     return from;
   }
 
