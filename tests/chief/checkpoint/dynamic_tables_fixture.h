@@ -20,7 +20,7 @@
 #include "common/platform/env.h"
 #include "gtest/gtest.h"
 #include "ps/client/local_ps_client.h"
-#include "ps/store/dynamic_key_owner.h"
+#include "common/plan/dynamic_key_owner.h"
 #include "ps/store/ps_server.h"
 
 namespace pstrain {
