@@ -69,5 +69,13 @@ rows = [json.loads(l) for l in open(sys.argv[4])]
 later = [r for r in rows if r.get("kind") == "train" and r.get("step", 0) > 40]
 assert all(r.get("loss") is not None and math.isfinite(r["loss"]) for r in later), later
 PY
+# `pstrain evaluate` reads the 3 files back (keys the checkpoint lacks get their initial rows, as a
+# pull would) and computes the chief's own final test loss.
+evaluate_checkpoint "$MODEL" "$WORK/evaluate.json"
+ours=$(json_get "$WORK/evaluate.json" "d['test_loss']")
+chief=$(json_get "$MODEL/summary.json" "d['final_test_logloss']")
+python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(0 if abs(a-b) <= 1e-5*abs(a) else 1)" \
+  "$ours" "$chief" || fail "pstrain evaluate gives test loss $ours from the checkpoint; the chief's final evaluation $chief"
 echo "PASS: the dynamic table saved over 2 ps ($(json_get "$WORK/inspect-2ps.json" "d['dynamic_tables'][0]['rows']") rows)" \
-  "restored onto 3 ps and saved again over 3 files ($(json_get "$WORK/inspect-3ps.json" "d['dynamic_tables'][0]['rows']") rows)"
+  "restored onto 3 ps and saved again over 3 files ($(json_get "$WORK/inspect-3ps.json" "d['dynamic_tables'][0]['rows']") rows);" \
+  "pstrain evaluate's test loss $ours = the chief's"
