@@ -39,11 +39,13 @@ absl::StatusOr<std::string> CheckpointManager::Save(int64_t global_step, const s
 
 absl::StatusOr<std::string> CheckpointManager::SaveValues(int64_t global_step, const std::string& job_spec_json,
                                                           const VariablePlanProto& plan, const FloatTensorMap& values,
-                                                          const std::map<std::string, std::string>& extra_files) {
+                                                          const std::map<std::string, std::string>& extra_files,
+                                                          const std::vector<SavedDynamicShard>& dynamic_shards) {
   return Commit(global_step, [&](const std::string& tmp) -> absl::Status {
     CheckpointIndex index;
     index.global_step = global_step;
     index.job_spec_json = job_spec_json;
+    index.dynamic_shards = dynamic_shards;
     for (const VariablePlanProto::Variable& var : plan.variables()) {
       if (var.has_dynamic()) {
         return absl::InvalidArgumentError(

@@ -48,10 +48,12 @@ class CheckpointManager {
   // starting values given at start (--init_from) reach the ps partitioned as the plan says.
   // InvalidArgument naming the variable when `values` lacks one or holds it in another shape or
   // size, or when `plan` holds a dynamic table (it has no starting values); filesystem errors with
-  // the path.
+  // the path. `dynamic_shards` go into the index as they are: dynamic tables saved as files of
+  // `extra_files` by the caller (`pstrain train --model_dir`, which holds them in process).
   absl::StatusOr<std::string> SaveValues(int64_t global_step, const std::string& job_spec_json,
                                          const VariablePlanProto& plan, const FloatTensorMap& values,
-                                         const std::map<std::string, std::string>& extra_files = {});
+                                         const std::map<std::string, std::string>& extra_files = {},
+                                         const std::vector<SavedDynamicShard>& dynamic_shards = {});
 
   // ps_replicas: ps task `ps` holds no primary shard (lost, its backups promoted; or back as a
   // backup only), so Save skips it (`skip`) or asks it again (!`skip`).

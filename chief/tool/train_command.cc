@@ -14,11 +14,13 @@
 #include "common/config/command_line.h"
 #include "common/config/json_util.h"
 #include "common/graph/initial_weights.h"
+#include "common/plan/dynamic_shards.h"
 #include "common/plan/memory_budget.h"
 #include "common/plan/optimizer_defaults.h"
 #include "common/platform/cpu_level.h"
 #include "common/platform/exit_codes.h"
 #include "common/platform/status_macros.h"
+#include "ps/store/dynamic_table_state.h"
 #include "ps/store/ps_server.h"
 #include "worker/data/ctr_dataset.h"
 #include "worker/local/keras_updater.h"
@@ -110,9 +112,19 @@ absl::StatusOr<std::string> SaveCheckpoint(Env* env, const std::string& model_di
   VariablePlanProto plan;
   FloatTensorMap whole;
   std::map<std::string, std::string> dynamic_files;
+  std::vector<SavedDynamicShard> dynamic_shards;  // the index lists them, as the chief's does
   for (size_t i = 0; i < specs.size(); ++i) {
     if (specs[i].dynamic.has_value()) {
-      ASSIGN_OR_RETURN(dynamic_files[DynamicShardFileName(specs[i].name, 0, 1)], trainer.SaveDynamicTable(i));
+      const std::string file = DynamicShardFileName(specs[i].name, 0, 1);
+      ASSIGN_OR_RETURN(dynamic_files[file], trainer.SaveDynamicTable(i));
+      ASSIGN_OR_RETURN(const DynamicTableState state, DecodeDynamicTableState(dynamic_files[file]));
+      SavedDynamicShard& saved = dynamic_shards.emplace_back();
+      saved.set_shard_name(DynamicShardName(specs[i].name, 0, 1));
+      saved.set_table_name(specs[i].name);
+      saved.set_shard_index(0);
+      saved.set_num_shards(1);
+      saved.set_file(file);
+      saved.set_rows(static_cast<int64_t>(state.keys.size()));
       continue;
     }
     VariablePlanProto::Variable* v = plan.add_variables();
@@ -124,7 +136,7 @@ absl::StatusOr<std::string> SaveCheckpoint(Env* env, const std::string& model_di
     values[i] = Tensor();  // one copy at a time
   }
   CheckpointManager checkpoints(env, model_dir, std::numeric_limits<int>::max(), {});
-  return checkpoints.SaveValues(step, DumpJson(JobSpecToJson(job)), plan, whole, dynamic_files);
+  return checkpoints.SaveValues(step, DumpJson(JobSpecToJson(job)), plan, whole, dynamic_files, dynamic_shards);
 }
 
 nlohmann::json NumberOrNull(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }

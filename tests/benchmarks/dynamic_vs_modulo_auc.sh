@@ -72,11 +72,19 @@ run() {  # run NAME SEED FIELD_JSON: appends "auc logloss" to $OUT/NAME.runs
   local log="$OUT/$1.s$2" line
   job_json "$2" "$3" >"$log.json"
   "$BIN/pstrain" train --job="$log.json" --threads=2 --train_files="$OUT/data/train.txt" \
-    --test_files="$OUT/data/test.txt" >"$log.out" 2>"$log.err" || { echo "$1 failed, see $log.err" >&2; return 1; }
+    --test_files="$OUT/data/test.txt" --model_dir="$log.model" >"$log.out" 2>"$log.err" ||
+    { echo "$1 failed, see $log.err" >&2; return 1; }
   line=$(tail -n 1 "$log.out" | python3 -c "import json,sys; d=json.load(sys.stdin)
 print('%.4f %.4f' % (d['final_test_auc'], d['final_test_logloss']))")
   echo "$line" >>"$OUT/$1.runs"
   echo "seed $2: $1 test AUC, log loss $line" >&2
+  if [ "$1" = dynamic ]; then  # the tables' rows and evictions at the end, from the checkpoint
+    "$BIN/pstrain" inspect --checkpoint="$(ls -d "$log.model"/ckpt-* | tail -n 1)" --format=json 2>/dev/null | python3 -c "import json,sys
+t = json.load(sys.stdin)['dynamic_tables']
+print('rows held %d of %d (max_rows %d per field), made %d, evicted by ttl %d, by cap %d' % (
+    sum(x['rows'] for x in t), len(t) * $DYN_ROWS, $DYN_ROWS, sum(x['created'] for x in t),
+    sum(x['evicted_ttl'] for x in t), sum(x['evicted_cap'] for x in t)))" >>"$OUT/rows" || true
+  fi
 }
 for seed in $SEEDS; do
   run fixed "$seed" "$FIXED_FIELD"
@@ -93,3 +101,4 @@ for name in fixed dynamic; do
   echo "$name: test AUC median $(cut -d' ' -f1 "$OUT/$name.runs" | median) (runs: $(cut -d' ' -f1 "$OUT/$name.runs" |
     tr '\n' ' ')), log loss median $(cut -d' ' -f2 "$OUT/$name.runs" | median)"
 done
+[ -f "$OUT/rows" ] && sed 's/^/dynamic, at the end of a run: /' "$OUT/rows"

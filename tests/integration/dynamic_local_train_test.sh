@@ -69,6 +69,15 @@ rows = struct.unpack_from("<q", b, off)[0]
 assert 200 <= rows <= 300, rows  # about every training user, each pushed at least once
 PY
 ls "$ckpt" | grep -q '^index.json$' || fail "the checkpoint has no index.json"
+# The index lists the table's file as the chief's does, so `pstrain inspect` shows it.
+"$BIN/pstrain" inspect --checkpoint="$ckpt" --format=json >"$WORK/inspect.json" 2>"$WORK/inspect.log" ||
+  fail "pstrain inspect failed: $(cat "$WORK/inspect.log")"
+python3 - "$WORK/inspect.json" <<'PY' || fail "pstrain inspect does not list the table of pstrain train's checkpoint"
+import json, sys
+[t] = json.load(open(sys.argv[1]))["dynamic_tables"]
+assert t["name"] == "user/embeddings" and t["shards"] == 1 and len(t["files"]) == 1, t
+assert 200 <= t["rows"] <= 300 and t["rows"] == t["files"][0]["rows"], t
+PY
 
 "$BIN/pstrain" evaluate --checkpoint="$MODEL" --format=json >"$WORK/evaluate.json" 2>"$WORK/evaluate.log" ||
   fail "pstrain evaluate failed: $(cat "$WORK/evaluate.log")"
