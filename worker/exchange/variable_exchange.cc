@@ -31,6 +31,24 @@ void SetKeys(const std::vector<int64_t>& ids, const std::vector<int64_t>& positi
   for (size_t k = 0; k < positions.size(); ++k) std::memcpy(&(*bytes)[k * 8], &ids[positions[k]], sizeof(int64_t));
 }
 
+// Copies the pulled rows `values` of shard `got` (the k-th row to row positions[k] of `params`, a
+// [U, dim] table) after checking the ps answered for shard `want` with one row per position.
+absl::Status ScatterPulledRows(const std::string& peer, const std::string& want, const std::string& got,
+                               const std::string& values, const std::vector<int64_t>& positions, int64_t dim,
+                               Tensor* params) {
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  if (got != want || values.size() != positions.size() * row_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(peer, " sent ", values.size(), " bytes of ", got, "; expected ",
+                                                   positions.size(), " rows of ", want, " (",
+                                                   positions.size() * row_bytes, " bytes)"));
+  }
+  char* dst = reinterpret_cast<char*>(params->raw());
+  for (size_t k = 0; k < positions.size(); ++k) {
+    std::memcpy(dst + positions[k] * row_bytes, values.data() + k * row_bytes, row_bytes);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<VariableExchange>> VariableExchange::Create(const std::vector<VariableSpec>& variables,
@@ -230,17 +248,9 @@ absl::Status VariableExchange::PullKeysFrom(int p, const SparseLookup& lookup, s
   for (size_t i = 0; i < slots.size(); ++i) {
     const KeyedSlot& slot = slots[i];
     const KeyedRows& rows = response.tables(static_cast<int>(i));
-    const std::vector<int64_t>& positions = keyed_[slot.table].positions[slot.shard];
-    const size_t row_bytes = static_cast<size_t>(keyed_[slot.table].dim) * sizeof(float);
-    if (rows.shard_name() != slot.name || rows.values().size() != positions.size() * row_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(ps_[p]->peer(), " sent ", rows.values().size(), " bytes of ",
-                                                     rows.shard_name(), "; expected ", positions.size(), " rows of ",
-                                                     slot.name, " (", positions.size() * row_bytes, " bytes)"));
-    }
-    char* dst = reinterpret_cast<char*>((*params)[slot.variable].raw());
-    for (size_t k = 0; k < positions.size(); ++k) {
-      std::memcpy(dst + positions[k] * row_bytes, rows.values().data() + k * row_bytes, row_bytes);
-    }
+    RETURN_IF_ERROR(ScatterPulledRows(ps_[p]->peer(), slot.name, rows.shard_name(), rows.values(),
+                                      keyed_[slot.table].positions[slot.shard], keyed_[slot.table].dim,
+                                      &(*params)[slot.variable]));
   }
   return absl::OkStatus();
 }
@@ -294,17 +304,9 @@ absl::Status VariableExchange::ScatterRows(int p, const PullResponse& response, 
   for (size_t i = 0; i < slots.size(); ++i) {
     const TableSlot& slot = slots[i];
     const SparseRows& rows = response.sparse(static_cast<int>(i));
-    const std::vector<int64_t>& positions = tables_[slot.table].positions[slot.shard];
-    const size_t row_bytes = static_cast<size_t>(tables_[slot.table].layout.dim()) * sizeof(float);
-    if (rows.shard_name() != slot.name || rows.values().size() != positions.size() * row_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(ps_[p]->peer(), " sent ", rows.values().size(), " bytes of ",
-                                                     rows.shard_name(), "; expected ", positions.size(), " rows of ",
-                                                     slot.name, " (", positions.size() * row_bytes, " bytes)"));
-    }
-    char* dst = reinterpret_cast<char*>((*params)[slot.variable].raw());
-    for (size_t k = 0; k < positions.size(); ++k) {
-      std::memcpy(dst + positions[k] * row_bytes, rows.values().data() + k * row_bytes, row_bytes);
-    }
+    RETURN_IF_ERROR(ScatterPulledRows(ps_[p]->peer(), slot.name, rows.shard_name(), rows.values(),
+                                      tables_[slot.table].positions[slot.shard], tables_[slot.table].layout.dim(),
+                                      &(*params)[slot.variable]));
     pulled_[p][slots_[p].size() + i] = rows.version();
   }
   return absl::OkStatus();
