@@ -14,13 +14,18 @@
 
 namespace pstrain {
 
-// Bookkeeping kept in front of each row.
+// Bookkeeping kept in front of each row. A record is 16 + 4 x floats bytes, so when a row's floats
+// are odd in number every other header sits at an address that is a multiple of 4 but not of 8:
+// the header asks for 4-byte alignment only (packed to 4), rather than padding every record.
+#pragma pack(push, 4)
 struct RowHeader {
   int64_t last_update_step;  // the step of the last push that changed the row
   uint32_t push_tag;         // the push that last touched the row (duplicate detection within a push)
   uint32_t push_position;    // the row's position among that push's distinct rows
 };
-static_assert(sizeof(RowHeader) == 16, "RowHeader keeps the floats 16-byte aligned");
+#pragma pack(pop)
+static_assert(sizeof(RowHeader) == 16 && alignof(RowHeader) == 4,
+              "RowHeader: 16 bytes, valid at any record's 4-byte-aligned address");
 
 class RowArena {
  public:
