@@ -244,7 +244,7 @@ void DynamicTable::Remove(int64_t key, int64_t row) {
 void DynamicTable::EvictOverCap() {
   std::vector<std::pair<int64_t, int64_t>> order;  // (last update step, key)
   order.reserve(index_.size());
-  for (const auto& [key, row] : index_) order.emplace_back(arena_.header(row)->last_update_step, key);
+  for (const auto& [key, row] : index_) order.emplace_back(int64_t{arena_.header(row)->last_update_step}, key);
   const size_t drop = order.size() - static_cast<size_t>(options_.cap_low_water);
   std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(drop), order.end());
   for (size_t i = 0; i < drop; ++i) {
@@ -320,7 +320,8 @@ DynamicTableState DynamicTable::ExportState() const {
   st.rows.resize(by_key.size() * f);
   for (size_t i = 0; i < by_key.size(); ++i) {
     st.keys.push_back(by_key[i].first);
-    st.last_update_steps.push_back(arena_.header(by_key[i].second)->last_update_step);
+    const int64_t last = arena_.header(by_key[i].second)->last_update_step;  // a copy: the header is packed
+    st.last_update_steps.push_back(last);
     std::memcpy(st.rows.data() + i * f, arena_.floats(by_key[i].second), f * sizeof(float));
   }
   return st;
