@@ -23,12 +23,27 @@ absl::Status AsyncOnly(const std::string& table, const std::string& what) {
                                                     " is sync mode (use update_mode async)"));
 }
 
-// Writes the keys at `positions` of `ids` into `rows` (8 bytes each, little-endian as in memory).
-void SetKeys(const std::vector<int64_t>& ids, const std::vector<int64_t>& positions, KeyedRows* rows) {
-  rows->set_num_keys(static_cast<int64_t>(positions.size()));
-  std::string* bytes = rows->mutable_keys();
+// bytes = the ids at `positions` of `ids` (8 bytes each, little-endian as in memory): the wire form
+// of a step's row ids (SparseRows) and keys (KeyedRows).
+void GatherIdBytes(const std::vector<int64_t>& ids, const std::vector<int64_t>& positions, std::string* bytes) {
   bytes->resize(positions.size() * sizeof(int64_t));
   for (size_t k = 0; k < positions.size(); ++k) std::memcpy(&(*bytes)[k * 8], &ids[positions[k]], sizeof(int64_t));
+}
+
+// bytes = the rows at `positions` of `rows` (a [U, dim] float32 gradient), in that order.
+void GatherRowBytes(const Tensor& rows, const std::vector<int64_t>& positions, int64_t dim, std::string* bytes) {
+  const size_t row_bytes = static_cast<size_t>(dim) * sizeof(float);
+  bytes->resize(positions.size() * row_bytes);
+  const char* src = reinterpret_cast<const char*>(rows.raw());
+  for (size_t k = 0; k < positions.size(); ++k) {
+    std::memcpy(&(*bytes)[k * row_bytes], src + positions[k] * row_bytes, row_bytes);
+  }
+}
+
+// Writes the keys at `positions` of `ids` into `rows`.
+void SetKeys(const std::vector<int64_t>& ids, const std::vector<int64_t>& positions, KeyedRows* rows) {
+  rows->set_num_keys(static_cast<int64_t>(positions.size()));
+  GatherIdBytes(ids, positions, rows->mutable_keys());
 }
 
 // Copies the pulled rows `values` of shard `got` (the k-th row to row positions[k] of `params`, a
@@ -265,9 +280,7 @@ absl::Status VariableExchange::PullFrom(int p, int64_t min_version, std::vector<
     const std::vector<int64_t>& ids = lookup->unique_ids[slot.variable];
     SparseRows* rows = request.mutable_sparse(static_cast<int>(i));
     rows->set_num_ids(static_cast<int64_t>(positions.size()));
-    std::string* bytes = rows->mutable_ids();
-    bytes->resize(positions.size() * sizeof(int64_t));
-    for (size_t k = 0; k < positions.size(); ++k) std::memcpy(&(*bytes)[k * 8], &ids[positions[k]], sizeof(int64_t));
+    GatherIdBytes(ids, positions, rows->mutable_ids());
   }
   PullResponse response;
   RETURN_IF_ERROR(ps_[p]->Pull(request, &response));
@@ -367,15 +380,9 @@ absl::Status VariableExchange::PushKeysTo(int p, int worker_index, int64_t step,
   for (size_t i = 0; i < slots.size(); ++i) {
     const KeyedSlot& slot = slots[i];
     const std::vector<int64_t>& positions = keyed_[slot.table].positions[slot.shard];
-    const size_t row_bytes = static_cast<size_t>(keyed_[slot.table].dim) * sizeof(float);
     KeyedRows* rows = request.mutable_tables(static_cast<int>(i));
     SetKeys(lookup.unique_ids[slot.variable], positions, rows);
-    std::string* values = rows->mutable_values();
-    values->resize(positions.size() * row_bytes);
-    const char* src = reinterpret_cast<const char*>(grads[slot.variable].raw());
-    for (size_t k = 0; k < positions.size(); ++k) {
-      std::memcpy(&(*values)[k * row_bytes], src + positions[k] * row_bytes, row_bytes);
-    }
+    GatherRowBytes(grads[slot.variable], positions, keyed_[slot.table].dim, rows->mutable_values());
   }
   PushKeysResponse response;
   RETURN_IF_ERROR(ps_[p]->PushKeys(request, &response));
@@ -421,19 +428,10 @@ void VariableExchange::FillRows(int p, const std::vector<Tensor>& grads, const S
   for (size_t i = 0; i < table_slots_[p].size(); ++i) {
     const TableSlot& slot = table_slots_[p][i];
     const std::vector<int64_t>& positions = tables_[slot.table].positions[slot.shard];
-    const std::vector<int64_t>& ids = lookup.unique_ids[slot.variable];
-    const size_t row_bytes = static_cast<size_t>(tables_[slot.table].layout.dim()) * sizeof(float);
     SparseRows* rows = request.mutable_sparse(static_cast<int>(i));
     rows->set_num_ids(static_cast<int64_t>(positions.size()));
-    std::string* id_bytes = rows->mutable_ids();
-    std::string* values = rows->mutable_values();
-    id_bytes->resize(positions.size() * sizeof(int64_t));
-    values->resize(positions.size() * row_bytes);
-    const char* src = reinterpret_cast<const char*>(grads[slot.variable].raw());
-    for (size_t k = 0; k < positions.size(); ++k) {
-      std::memcpy(&(*id_bytes)[k * 8], &ids[positions[k]], sizeof(int64_t));
-      std::memcpy(&(*values)[k * row_bytes], src + positions[k] * row_bytes, row_bytes);
-    }
+    GatherIdBytes(lookup.unique_ids[slot.variable], positions, rows->mutable_ids());
+    GatherRowBytes(grads[slot.variable], positions, tables_[slot.table].layout.dim(), rows->mutable_values());
   }
 }
 
