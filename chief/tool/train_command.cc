@@ -20,7 +20,6 @@
 #include "common/platform/cpu_level.h"
 #include "common/platform/exit_codes.h"
 #include "common/platform/status_macros.h"
-#include "ps/store/dynamic_table_state.h"
 #include "ps/store/ps_server.h"
 #include "worker/data/ctr_dataset.h"
 #include "worker/local/keras_updater.h"
@@ -116,15 +115,15 @@ absl::StatusOr<std::string> SaveCheckpoint(Env* env, const std::string& model_di
   for (size_t i = 0; i < specs.size(); ++i) {
     if (specs[i].dynamic.has_value()) {
       const std::string file = DynamicShardFileName(specs[i].name, 0, 1);
-      ASSIGN_OR_RETURN(dynamic_files[file], trainer.SaveDynamicTable(i));
-      ASSIGN_OR_RETURN(const DynamicTableState state, DecodeDynamicTableState(dynamic_files[file]));
+      int64_t rows = 0;
+      ASSIGN_OR_RETURN(dynamic_files[file], trainer.SaveDynamicTable(i, &rows));
       SavedDynamicShard& saved = dynamic_shards.emplace_back();
       saved.set_shard_name(DynamicShardName(specs[i].name, 0, 1));
       saved.set_table_name(specs[i].name);
       saved.set_shard_index(0);
       saved.set_num_shards(1);
       saved.set_file(file);
-      saved.set_rows(static_cast<int64_t>(state.keys.size()));
+      saved.set_rows(rows);
       continue;
     }
     VariablePlanProto::Variable* v = plan.add_variables();

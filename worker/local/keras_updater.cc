@@ -84,9 +84,11 @@ class KerasUpdater : public ParameterUpdater {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::string> SaveDynamic(int variable) const override {
+  absl::StatusOr<std::string> SaveDynamic(int variable, int64_t* rows) const override {
     ASSIGN_OR_RETURN(const DynamicTable* table, Dynamic(variable));
-    return EncodeDynamicTableState(table->ExportState());
+    const DynamicTableState state = table->ExportState();
+    if (rows != nullptr) *rows = static_cast<int64_t>(state.keys.size());
+    return EncodeDynamicTableState(state);
   }
 
   absl::Status ApplySparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,

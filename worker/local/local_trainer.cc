@@ -85,11 +85,11 @@ int64_t LocalTrainer::total_steps() const {
   return job_.schedule.epochs * steps_per_epoch();
 }
 
-absl::StatusOr<std::string> LocalTrainer::SaveDynamicTable(size_t variable) const {
+absl::StatusOr<std::string> LocalTrainer::SaveDynamicTable(size_t variable, int64_t* rows) const {
   if (variable >= variables_.size() || !variables_[variable].dynamic.has_value()) {
     return absl::InvalidArgumentError(absl::StrCat("variable ", variable, " is not a dynamic table"));
   }
-  return updater_->SaveDynamic(static_cast<int>(variable));
+  return updater_->SaveDynamic(static_cast<int>(variable), rows);
 }
 
 absl::Status LocalTrainer::FetchRows(size_t i, absl::Span<const int64_t> ids, Tensor* rows) const {

@@ -66,8 +66,9 @@ class ParameterUpdater {
     return absl::UnimplementedError("this updater has no dynamic tables");
   }
   // The checkpoint bytes of dynamic table `variable` (EncodeDynamicTableState: what a ps holding
-  // its only shard writes). InvalidArgument for a variable that is not a dynamic table.
-  virtual absl::StatusOr<std::string> SaveDynamic(int variable) const {
+  // its only shard writes), and in `rows` (when not null) the rows they hold. InvalidArgument for a
+  // variable that is not a dynamic table.
+  virtual absl::StatusOr<std::string> SaveDynamic(int variable, int64_t* rows) const {
     return absl::UnimplementedError("this updater has no dynamic tables");
   }
 };
@@ -135,8 +136,9 @@ class LocalTrainer {
   const std::vector<VariableSpec>& variable_specs() const { return variables_; }
 
   // Dynamic table `variable` (an index into variable_specs()) as the bytes a ps holding its only
-  // shard writes to DynamicShardFileName(name, 0, 1). InvalidArgument for another variable.
-  absl::StatusOr<std::string> SaveDynamicTable(size_t variable) const;
+  // shard writes to DynamicShardFileName(name, 0, 1), and in `rows` (when not null) the rows they
+  // hold. InvalidArgument for another variable.
+  absl::StatusOr<std::string> SaveDynamicTable(size_t variable, int64_t* rows = nullptr) const;
 
  private:
   LocalTrainer() = default;

@@ -73,7 +73,7 @@ std::vector<float> Lookup(const ParameterUpdater& updater, int variable, int64_t
 }
 
 DynamicTableState Saved(const ParameterUpdater& updater, int variable) {
-  auto bytes = updater.SaveDynamic(variable);
+  auto bytes = updater.SaveDynamic(variable, nullptr);
   EXPECT_TRUE(bytes.ok()) << bytes.status();
   auto state = DecodeDynamicTableState(bytes.ok() ? *bytes : "");
   EXPECT_TRUE(state.ok()) << state.status();
@@ -177,7 +177,7 @@ TEST(DynamicTableUpdaterTest, BadCallsAreRefused) {
   Tensor rows;
   EXPECT_EQ((*updater)->LookupDynamic(0, std::vector<int64_t>{1}, &rows).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ((*updater)->LookupDynamic(5, std::vector<int64_t>{1}, &rows).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ((*updater)->SaveDynamic(0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*updater)->SaveDynamic(0, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
   const absl::Status shape = (*updater)->PushDynamic(1, std::vector<int64_t>{1, 2}, Rows({{1, 1, 1}}), 0);
   EXPECT_EQ(shape.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(shape.message().find("user/embeddings"), absl::string_view::npos) << shape;
