@@ -34,6 +34,8 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartChiefServer(const std::string
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
+  // gRPC would share a taken port with SO_REUSEPORT and split the calls between two processes.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(listen, MakeServerCredentials(tls, std::move(log)), &port);
   builder.RegisterService(service);
   AddGrpcServerMetrics(&builder, metrics);

@@ -20,6 +20,8 @@ absl::StatusOr<std::unique_ptr<WorkerGrpcServer>> WorkerGrpcServer::Start(Worker
   std::unique_ptr<WorkerGrpcServer> s(new WorkerGrpcServer);
   s->service_ = std::make_unique<WorkerServiceImpl>(worker, std::move(on_shutdown));
   grpc::ServerBuilder builder;
+  // gRPC would share a taken port with SO_REUSEPORT and split the calls between two processes.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(listen_address, MakeServerCredentials(tls, std::move(log)), &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(INT_MAX);

@@ -158,6 +158,26 @@ TEST(WorkerBinaryTest, SigtermWhileWaitingForOtherSyncWorkersStillExits) {
   EXPECT_EQ(WaitExit(c.ps, 20), kExitStoppedBySignal);
 }
 
+// A second worker told to listen where another serves must fail, not share the port: with
+// SO_REUSEPORT the kernel would split the chief's calls between the two.
+TEST(WorkerBinaryTest, SecondWorkerOnATakenPortFails) {
+  const int port = testing_util::FreeLoopbackPort();
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  const std::string tf_config = absl::StrCat(R"({"cluster":{"ps":["127.0.0.1:1"],"worker":[")", address,
+                                             R"("]},"task":{"type":"worker","index":0}})");
+  const pid_t first = Spawn(Bin("pstrain-worker"), tf_config, {"--listen=" + address, "--threads=1"});
+  for (int i = 0; i < 400 && !testing_util::LoopbackAccepts(port); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(testing_util::LoopbackAccepts(port));
+  auto [code, out] = RunCommand("TF_CONFIG='" + tf_config + "' timeout 20 " + Bin("pstrain-worker") +
+                                " --threads=1 --listen=" + address);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("cannot listen on " + address), std::string::npos) << out;
+  ::kill(first, SIGTERM);
+  EXPECT_EQ(WaitExit(first, 20), kExitStoppedBySignal);
+}
+
 TEST(WorkerBinaryTest, BadConfigurationExitsTwo) {
   auto [code, out] = RunCommand("env -u TF_CONFIG " + Bin("pstrain-worker"));
   EXPECT_EQ(code, 2) << out;
