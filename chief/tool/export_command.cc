@@ -52,8 +52,16 @@ absl::Status Export(Env* env, const CommandLine& cl, std::string* written) {
         dir, " holds job \"", job.name, "\", whose model is a layer list, not a Keras model: export writes models "
         "that came from Keras (model.keras_model, model.keras_json or --model_json)"));
   }
-  ASSIGN_OR_RETURN(std::vector<Tensor> params, LoadModelVariables(env, dir, index, job.model, max_bytes));
   ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(job.model));
+  for (const VariableSpec& v : variables) {
+    // A Keras Embedding holds input_dim rows by position; a dynamic table holds rows by key.
+    if (v.dynamic.has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          dir, ": table ", v.name, " is a dynamic table (rows by 64-bit key, not by position), which export "
+          "cannot write as Keras or ONNX weights yet; `pstrain evaluate` and `pstrain inspect` read it"));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<Tensor> params, LoadModelVariables(env, dir, index, job.model, max_bytes));
   FloatTensorMap weights;
   for (size_t i = 0; i < variables.size(); ++i) {
     FloatTensor& w = weights[variables[i].name];

@@ -74,7 +74,7 @@ absl::Status ParseModel(JsonFields& top, ModelSpec* model) {
   // The model's keys are declared before any check between them, so a misspelt key ("feilds") is
   // named as such rather than reported as the dense or CTR model it leaves.
   for (const char* key : {"input_shape", "fields", "numeric_inputs", "loss", "layers", "keras_model", "keras_json",
-                          "from_logits"}) {
+                          "from_logits", "dynamic_tables"}) {
     f.Find(key);
   }
   RETURN_IF_ERROR(f.NoUnknownKeys());
@@ -82,6 +82,10 @@ absl::Status ParseModel(JsonFields& top, ModelSpec* model) {
   if (f.Find("from_logits") != nullptr) {
     return Invalid("model.from_logits", "is for Keras models (keras_model / keras_json); the layers' models "
                                         "always give logits");
+  }
+  if (f.Find("dynamic_tables") != nullptr) {
+    return Invalid("model.dynamic_tables", "names Keras Embedding layers (keras_model / keras_json); a field of "
+                                           "model.fields is made dynamic by its own \"dynamic\" object");
   }
   RETURN_IF_ERROR(internal_job_spec::ParseCtrModel(f, model));
   if (!model->is_ctr()) {

@@ -7,6 +7,7 @@
 #define PSTRAIN_COMMON_CONFIG_JOB_SPEC_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,6 +95,10 @@ struct ModelSpec {
   // Whether the output is logits (the loss applies softmax / sigmoid) or probabilities. Inferred
   // when not given: probabilities when the output layer's activation is softmax or sigmoid.
   bool from_logits = true;
+  // Keras models: "dynamic_tables" of the job spec's model, Embedding layer name -> its dynamic
+  // table. The layer's input_dim is then ignored: its ids are taken whole and the table holds at
+  // most max_rows rows (each such layer's field gets `dynamic`; see ModelVariables for the shape).
+  std::map<std::string, DynamicTableSpec> keras_dynamic_tables;
   bool is_graph() const { return graph != nullptr; }
 };
 

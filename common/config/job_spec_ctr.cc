@@ -24,26 +24,6 @@ constexpr int64_t kMaxEmbeddingDim = 65536;
 constexpr int64_t kMaxFields = 100000;
 constexpr int64_t kMaxNumericInputs = 1000000;
 
-// A field's "dynamic": {"admission_threshold", "ttl_steps", "max_rows"}, given in place of
-// vocabulary_size: a table without a vocabulary whose rows are made on first use (ps/README.md,
-// "Dynamic tables"). The job-level rules (async mode, no ps_replicas) are CheckDynamicTables'.
-absl::StatusOr<DynamicTableSpec> ParseDynamicTable(const json& value, const std::string& path) {
-  RETURN_IF_ERROR(JsonFields::RequireObject(value, path, kPrefix));
-  JsonFields d(value, path, kPrefix);
-  DynamicTableSpec spec;
-  ASSIGN_OR_RETURN(spec.admission_threshold,
-                   d.Int("admission_threshold", 1, IntBetween(1, 255, "(pushes before an id becomes a row)")));
-  ASSIGN_OR_RETURN(spec.ttl_steps,
-                   d.Int("ttl_steps", 0, IntAtLeast(0, "(steps without an update before a row is dropped; 0: never)")));
-  ASSIGN_OR_RETURN(spec.max_rows,
-                   d.Int("max_rows", 0, IntBetween(1, kMaxVocabulary, "(the table's capacity over all ps tasks)")));
-  RETURN_IF_ERROR(d.NoUnknownKeys());
-  if (spec.max_rows == 0) {
-    return d.Invalid("max_rows", "is required: the most rows the table holds over all ps tasks (its memory budget; "
-                                 "the least recently updated rows are dropped beyond it)");
-  }
-  return spec;
-}
 
 // One entry of model.fields: {"vocabulary_size" or "dynamic", "embedding_dim", optional "name",
 // "embeddings_initializer", and "count" (that many identical fields, named automatically, each
@@ -142,12 +122,39 @@ absl::Status ParseCtrModel(JsonFields& model, ModelSpec* spec) {
   return absl::OkStatus();
 }
 
+// A field's "dynamic": {"admission_threshold", "ttl_steps", "max_rows"}, given in place of
+// vocabulary_size: a table without a vocabulary whose rows are made on first use (ps/README.md,
+// "Dynamic tables"). The job-level rules (async mode, no ps_replicas) are CheckDynamicTables'.
+absl::StatusOr<DynamicTableSpec> ParseDynamicTable(const json& value, const std::string& path) {
+  RETURN_IF_ERROR(JsonFields::RequireObject(value, path, kPrefix));
+  JsonFields d(value, path, kPrefix);
+  DynamicTableSpec spec;
+  ASSIGN_OR_RETURN(spec.admission_threshold,
+                   d.Int("admission_threshold", 1, IntBetween(1, 255, "(pushes before an id becomes a row)")));
+  ASSIGN_OR_RETURN(spec.ttl_steps,
+                   d.Int("ttl_steps", 0, IntAtLeast(0, "(steps without an update before a row is dropped; 0: never)")));
+  ASSIGN_OR_RETURN(spec.max_rows,
+                   d.Int("max_rows", 0, IntBetween(1, kMaxVocabulary, "(the table's capacity over all ps tasks)")));
+  RETURN_IF_ERROR(d.NoUnknownKeys());
+  if (spec.max_rows == 0) {
+    return d.Invalid("max_rows", "is required: the most rows the table holds over all ps tasks (its memory budget; "
+                                 "the least recently updated rows are dropped beyond it)");
+  }
+  return spec;
+}
+
+json DynamicTableToJson(const DynamicTableSpec& spec) {
+  return {{"admission_threshold", spec.admission_threshold}, {"ttl_steps", spec.ttl_steps}, {"max_rows", spec.max_rows}};
+}
+
 absl::Status CheckDynamicTables(const JobSpec& spec) {
   for (size_t i = 0; i < spec.model.fields.size(); ++i) {
     const EmbeddingFieldSpec& f = spec.model.fields[i];
     if (!f.dynamic) continue;
     const std::string field = absl::StrCat("model.fields (field \"", f.name, "\")");
-    const std::string instead = "give the field a vocabulary_size in place of \"dynamic\"";
+    const std::string instead = spec.model.is_graph()
+                                    ? absl::StrCat("drop layer '", f.name, "' from model.dynamic_tables")
+                                    : "give the field a vocabulary_size in place of \"dynamic\"";
     if (spec.mode != "async") {
       return Invalid(field, absl::StrCat("is a dynamic table, which needs mode \"async\" (the job's mode is \"",
                                          spec.mode, "\"): set mode to \"async\", or ", instead));
@@ -174,9 +181,7 @@ void CtrModelToJson(const ModelSpec& spec, json* model) {
                {"embedding_dim", f.embedding_dim},
                {"embeddings_initializer", InitializerToJson(f.embeddings_initializer)}};
     if (f.dynamic) {
-      field["dynamic"] = {{"admission_threshold", f.dynamic->admission_threshold},
-                          {"ttl_steps", f.dynamic->ttl_steps},
-                          {"max_rows", f.dynamic->max_rows}};
+      field["dynamic"] = DynamicTableToJson(*f.dynamic);
     } else {
       field["vocabulary_size"] = f.vocabulary_size;
     }

@@ -1,6 +1,7 @@
 // The Keras part of a job spec's model: a model read from a Keras to_json() ("keras_model" inline,
 // "keras_json" a file read by LoadJobSpec, or --model_json), with its loss. See ModelSpec::graph.
 #include <memory>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/config/job_spec_parse.h"
@@ -16,8 +17,11 @@ namespace {
 using nlohmann::json;
 
 // A model fed ids: float inputs of rank 1 take the numeric features and each integer input feeds
-// Embedding layers only (several on one input need one input_dim: the ids index all of them).
+// Embedding layers only (several on one input need one input_dim: the ids index all of them, and
+// are all dynamic tables or none, since a dynamic table takes the ids whole).
 absl::Status SetCtrInputs(const ModelGraph& graph, const std::string& what, ModelSpec* out) {
+  std::set<std::string> unused_dynamic;
+  for (const auto& [layer, table] : out->keras_dynamic_tables) unused_dynamic.insert(layer);
   std::vector<std::vector<int>> consumers(graph.layers.size());
   for (size_t i = 0; i < graph.layers.size(); ++i) {
     for (int j : graph.layers[i].inputs) consumers[j].push_back(static_cast<int>(i));
@@ -53,7 +57,15 @@ absl::Status SetCtrInputs(const ModelGraph& graph, const std::string& what, Mode
             first->config.input_dim, ") and '", layer.name, "' (input_dim ", layer.config.input_dim,
             "); the Embedding layers of one input need the same input_dim, since its ids index all of them"));
       }
+      const bool dynamic = out->keras_dynamic_tables.count(layer.name) > 0;
+      if (first != nullptr && dynamic != (out->keras_dynamic_tables.count(first->name) > 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": integer input '", input.name, "' feeds Embedding layers '", first->name, "' and '", layer.name,
+            "', of which only one is in model.dynamic_tables; the ids of one input index all its tables, so make "
+            "both dynamic or neither"));
+      }
       if (first == nullptr) first = &layer;
+      unused_dynamic.erase(layer.name);
       tables.push_back(layer.name);
     }
     if (first == nullptr) {
@@ -67,9 +79,18 @@ absl::Status SetCtrInputs(const ModelGraph& graph, const std::string& what, Mode
       f.vocabulary_size = first->config.input_dim;
       f.embedding_dim = first->config.output_dim;
       if (table >= 0) f.embeddings_initializer = graph.variables[table].initializer;
+      if (auto d = out->keras_dynamic_tables.find(first->name); d != out->keras_dynamic_tables.end()) {
+        f.vocabulary_size = 0;  // ids taken whole, placed by hash: input_dim does not bound them
+        f.dynamic = d->second;
+      }
       f.tables = tables;
       out->fields.push_back(std::move(f));
     }
+  }
+  if (!unused_dynamic.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": model.dynamic_tables names '", *unused_dynamic.begin(),
+        "', which is not an Embedding layer fed by an integer input of the model; name such a layer"));
   }
   out->input_shape = {out->numeric_inputs};
   return absl::OkStatus();
@@ -81,6 +102,11 @@ absl::Status SetInputs(const ModelGraph& graph, const std::string& what, ModelSp
   bool ids = false;
   for (int in : graph.inputs) ids |= graph.layers[in].config.int_input;
   if (ids) return SetCtrInputs(graph, what, out);
+  if (!out->keras_dynamic_tables.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": model.dynamic_tables names '", out->keras_dynamic_tables.begin()->first,
+        "', but the model has no integer (id) input; dynamic tables are Embedding layers fed by ids"));
+  }
   if (graph.inputs.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": the model has ", graph.inputs.size(),
@@ -108,6 +134,14 @@ absl::Status ParseKerasModel(JsonFields& f, ModelSpec* spec) {
     return f.Invalid("keras_json",
                      "is a file path, read only when the job spec is loaded from a file (pstrain reads it "
                      "there and carries the model inline as keras_model)");
+  }
+  spec->keras_dynamic_tables.clear();
+  if (const json* dynamic = f.Find("dynamic_tables"); dynamic != nullptr) {
+    RETURN_IF_ERROR(JsonFields::RequireObject(*dynamic, f.Where("dynamic_tables"), kPrefix));
+    for (const auto& [layer, table] : dynamic->items()) {
+      ASSIGN_OR_RETURN(spec->keras_dynamic_tables[layer],
+                       ParseDynamicTable(table, absl::StrCat(f.Where("dynamic_tables"), ".", layer)));
+    }
   }
   const json* doc = f.Find("keras_model");
   RETURN_IF_ERROR(SetKerasModel(*doc, kPrefix + f.Where("keras_model"), spec));
@@ -157,6 +191,10 @@ absl::Status CheckKerasModelData(const JobSpec& spec) {
 void KerasModelToJson(const ModelSpec& spec, json* model) {
   if (!spec.is_graph()) return;
   *model = json{{"keras_model", spec.keras_model}, {"loss", spec.loss}, {"from_logits", spec.from_logits}};
+  if (!spec.keras_dynamic_tables.empty()) {
+    json& tables = (*model)["dynamic_tables"];
+    for (const auto& [layer, table] : spec.keras_dynamic_tables) tables[layer] = DynamicTableToJson(table);
+  }
 }
 
 }  // namespace internal_job_spec
@@ -168,6 +206,7 @@ absl::Status SetKerasModel(const nlohmann::json& doc, const std::string& what, M
   ASSIGN_OR_RETURN(ModelGraph graph, ReadKerasModelJson(doc.dump(), what));
   ModelSpec out;
   out.loss = model->loss;
+  out.keras_dynamic_tables = model->keras_dynamic_tables;  // the job's, applied to this model's layers
   RETURN_IF_ERROR(internal_job_spec::SetInputs(graph, what, &out));
   // A model that ends in softmax or sigmoid gives probabilities; any other output is logits.
   const GraphLayerSpec& last = graph.layers[graph.output];

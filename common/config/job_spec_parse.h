@@ -38,6 +38,10 @@ absl::Status ParseCtrModel(JsonFields& model, ModelSpec* spec);
 // an optimizer that updates only the rows a step touches (not adam). InvalidArgument naming the
 // field and what to change.
 absl::Status CheckDynamicTables(const JobSpec& spec);
+// One dynamic table's object {"max_rows" (required), "admission_threshold", "ttl_steps"} at
+// `path`, and its canonical form.
+absl::StatusOr<DynamicTableSpec> ParseDynamicTable(const nlohmann::json& value, const std::string& path);
+nlohmann::json DynamicTableToJson(const DynamicTableSpec& spec);
 // Writes the CTR part of `spec` into the canonical model object (nothing for dense models).
 void CtrModelToJson(const ModelSpec& spec, nlohmann::json* model);
 

@@ -13,6 +13,12 @@ absl::StatusOr<NamedWeights> ReadInitialWeights(const JobSpec& job, const std::s
     return absl::InvalidArgumentError(
         absl::StrCat(flag, "job \"", job.name, "\" has no Keras model (give --model_json or model.keras_json)"));
   }
+  if (!job.model.keras_dynamic_tables.empty()) {
+    // A Keras Embedding's rows are by position; a dynamic table's by key, made on first push.
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, "layer '", job.model.keras_dynamic_tables.begin()->first, "' is a dynamic table (model.dynamic_tables), whose rows are made on first use, "
+        "not read from Keras weights; drop it from model.dynamic_tables to start it from the file"));
+  }
   absl::StatusOr<NamedWeights> read = ReadKerasWeights(*job.model.graph, path);
   if (!read.ok()) return absl::Status(read.status().code(), absl::StrCat(flag, read.status().message()));
   // ReadKerasWeights matches the file against the graph layer by layer; this checks the result

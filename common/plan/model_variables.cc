@@ -74,6 +74,12 @@ absl::StatusOr<std::vector<VariableSpec>> ModelVariables(const ModelSpec& model)
     std::vector<VariableSpec> vars;
     for (const GraphVariableSpec& v : model.graph->variables) {
       vars.push_back({v.name, v.shape, DType::kFloat32, v.initializer, tables.count(v.name) > 0, v.trainable});
+      // A dynamic table's rows are its declared capacity (as a field's), not the layer's input_dim.
+      const std::string layer = v.name.substr(0, v.name.rfind('/'));
+      if (auto d = model.keras_dynamic_tables.find(layer); d != model.keras_dynamic_tables.end() && vars.back().sparse) {
+        vars.back().shape = {d->second.max_rows, v.shape.back()};
+        vars.back().dynamic = d->second;
+      }
     }
     return vars;
   }

@@ -23,17 +23,8 @@ cat >"$WORK/job.json" <<JSON
 JSON
 MODEL="$WORK/model"
 
-# inspect_latest OUT_JSON: `pstrain inspect --format=json` of the model dir's newest checkpoint.
-inspect_latest() {
-  local ckpt
-  ckpt=$(ls -d "$MODEL"/ckpt-* | grep -E '/ckpt-[0-9]+$' | sort -t- -k2 -n | tail -n 1)
-  [ -n "$ckpt" ] || fail "no checkpoint in $MODEL"
-  "$BIN/pstrain" inspect --checkpoint="$ckpt" --format=json >"$1" 2>"$WORK/inspect.log" ||
-    fail "pstrain inspect --checkpoint=$ckpt failed: $(cat "$WORK/inspect.log")"
-}
-
 run_cluster_job 2 2 "$MODEL" 60 --job="$WORK/job.json"
-inspect_latest "$WORK/inspect-2ps.json"
+inspect_latest "$MODEL" "$WORK/inspect-2ps.json"
 python3 - "$WORK/inspect-2ps.json" <<'PY' || fail "the 2-ps checkpoint does not hold the dynamic table in 2 files"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -49,7 +40,7 @@ PY
 # The same model dir on 3 ps: restored from ckpt-40, trained to step 80.
 run_cluster_job 3 2 "$MODEL" 60 --job="$WORK/job.json" --steps=80
 grep -q "resumed from $MODEL/ckpt-40" "$WORK/chief-0.log" || fail "the chief did not resume from ckpt-40"
-inspect_latest "$WORK/inspect-3ps.json"
+inspect_latest "$MODEL" "$WORK/inspect-3ps.json"
 python3 - "$WORK/inspect-2ps.json" "$WORK/inspect-3ps.json" "$MODEL/summary.json" "$MODEL/metrics.jsonl" <<'PY' \
   || fail "the 3-ps run did not restore the dynamic table or train on"
 import json, math, sys

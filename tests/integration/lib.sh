@@ -122,6 +122,16 @@ evaluate_checkpoint() {
     || fail "pstrain evaluate --checkpoint=$1 failed: $(cat "$WORK/evaluate.log")"
 }
 
+# inspect_latest MODEL_DIR OUT_JSON: `pstrain inspect --format=json` of the model dir's newest
+# checkpoint; fails with its log when it fails.
+inspect_latest() {
+  local ckpt
+  ckpt=$(ls -d "$1"/ckpt-* | grep -E '/ckpt-[0-9]+$' | sort -t- -k2 -n | tail -n 1)
+  [ -n "$ckpt" ] || fail "no checkpoint in $1"
+  "$BIN/pstrain" inspect --checkpoint="$ckpt" --format=json >"$2" 2>"$WORK/inspect.log" ||
+    fail "pstrain inspect --checkpoint=$ckpt failed: $(cat "$WORK/inspect.log")"
+}
+
 # export_checkpoint CHECKPOINT FORMAT OUT: `pstrain export` of a checkpoint (or a model dir's
 # newest); fails with its log when it fails.
 export_checkpoint() {

@@ -74,6 +74,18 @@ TEST_F(InitialWeightsTest, AJobWithoutAKerasModelIsRefused) {
               HasSubstr("--init_from=" + dir_ + "/m.weights.h5: job \"linear\" has no Keras model"));
 }
 
+// A dynamic table's rows are made on first use by key; a Keras file has them by position.
+TEST_F(InitialWeightsTest, ADynamicTableIsRefusedNamingTheLayer) {
+  JobSpec job = KerasJob("keras3_wide_deep.json");
+  const NamedWeights written = Write(*job.model.graph, dir_ + "/wd.weights.h5");
+  ASSERT_TRUE(ReadInitialWeights(job, dir_ + "/wd.weights.h5").ok());
+  job.model.keras_dynamic_tables["wide_emb2"].max_rows = 100;
+  absl::StatusOr<NamedWeights> read = ReadInitialWeights(job, dir_ + "/wd.weights.h5");
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(read.status().message(), HasSubstr("layer 'wide_emb2' is a dynamic table (model.dynamic_tables)"));
+}
+
 TEST_F(InitialWeightsTest, AMissingFileOrAnotherModelsFileIsRefusedNamingTheFlag) {
   const JobSpec job = KerasJob("keras3_sequential_mlp.json");
   absl::StatusOr<NamedWeights> read = ReadInitialWeights(job, dir_ + "/none.weights.h5");

@@ -321,5 +321,76 @@ TEST(JobSpecKerasTest, BagFeaturesAreRefusedForKerasModels) {
   EXPECT_TRUE(spec.ok()) << spec.status();
 }
 
+// model.dynamic_tables makes Embedding layers dynamic tables: their fields take ids whole, the
+// variables are [max_rows, dim] with the table's options, and the canonical form carries them.
+TEST(JobSpecKerasTest, DynamicTablesNameEmbeddingLayers) {
+  json dynamic;
+  for (const char* kind : {"deep", "wide"}) {
+    for (int i = 0; i < 4; ++i) {
+      dynamic[std::string(kind) + "_emb" + std::to_string(i)] = {{"max_rows", 500}, {"admission_threshold", 2}};
+    }
+  }
+  json job = CtrJob({{"keras_model", Fixture("keras3_wide_deep.json")}, {"dynamic_tables", dynamic}});
+  job["mode"] = "async";
+  job["optimizer"] = {{"type", "adagrad"}};
+  absl::StatusOr<JobSpec> spec = JobSpecFromJson(job);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->model.fields.size(), 4u);
+  for (const EmbeddingFieldSpec& f : spec->model.fields) {
+    ASSERT_TRUE(f.dynamic.has_value()) << f.name;
+    EXPECT_EQ(f.vocabulary_size, 0) << f.name;
+    EXPECT_EQ(f.dynamic->max_rows, 500);
+  }
+  auto vars = ModelVariables(spec->model);
+  ASSERT_TRUE(vars.ok()) << vars.status();
+  int tables = 0;
+  for (const VariableSpec& v : *vars) {
+    if (!v.sparse) {
+      EXPECT_FALSE(v.dynamic.has_value()) << v.name;
+      continue;
+    }
+    ++tables;
+    ASSERT_TRUE(v.dynamic.has_value()) << v.name;
+    EXPECT_EQ(v.dynamic->admission_threshold, 2);
+    EXPECT_EQ(v.shape[0], 500) << v.name << ": rows are max_rows, not input_dim";
+  }
+  EXPECT_EQ(tables, 8);
+  const json canonical = JobSpecToJson(*spec);
+  EXPECT_EQ(canonical["model"]["dynamic_tables"]["wide_emb3"]["max_rows"], 500);
+  absl::StatusOr<JobSpec> again = JobSpecFromJson(canonical);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(JobSpecToJson(*again), canonical);
+
+  // Refused: a name that is no Embedding fed by ids, one of two tables sharing an input, a model
+  // without id inputs, sync mode, a missing max_rows, dynamic_tables beside model.fields.
+  struct Bad {
+    json model;
+    std::string mode, message;
+  };
+  const json wide_deep = Fixture("keras3_wide_deep.json");
+  const Bad bad[] = {
+      {{{"keras_model", wide_deep}, {"dynamic_tables", {{"numeric", {{"max_rows", 5}}}}}}, "async",
+       "dynamic_tables names 'numeric'"},
+      {{{"keras_model", wide_deep}, {"dynamic_tables", {{"deep_emb0", {{"max_rows", 5}}}}}}, "async",
+       "only one is in model.dynamic_tables"},
+      {{{"keras_model", wide_deep}, {"dynamic_tables", dynamic}}, "sync", "or drop layer 'deep_emb0' from model.dynamic_tables"},
+      {{{"keras_model", wide_deep}, {"dynamic_tables", {{"deep_emb0", json::object()}}}}, "async", "max_rows"},
+      {{{"numeric_inputs", 1}, {"fields", {{{"vocabulary_size", 5}, {"embedding_dim", 2}}}},
+        {"dynamic_tables", dynamic}}, "async", "model.dynamic_tables"},
+  };
+  for (const Bad& b : bad) {
+    json j = CtrJob(b.model);
+    j["mode"] = b.mode;
+    j["optimizer"] = {{"type", "adagrad"}};
+    absl::StatusOr<JobSpec> refused = JobSpecFromJson(j);
+    ASSERT_FALSE(refused.ok()) << b.message;
+    EXPECT_THAT(std::string(refused.status().message()), HasSubstr(b.message));
+  }
+  json no_ids = Job({{"keras_model", Fixture("keras3_residual_mlp.json")}, {"dynamic_tables", dynamic}});
+  absl::StatusOr<JobSpec> refused = JobSpecFromJson(no_ids);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("has no integer (id) input"));
+}
+
 }  // namespace
 }  // namespace pstrain
