@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -32,6 +33,8 @@ class SavedDynamicTable {
   void Lookup(absl::Span<const int64_t> keys, Tensor* rows) const;
 
   int64_t rows() const { return static_cast<int64_t>(state_.keys.size()); }
+  int64_t dim() const { return state_.dim; }
+  const std::vector<int64_t>& keys() const { return state_.keys; }  // every saved key, ascending
 
  private:
   SavedDynamicTable(DynamicTableState state, DynamicRowInitializer initializer)

@@ -5,8 +5,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "chief/evaluation/checkpoint_evaluator.h"
+#include "chief/tool/keras_dynamic_export.h"
 #include "common/config/command_line.h"
 #include "common/config/json_util.h"
+#include "common/graph/keras_json.h"
 #include "common/graph/keras_weights.h"
 #include "common/graph/onnx_export.h"
 #include "common/plan/memory_budget.h"
@@ -21,7 +23,8 @@ const std::vector<FlagDef>& ExportFlags() {
   static const auto* flags = new std::vector<FlagDef>{
       {"checkpoint", "", "a checkpoint directory (model_dir/ckpt-N), or a model dir for its newest checkpoint"},
       {"format", "keras", "keras (Keras 3 .weights.h5), keras2 (Keras 2 legacy .h5 weights) or onnx"},
-      {"out", "", "the file to write (keras: name it *.weights.h5, as Keras 3 requires)"},
+      {"out", "", "the file to write (keras: name it *.weights.h5, as Keras 3 requires); beside it OUT.json (the "
+              "model) and, for dynamic tables, OUT.<input>.keys.npy (the keys of an id input's rows)"},
       {"memory_budget_bytes", "0", "most bytes one checkpoint variable may take (0: half of this host's memory)"},
   };
   return *flags;
@@ -53,36 +56,55 @@ absl::Status Export(Env* env, const CommandLine& cl, std::string* written) {
         "that came from Keras (model.keras_model, model.keras_json or --model_json)"));
   }
   ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(job.model));
-  for (const VariableSpec& v : variables) {
-    // A Keras Embedding holds input_dim rows by position; a dynamic table holds rows by key.
-    if (v.dynamic.has_value()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          dir, ": table ", v.name, " is a dynamic table (rows by 64-bit key, not by position), which export "
-          "cannot write as Keras or ONNX weights yet; `pstrain evaluate` and `pstrain inspect` read it"));
-    }
-  }
   ASSIGN_OR_RETURN(std::vector<Tensor> params, LoadModelVariables(env, dir, index, job.model, max_bytes));
   FloatTensorMap weights;
+  bool dynamic = false;
   for (size_t i = 0; i < variables.size(); ++i) {
+    if (variables[i].dynamic.has_value()) {  // written below, with its keys
+      dynamic = true;
+      continue;
+    }
     FloatTensor& w = weights[variables[i].name];
     w.shape = variables[i].shape;
     w.values.assign(params[i].data<float>(), params[i].data<float>() + params[i].num_elements());
   }
-  const ModelGraph& graph = *job.model.graph;
+  const ModelGraph* graph = job.model.graph.get();
   if (format == "onnx") {
+    if (dynamic) {
+      // ONNX's standard operators have no lookup of a key among a table's keys.
+      return absl::FailedPreconditionError(absl::StrCat(
+          dir, " holds dynamic tables (rows by 64-bit key), which an ONNX model cannot look up; export them with "
+          "--format=keras or keras2, which write each input's keys beside the weights"));
+    }
     OnnxExportOptions options;
     options.doc_string = absl::StrCat("job ", job.name, ", checkpoint ", dir);
-    RETURN_IF_ERROR(WriteOnnxFile(env, out, graph, weights, options));
+    RETURN_IF_ERROR(WriteOnnxFile(env, out, *graph, weights, options));
     *written = absl::StrCat(out, " (ONNX, ", variables.size(), " variables, from ", dir, ")");
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(WriteKerasWeights(graph, weights,
+  nlohmann::json model = job.model.keras_model;
+  ModelGraph export_graph;
+  std::string keys_written;
+  if (dynamic) {
+    // Each dynamic table becomes an Embedding of its input's keys + 1 rows; the keys go beside it.
+    ASSIGN_OR_RETURN(KerasDynamicExport tables, ReadDynamicTablesForKeras(env, dir, index, job, max_bytes));
+    for (auto& [name, w] : tables.tables) weights[name] = std::move(w);
+    RETURN_IF_ERROR(SetEmbeddingInputDims(tables.input_dims, &model));
+    ASSIGN_OR_RETURN(export_graph, ReadKerasModelJson(model.dump(), "the exported model"));
+    graph = &export_graph;
+    for (const DynamicInputKeys& input : tables.inputs) {
+      const std::string path = absl::StrCat(out, ".", input.input, ".keys.npy");
+      RETURN_IF_ERROR(env->WriteFileAtomic(path, NpyInt64Vector(input.keys)));
+      absl::StrAppend(&keys_written, ", ", path, " (", input.keys.size(), " keys)");
+    }
+  }
+  RETURN_IF_ERROR(WriteKerasWeights(*graph, weights,
                                     format == "keras" ? KerasWeightsFormat::kKeras3 : KerasWeightsFormat::kKeras2, out));
   // The model itself, for keras.models.model_from_json beside load_weights.
   const std::string json_path = absl::StrCat(out, ".json");
-  RETURN_IF_ERROR(env->WriteFileAtomic(json_path, job.model.keras_model.dump()));
+  RETURN_IF_ERROR(env->WriteFileAtomic(json_path, model.dump()));
   *written = absl::StrCat(out, " (", format == "keras" ? "Keras 3" : "Keras 2", " weights, ", variables.size(),
-                          " variables, from ", dir, ") and its model ", json_path);
+                          " variables, from ", dir, ") and its model ", json_path, keys_written);
   return absl::OkStatus();
 }
 

@@ -76,7 +76,7 @@ void FindDynamicOptions(const nlohmann::json& j, std::map<std::string, nlohmann:
 
 // One dynamic table: its files (rows and bytes each) decoded whole, one at a time (each at most
 // `max_bytes`), with its dim, slots, admission filter and counters summed over the shards.
-absl::StatusOr<nlohmann::json> InspectDynamicTable(Env* env, const std::string& dir, const SavedDynamicTable& table,
+absl::StatusOr<nlohmann::json> InspectDynamicTable(Env* env, const std::string& dir, const SavedDynamicTableFiles& table,
                                                    const nlohmann::json& options, int64_t max_bytes) {
   nlohmann::json files = nlohmann::json::array();
   int64_t rows = 0, bytes = 0, dim = 0, slots = 0, step = 0, filter_width = 0, filter_depth = 0;
@@ -144,13 +144,13 @@ absl::StatusOr<nlohmann::json> Inspect(Env* env, const std::string& dir, int64_t
     out["variables"].push_back(std::move(v));
   }
   out["dynamic_tables"] = nlohmann::json::array();
-  ASSIGN_OR_RETURN(std::vector<SavedDynamicTable> tables, GroupDynamicShards(index.dynamic_shards));
+  ASSIGN_OR_RETURN(std::vector<SavedDynamicTableFiles> tables, GroupDynamicShards(index.dynamic_shards));
   std::map<std::string, nlohmann::json> options;
   if (!tables.empty() && !index.job_spec_json.empty()) {
     absl::StatusOr<nlohmann::json> spec = ParseJson(index.job_spec_json, "the checkpoint's job spec");
     if (spec.ok()) FindDynamicOptions(*spec, &options);
   }
-  for (const SavedDynamicTable& table : tables) {
+  for (const SavedDynamicTableFiles& table : tables) {
     ASSIGN_OR_RETURN(nlohmann::json t, InspectDynamicTable(env, dir, table, options[table.table_name], max_bytes));
     out["dynamic_tables"].push_back(std::move(t));
   }

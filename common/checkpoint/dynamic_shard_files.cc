@@ -55,11 +55,11 @@ absl::Status VerifyFile(Env* env, const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<SavedDynamicTable>> GroupDynamicShards(const std::vector<SavedDynamicShard>& shards) {
-  std::map<std::string, SavedDynamicTable> tables;
+absl::StatusOr<std::vector<SavedDynamicTableFiles>> GroupDynamicShards(const std::vector<SavedDynamicShard>& shards) {
+  std::map<std::string, SavedDynamicTableFiles> tables;
   std::map<std::string, std::map<int, SavedDynamicShard>> by_index;
   for (const SavedDynamicShard& s : shards) {
-    SavedDynamicTable& t = tables[s.table_name()];
+    SavedDynamicTableFiles& t = tables[s.table_name()];
     if (t.table_name.empty()) {
       t.table_name = s.table_name();
       t.num_shards = s.num_shards();
@@ -77,7 +77,7 @@ absl::StatusOr<std::vector<SavedDynamicTable>> GroupDynamicShards(const std::vec
                                               " of ", s.num_shards(), " twice"));
     }
   }
-  std::vector<SavedDynamicTable> out;
+  std::vector<SavedDynamicTableFiles> out;
   for (auto& [name, t] : tables) {
     const std::map<int, SavedDynamicShard>& saved = by_index[name];
     for (int i = 0; i < t.num_shards; ++i) {
@@ -95,8 +95,8 @@ absl::StatusOr<std::vector<SavedDynamicTable>> GroupDynamicShards(const std::vec
 }
 
 absl::Status VerifyDynamicShardFiles(Env* env, const std::string& dir, const std::vector<SavedDynamicShard>& shards) {
-  ASSIGN_OR_RETURN(std::vector<SavedDynamicTable> tables, GroupDynamicShards(shards));
-  for (const SavedDynamicTable& t : tables) {
+  ASSIGN_OR_RETURN(std::vector<SavedDynamicTableFiles> tables, GroupDynamicShards(shards));
+  for (const SavedDynamicTableFiles& t : tables) {
     for (const SavedDynamicShard& s : t.shards) RETURN_IF_ERROR(VerifyFile(env, dir + "/" + s.file()));
   }
   return absl::OkStatus();

@@ -16,7 +16,7 @@
 namespace pstrain {
 
 // One dynamic table of a checkpoint: its n shard files, shard i at shards[i].
-struct SavedDynamicTable {
+struct SavedDynamicTableFiles {
   std::string table_name;
   int num_shards = 0;
   std::vector<SavedDynamicShard> shards;
@@ -26,7 +26,7 @@ struct SavedDynamicTable {
 // The tables of `shards`, by name. DataLoss naming the table and what is wrong when a table's
 // entries disagree on the shard count, list one shard twice or lack one (the checkpoint then
 // misses a file of it: it is not complete).
-absl::StatusOr<std::vector<SavedDynamicTable>> GroupDynamicShards(const std::vector<SavedDynamicShard>& shards);
+absl::StatusOr<std::vector<SavedDynamicTableFiles>> GroupDynamicShards(const std::vector<SavedDynamicShard>& shards);
 
 // GroupDynamicShards, then every file exists in `dir` as a regular file (no symlink), opens with
 // the format's magic and matches its trailing checksum (read a piece at a time). DataLoss naming

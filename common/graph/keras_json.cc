@@ -331,6 +331,25 @@ absl::StatusOr<ModelGraph> ReadKerasModelJson(absl::string_view text, absl::stri
   return graph;
 }
 
+absl::Status SetEmbeddingInputDims(const std::map<std::string, int64_t>& input_dims, json* model) {
+  if (!model->is_object() || !model->contains("config") || !(*model)["config"].is_object() ||
+      !(*model)["config"].contains("layers") || !(*model)["config"]["layers"].is_array()) {
+    return Bad("the model has no config.layers list");
+  }
+  std::map<std::string, json*> embeddings;
+  for (json& layer : (*model)["config"]["layers"]) {
+    if (layer.is_object() && layer.value("class_name", "") == "Embedding" && layer.contains("config") &&
+        layer["config"].is_object()) {
+      embeddings[LayerName(layer)] = &layer["config"];
+    }
+  }
+  for (const auto& [name, rows] : input_dims) {
+    if (embeddings.count(name) == 0) return Bad(absl::StrCat("the model has no Embedding layer '", name, "'"));
+  }
+  for (const auto& [name, rows] : input_dims) (*embeddings[name])["input_dim"] = rows;
+  return absl::OkStatus();
+}
+
 int ModelGraph::FindVariable(const std::string& name) const {
   for (size_t i = 0; i < variables.size(); ++i) {
     if (variables[i].name == name) return static_cast<int>(i);

@@ -5,7 +5,7 @@
 #      tables as dynamic with at most max_rows rows each; `pstrain evaluate` equals train;
 #   2. 2 ps + 2 workers (async) train the same job to within 0.03 AUC of `pstrain train`, each
 #      table in two shards (`pstrain evaluate` of the cluster's checkpoint gives its AUC);
-#   3. refused with exit 2 and the reason: export of a dynamic table, a dynamic_tables entry that
+#   3. refused with exit 2 and the reason: an ONNX export of a dynamic table, a dynamic_tables entry that
 #      names no Embedding layer, one of two tables sharing an input, a dynamic table in sync mode.
 #   keras_dynamic_tables_test.sh BIN_DIR
 source "$(dirname "$0")/lib.sh" "$1"
@@ -65,8 +65,9 @@ assert len(tables) == 8 and all(len(t["files"]) == 2 for t in tables), tables
 PY
 
 # 3. Refusals.
-expect_exit 2 export_refused "deep_emb0/embeddings is a dynamic table" \
-  "$BIN/pstrain" export --checkpoint="$WORK/local" --format=keras --out="$WORK/x.weights.h5"
+expect_exit 2 onnx_refused "an ONNX model cannot look up" \
+  "$BIN/pstrain" export --checkpoint="$WORK/local" --format=onnx --out="$WORK/x.onnx"
+[ ! -e "$WORK/x.onnx" ] || fail "a refused ONNX export left $WORK/x.onnx"
 job "$WORK/bad_name.json" async '{"numeric": {"max_rows": 10}}'
 expect_exit 2 bad_name "dynamic_tables names 'numeric'" "$BIN/pstrain" plan --job="$WORK/bad_name.json" --num_ps=2
 job "$WORK/half.json" async '{"deep_emb0": {"max_rows": 10}}'

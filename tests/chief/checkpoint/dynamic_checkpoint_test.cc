@@ -48,7 +48,7 @@ TEST_F(DynamicCheckpointTest, TheIndexListsEveryTableFileAndPrunedCheckpointsTak
     EXPECT_EQ(s.rows(), rows[static_cast<size_t>(i)]);
     EXPECT_TRUE(std::filesystem::is_regular_file(model_dir + "/ckpt-10/" + s.file()));
   }
-  absl::StatusOr<std::vector<SavedDynamicTable>> tables = GroupDynamicShards(index->dynamic_shards);
+  absl::StatusOr<std::vector<SavedDynamicTableFiles>> tables = GroupDynamicShards(index->dynamic_shards);
   ASSERT_TRUE(tables.ok());
   ASSERT_EQ(tables->size(), 1u);
   EXPECT_EQ((*tables)[0].rows, 200);
