@@ -171,7 +171,8 @@ absl::Status RunPlan(Env* env, const CommandLine& cl) {
   for (size_t i = 0; i < memory.size(); ++i) {
     RETURN_IF_ERROR(CheckMemoryBudget(absl::StrCat("ps ", i), memory[i],
                                       absl::StrCat("values and ", slots.slots_per_value, " optimizer slots each",
-                                                   dynamic ? ", and dynamic tables' row overhead" : ""),
+                                                   dynamic ? ", and dynamic tables' row overhead and admission filters"
+                                                           : ""),
                                       budget,
                                       absl::StrCat("give a larger ", kMemoryBudgetFlag,
                                                    " (here and to pstrain-chief and pstrain-ps), more ps tasks, or a "

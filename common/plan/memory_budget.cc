@@ -87,8 +87,9 @@ absl::StatusOr<std::vector<int64_t>> PsDynamicOverheadBytes(const VariablePlan& 
   for (const PlannedVariable& pv : plan.variables) {
     if (!pv.variable.dynamic) continue;
     for (const PlannedShard& s : pv.shards) {
-      const std::string what = absl::StrCat("the row overhead of dynamic shard ", s.name);
+      const std::string what = absl::StrCat("the row overhead and admission filter of dynamic shard ", s.name);
       ASSIGN_OR_RETURN(int64_t bytes, CheckedSizeProduct(s.rows, kDynamicRowOverheadBytes, what));
+      ASSIGN_OR_RETURN(bytes, CheckedSizeSum(bytes, DynamicFilterBytes(pv.variable.dynamic->admission_threshold), what));
       int64_t& held = out[static_cast<size_t>(s.ps)];
       ASSIGN_OR_RETURN(held, CheckedSizeSum(held, bytes, what));
     }
@@ -129,7 +130,8 @@ absl::StatusOr<ComputeBytes> EstimateComputeBytes(const ModelSpec& model, int64_
       if (!applies_updates) bytes = 0;
       ASSIGN_OR_RETURN(bytes, CheckedSizeProduct(bytes, 1 + slots, what));
       if (v.dynamic && applies_updates) {
-        ASSIGN_OR_RETURN(const int64_t overhead, CheckedSizeProduct(v.shape[0], kDynamicRowOverheadBytes, what));
+        ASSIGN_OR_RETURN(int64_t overhead, CheckedSizeProduct(v.shape[0], kDynamicRowOverheadBytes, what));
+        ASSIGN_OR_RETURN(overhead, CheckedSizeSum(overhead, DynamicFilterBytes(v.dynamic->admission_threshold), what));
         ASSIGN_OR_RETURN(bytes, CheckedSizeSum(bytes, overhead, what));
       }
       ASSIGN_OR_RETURN(bytes, CheckedSizeSum(bytes, step_bytes, what));

@@ -43,11 +43,12 @@ absl::Status CheckMemoryBudget(absl::string_view task, int64_t bytes, absl::stri
 // element (checked arithmetic; InvalidArgument naming the shard or ps on overflow).
 absl::StatusOr<std::vector<int64_t>> PsSlotBytes(const VariablePlan& plan, int slots);
 // Bytes each ps task of `plan` holds for its dynamic shards beside their values and slots: each
-// shard's cap (PlannedShard::rows) x kDynamicRowOverheadBytes (dynamic_row_bytes.h).
+// shard's cap (PlannedShard::rows) x kDynamicRowOverheadBytes, plus its admission filter
+// (DynamicFilterBytes, dynamic_row_bytes.h).
 absl::StatusOr<std::vector<int64_t>> PsDynamicOverheadBytes(const VariablePlan& plan);
 // Bytes each ps task of `plan` holds: its shards' values plus PsSlotBytes plus
 // PsDynamicOverheadBytes. A dynamic shard is budgeted full: cap x dim x 4 x (1 + slots) plus
-// cap x kDynamicRowOverheadBytes.
+// cap x kDynamicRowOverheadBytes plus its admission filter.
 absl::StatusOr<std::vector<int64_t>> PsTaskBytes(const VariablePlan& plan, int slots);
 
 // What a process computing the job's gradients holds, estimated: the variables and their
@@ -56,7 +57,7 @@ absl::StatusOr<std::vector<int64_t>> PsTaskBytes(const VariablePlan& plan, int s
 // `batch` examples. An embedding table (VariableSpec::sparse) is held whole, with its slots, only
 // by a process that applies updates (`applies_updates`); a cluster worker holds only the rows one
 // step touches (at most batch rows per table: values and gradients). A dynamic table counts as its
-// max_rows rows, plus kDynamicRowOverheadBytes each where it is held whole. InvalidArgument when a
+// max_rows rows, plus kDynamicRowOverheadBytes each and its admission filter where it is held whole. InvalidArgument when a
 // size overflows.
 struct ComputeBytes {
   int64_t variables = 0, data = 0, activations = 0;

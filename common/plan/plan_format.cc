@@ -23,10 +23,11 @@ std::vector<int64_t> OverheadBytes(const VariablePlan& plan) {
   return bytes.ok() ? *std::move(bytes) : std::vector<int64_t>(plan.ps_bytes.size(), 0);
 }
 
-// What one shard of a dynamic table is budgeted on its ps: values and slots of its cap rows, and
-// their row overhead.
-int64_t DynamicShardBudget(const PlannedShard& s, const SlotInfo& slots) {
-  return s.bytes * (1 + slots.slots_per_value) + s.rows * kDynamicRowOverheadBytes;
+// What one shard of a dynamic table is budgeted on its ps: values and slots of its cap rows, their
+// row overhead and the admission filter.
+int64_t DynamicShardBudget(const PlannedShard& s, const DynamicTableSpec& d, const SlotInfo& slots) {
+  return s.bytes * (1 + slots.slots_per_value) + s.rows * kDynamicRowOverheadBytes +
+         DynamicFilterBytes(d.admission_threshold);
 }
 
 }  // namespace
@@ -57,7 +58,8 @@ nlohmann::json PlanToJson(const VariablePlan& plan, const std::string& strategy,
                         {"max_rows", d.max_rows},
                         {"shard_cap_rows", pv.shards.empty() ? 0 : pv.shards[0].rows},
                         {"placement", "hash"},
-                        {"shard_budget_bytes", pv.shards.empty() ? 0 : DynamicShardBudget(pv.shards[0], slots)}};
+                        {"admission_filter_bytes", DynamicFilterBytes(d.admission_threshold)},
+                        {"shard_budget_bytes", pv.shards.empty() ? 0 : DynamicShardBudget(pv.shards[0], d, slots)}};
     }
     vars.push_back(std::move(var));
   }
@@ -103,9 +105,13 @@ std::string PlanToTable(const VariablePlan& plan, const std::string& partitioner
     const PlannedShard& s = pv.shards[0];
     absl::StrAppend(&out, absl::StrFormat("%s: dynamic, cap %d rows per ps (max_rows %d), hash placement, "
                                           "admission_threshold %d, ttl_steps %d; budget per ps %d bytes (values and "
-                                          "slots of %d rows + %d bytes of row overhead each)\n",
+                                          "slots of %d rows + %d bytes of row overhead each%s)\n",
                                           pv.variable.name, s.rows, d.max_rows, d.admission_threshold, d.ttl_steps,
-                                          DynamicShardBudget(s, slots), s.rows, kDynamicRowOverheadBytes));
+                                          DynamicShardBudget(s, d, slots), s.rows, kDynamicRowOverheadBytes,
+                                          d.admission_threshold > 1
+                                              ? absl::StrCat(" + ", DynamicFilterBytes(d.admission_threshold),
+                                                             " bytes of admission filter")
+                                              : ""));
   }
   const std::vector<int64_t> slot_bytes = SlotBytes(plan, slots);
   const std::vector<int64_t> overhead = OverheadBytes(plan);
@@ -114,7 +120,7 @@ std::string PlanToTable(const VariablePlan& plan, const std::string& partitioner
   for (size_t i = 0; i < plan.ps_bytes.size(); ++i) {
     const int64_t held = plan.ps_bytes[i] + slot_bytes[i] + overhead[i];
     const std::string of_overhead =
-        overhead[i] > 0 ? absl::StrFormat(" + %d of dynamic tables' row overhead", overhead[i]) : "";
+        overhead[i] > 0 ? absl::StrFormat(" + %d of dynamic tables' row overhead and admission filters", overhead[i]) : "";
     const double pct = total > 0 ? 100.0 * static_cast<double>(held) / static_cast<double>(total) : 0.0;
     const int64_t backup = i < plan.backup_bytes.size() ? plan.backup_bytes[i] : 0;
     const std::string of_backups =

@@ -45,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/plan/dynamic_row_bytes.h"
 #include "ps/store/admission_filter.h"
 #include "ps/store/dynamic_row_initializer.h"
 #include "ps/store/dynamic_table_state.h"
@@ -60,8 +61,8 @@ struct DynamicTableOptions {
   InitializerProto initializer;  // empty type: zeros
   std::shared_ptr<const Optimizer> optimizer;
   int admission_threshold = 1;     // N: pushes a key needs before it becomes a row; <= 1 admits all
-  int64_t filter_width = 1 << 20;  // admission filter counters per row (used when N > 1)
-  int filter_depth = 4;            // admission filter rows, 1..8
+  int64_t filter_width = kDynamicFilterWidth;  // admission filter counters per row (used when N > 1)
+  int filter_depth = kDynamicFilterDepth;      // admission filter rows, 1..8
   int64_t ttl_steps = 0;           // T for EvictExpired; 0: no TTL
   int64_t max_rows = 0;            // C; 0: no cap
   int64_t cap_low_water = 0;       // rows left after a cap eviction, < max_rows; 0: C - C/16

@@ -116,7 +116,8 @@ TEST(MemoryBudgetTest, TablesAreCountedWhereTheyAreHeld) {
   EXPECT_FALSE(CheckMemoryBudget("/job:ps/task:0", (*ps)[0], "values", table_bytes, "add ps tasks").ok());
 }
 
-// A dynamic table counts as its max_rows rows, with the per-row overhead where it is held whole.
+// A dynamic table counts as its max_rows rows, with the per-row overhead (and its admission
+// filter) where it is held whole.
 TEST(MemoryBudgetTest, DynamicTablesCountTheirCapacityAndRowOverhead) {
   nlohmann::json doc = *JobPresetJson("ctr");
   doc["model"]["fields"] = {{{"embedding_dim", 16}, {"dynamic", {{"max_rows", 1000}}}}};
@@ -129,6 +130,17 @@ TEST(MemoryBudgetTest, DynamicTablesCountTheirCapacityAndRowOverhead) {
   absl::StatusOr<ComputeBytes> worker = EstimateComputeBytes(ctr->model, 64, 0, 1, false);
   ASSERT_TRUE(worker.ok());
   EXPECT_EQ(worker->variables, 64 * 16 * 4 * 2 + tower * 3);
+
+  // With admission, the process holding the table holds its filter too; a worker does not.
+  doc["model"]["fields"][0]["dynamic"]["admission_threshold"] = 3;
+  absl::StatusOr<JobSpec> admitted = JobSpecFromJson(doc);
+  ASSERT_TRUE(admitted.ok()) << admitted.status();
+  absl::StatusOr<ComputeBytes> filtered = EstimateComputeBytes(admitted->model, 64, 0, 1, true);
+  ASSERT_TRUE(filtered.ok()) << filtered.status();
+  EXPECT_EQ(filtered->variables, train->variables + (4 << 20));
+  absl::StatusOr<ComputeBytes> filtered_worker = EstimateComputeBytes(admitted->model, 64, 0, 1, false);
+  ASSERT_TRUE(filtered_worker.ok());
+  EXPECT_EQ(filtered_worker->variables, worker->variables);
 }
 
 }  // namespace

@@ -214,16 +214,19 @@ TEST(VariablePlannerTest, DynamicTableHasNoBackupsAndMustBeATable) {
   EXPECT_NE(bad.status().message().find("variable \"t\" is dynamic but not"), std::string::npos) << bad.status();
 }
 
-// A dynamic shard is budgeted full: cap x dim x 4 x (1 + slots) plus cap x the per-row overhead;
-// `pstrain plan` shows it as such.
+// A dynamic shard is budgeted full: cap x dim x 4 x (1 + slots) plus cap x the per-row overhead,
+// plus its admission filter (the table's threshold is 2); `pstrain plan` shows it as such.
 TEST(VariablePlannerTest, DynamicShardBytesCountSlotsAndRowOverhead) {
   EXPECT_EQ(kDynamicRowOverheadBytes, 55);
+  const int64_t filter = 4 << 20;  // 4 rows of 2^20 one-byte counters
+  EXPECT_EQ(DynamicFilterBytes(2), filter);
+  EXPECT_EQ(DynamicFilterBytes(1), 0);
   auto plan = PlanVariables({Var("w", {4}), DynamicVar("user/embeddings", 10, 8)}, PartitionerSpec{}, 2);
   ASSERT_TRUE(plan.ok());
-  const int64_t cap = 5, shard = cap * 8 * 4 * (1 + 2) + cap * 55;  // 2 slots (lazy_adam)
+  const int64_t cap = 5, shard = cap * 8 * 4 * (1 + 2) + cap * 55 + filter;  // 2 slots (lazy_adam)
   absl::StatusOr<std::vector<int64_t>> overhead = PsDynamicOverheadBytes(*plan);
   ASSERT_TRUE(overhead.ok());
-  EXPECT_EQ(*overhead, (std::vector<int64_t>{cap * 55, cap * 55}));
+  EXPECT_EQ(*overhead, (std::vector<int64_t>{cap * 55 + filter, cap * 55 + filter}));
   absl::StatusOr<std::vector<int64_t>> bytes = PsTaskBytes(*plan, 2);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   EXPECT_EQ(*bytes, (std::vector<int64_t>{16 * 3 + shard, shard}));
@@ -235,17 +238,19 @@ TEST(VariablePlannerTest, DynamicShardBytesCountSlotsAndRowOverhead) {
   EXPECT_EQ(dyn["shard_cap_rows"], cap);
   EXPECT_EQ(dyn["placement"], "hash");
   EXPECT_EQ(dyn["shard_budget_bytes"], shard);
+  EXPECT_EQ(dyn["admission_filter_bytes"], filter);
   EXPECT_FALSE(json["variables"][0].contains("dynamic"));
-  EXPECT_EQ(json["ps_dynamic_overhead_bytes"], (std::vector<int64_t>{cap * 55, cap * 55}));
+  EXPECT_EQ(json["ps_dynamic_overhead_bytes"], (std::vector<int64_t>{cap * 55 + filter, cap * 55 + filter}));
   EXPECT_EQ(json["ps_total_bytes"], *bytes);
   const std::string table = PlanToTable(*plan, "none", slots);
   EXPECT_NE(table.find(absl::StrCat("user/embeddings: dynamic, cap 5 rows per ps (max_rows 10), hash placement, "
                                     "admission_threshold 2, ttl_steps 500; budget per ps ",
-                                    shard, " bytes")),
+                                    shard, " bytes (values and slots of 5 rows + 55 bytes of row overhead each + ",
+                                    filter, " bytes of admission filter)")),
             std::string::npos)
       << table;
-  EXPECT_NE(table.find(absl::StrCat("ps 1 holds ", shard, " bytes: 160 of values + 320 of lazy_adam slots + 275 of "
-                                    "dynamic tables' row overhead")),
+  EXPECT_NE(table.find(absl::StrCat("ps 1 holds ", shard, " bytes: 160 of values + 320 of lazy_adam slots + ", 275 + filter,
+                                    " of dynamic tables' row overhead and admission filters")),
             std::string::npos)
       << table;
   // Checked arithmetic: a cap whose overhead overflows is an error, not a wrapped count.
