@@ -1,5 +1,6 @@
 // The CTR part of a job spec's model: numeric inputs and categorical fields with their embedding
 // tables (see EmbeddingFieldSpec in job_spec.h and the README's CTR section).
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -284,9 +285,17 @@ absl::Status CheckTfExampleFeatures(const JobSpec& spec) {
   for (size_t c = 0; c < f.categorical.size(); ++c) {
     if (!f.is_bag(c)) continue;
     if (spec.model.is_graph()) {
-      return Invalid(absl::StrCat("data.features.categorical[", c, "]"),
-                     absl::StrCat("is a bag (\"", f.categorical[c], "\"); bags feed models of model.fields only, "
-                                  "not Keras models yet: declare the model with model.fields"));
+      // A Keras input of shape (k,) holds k fields; a bag replaces the one id of an input of shape (1,).
+      const std::string& layer = spec.model.fields[c].name;
+      const auto same_input = std::count_if(spec.model.fields.begin(), spec.model.fields.end(),
+                                            [&layer](const EmbeddingFieldSpec& g) { return g.name == layer; });
+      if (same_input > 1) {
+        return Invalid(absl::StrCat("data.features.categorical[", c, "]"),
+                       absl::StrCat("is a bag (\"", f.categorical[c], "\") but feeds an integer input of ", same_input,
+                                    " ids (the input of Embedding layer '", layer,
+                                    "'); a bag feeds an integer input of shape (1,), whose Embedding layers then "
+                                    "combine its ids"));
+      }
     }
     if (!f.bags[c].weights.empty()) weights.push_back(f.bags[c].weights);
   }

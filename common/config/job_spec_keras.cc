@@ -231,7 +231,10 @@ absl::Status OverrideModelJson(const std::string& path, const std::string& flag,
                                                    job->data.dataset, " data, loss ", job->model.loss, "): ",
                                                    fits.message()));
   }
-  if (candidate.data.dataset == "tfrecord") RETURN_IF_ERROR(internal_job_spec::CheckTfExampleFeatures(candidate));
+  if (candidate.data.dataset == "tfrecord") {
+    RETURN_IF_ERROR(internal_job_spec::CheckTfExampleFeatures(candidate));
+    internal_job_spec::ApplyTfExampleBags(&candidate);  // the new model's bag fields take their combiners
+  }
   job->model = std::move(candidate.model);
   return absl::OkStatus();
 }

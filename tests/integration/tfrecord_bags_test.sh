@@ -11,6 +11,7 @@
 #    part of the records, pulls and pushes its batches' unique ids (bag ids included) over gRPC;
 #    `pstrain evaluate` of its checkpoint gives the chief's final figures.
 # 4. A bag whose weights do not match its ids fails the job naming the file, record and feature.
+# 5. A Keras model (tf.keras's to_json) on the same bags trains, on one process and a cluster.
 # Exits 77 when TensorFlow cannot be installed.
 source "$(dirname "$0")/lib.sh" "$1"
 source "$(dirname "$0")/pypi_venv.sh"
@@ -104,6 +105,16 @@ def lookup(name, combiner, weights):
     assert (~nonempty).any() and not safe[~nonempty].any(), "want empty bags, given zeros"
     return safe
 
+# A Keras model of the ctr job's shape (Flatten of each Embedding, then the tower), for part 5.
+ids = {n: tf.keras.Input(shape=(1,), dtype="int32", name=n) for n in ("C1", "tags", "cats", "words")}
+numeric = tf.keras.Input(shape=(1,), name="numeric")
+embedded = [tf.keras.layers.Flatten()(tf.keras.layers.Embedding(V[n], d, name=n + "_emb")(ids[n]))
+            for n, d in (("C1", 3), ("tags", 4), ("cats", 2), ("words", 5))]
+x = tf.keras.layers.Dense(16, activation="relu")(tf.keras.layers.Concatenate()([numeric] + embedded))
+model = tf.keras.Model(list(ids.values()) + [numeric], tf.keras.layers.Dense(1)(x))
+with open(work + "/keras_bags.json", "w") as f:
+    f.write(model.to_json())
+
 c1 = tables["C1"][parsed["C1"].numpy() % V["C1"]]
 for job, (ct, cc, cw) in {"A": ("sum", "mean", "sqrtn"), "B": ("mean", "sqrtn", "sum"),
                           "C": ("sqrtn", "sum", "mean")}.items():
@@ -194,6 +205,38 @@ assert e["test_examples"] == 400 and e["step"] == s["global_step"], (e, s["globa
 assert abs(e["test_auc"] - s["final_test_auc"]) <= 1e-9, (e["test_auc"], s["final_test_auc"])
 assert abs(e["test_logloss"] - s["final_test_logloss"]) <= 1e-6 * s["final_test_logloss"], (e, s["final_test_logloss"])
 PY
+
+# 5. A Keras model (written by tf.keras) on the same bags: each bag feature feeds an integer input
+# of shape (1,), whose Embedding layer combines the bag's rows. `pstrain train` learns, and a sync
+# cluster (1 ps, 2 workers) reaches its AUC; `pstrain evaluate` gives the chief's figures.
+python3 - "$WORK/job-cluster.json" "$WORK/keras_bags.json" "$WORK/job-keras.json" <<'PY'
+import json, sys
+job = json.load(open(sys.argv[1]))
+job["name"] = "keras-bags"
+job["model"] = {"keras_json": sys.argv[2]}
+json.dump(job, open(sys.argv[3], "w"))
+PY
+timeout 240 "$BIN/pstrain" train --job="$WORK/job-keras.json" --threads=2 >"$WORK/train-keras.out" \
+  2>"$WORK/train-keras.log" || fail "pstrain train of a Keras model on bags failed: $(tail -n 20 "$WORK/train-keras.log")"
+tail -n 1 "$WORK/train-keras.out" >"$WORK/train-keras.json"
+make_cluster 1 2
+PIDS=()
+start_servers 1 2 --threads=1
+start chief 0 pstrain-chief --job="$WORK/job-keras.json" --model_dir="$WORK/keras-model" --wait_timeout_secs=60
+wait_pid "$LAST_PID" 120
+[ "$WAIT_RC" = 0 ] || fail "the Keras chief exited with $WAIT_RC: $(tail -n 20 "$WORK/chief-0.log")"
+for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+"$BIN/pstrain" evaluate --checkpoint="$WORK/keras-model" --format=json >"$WORK/evaluate-keras.json" \
+  2>"$WORK/evaluate.log" || fail "pstrain evaluate of the Keras model failed: $(cat "$WORK/evaluate.log")"
+python3 - "$WORK/keras-model/summary.json" "$WORK/train-keras.json" "$WORK/evaluate-keras.json" <<'PY' ||
+import json, sys
+d, t, e = (json.load(open(p)) for p in sys.argv[1:4])
+print("Keras model on bags: cluster test AUC", d["final_test_auc"], "; pstrain train", t["final_test_auc"])
+assert t["final_test_auc"] > 0.6, t["final_test_auc"]
+assert d["final_test_auc"] >= t["final_test_auc"] - 0.03, (d["final_test_auc"], t["final_test_auc"])
+assert abs(e["test_auc"] - d["final_test_auc"]) <= 1e-9, (e["test_auc"], d["final_test_auc"])
+PY
+  fail "the Keras model on bags: $(cat "$WORK/keras-model/summary.json")"
 
 # 4. A bag's weights that do not match its ids: named.
 job mean sqrtn sum "$WORK/bad.tfrecord" | sed 's/"steps": 300/"steps": 3/' >"$WORK/job-bad.json"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "common/platform/status_macros.h"
 #include "common/plan/model_variables.h"
 #include "worker/cpu/cpu_kernels.h"
+#include "worker/cpu/embedding_kernels.h"
 #include "worker/cpu/thread_pool.h"
 #include "worker/graph/graph_executor.h"
 #include "worker/graph/losses.h"
@@ -24,6 +26,10 @@ class GraphGradientComputer : public GradientComputer {
     input_shape_ = model.input_shape;
     ctr_ = model.is_ctr();
     fields_ = static_cast<int64_t>(model.fields.size());
+    for (const EmbeddingFieldSpec& f : model.fields) {  // a bag field's Embedding layers combine its ids
+      combiners_.push_back(f.combiner);
+      bag_layers_.push_back(f.combiner.empty() ? std::vector<std::string>{} : f.tables);
+    }
     int64_t numeric = 0, field = 0;
     for (int in : model.graph->inputs) {  // job_spec.h: float inputs take the numeric features, ids the fields
       const GraphLayerSpec& spec = model.graph->layers[in];
@@ -42,6 +48,7 @@ class GraphGradientComputer : public GradientComputer {
     chunk_grads_.resize(threads);
     chunk_metrics_.resize(threads);
     chunk_status_.resize(threads);
+    chunk_bags_.resize(threads);
   }
 
   absl::Status Compute(absl::Span<const Tensor> params, const Batch& batch, float loss_scale,
@@ -98,6 +105,7 @@ class GraphGradientComputer : public GradientComputer {
                                                        " rows in one batch; at most 2^24, use a smaller batch"));
       }
     }
+    RETURN_IF_ERROR(CheckBags(batch));
     const size_t want = Sparse() ? static_cast<size_t>(n) : static_cast<size_t>(n * output_size_);
     const size_t have = Sparse() ? batch.labels.size() : batch.targets.size();
     if (have != want) {
@@ -105,6 +113,48 @@ class GraphGradientComputer : public GradientComputer {
                                                      Sparse() ? " labels" : " targets", " (", want, " expected)"));
     }
     return absl::OkStatus();
+  }
+
+  // A bag per bag field (a multi-hot feature), none for the others, each of the batch's examples,
+  // with a position per id.
+  absl::Status CheckBags(const Batch& batch) const {
+    if (batch.bag_positions.size() != batch.bags.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("batch has ", batch.bags.size(), " bags but positions for ",
+                                                     batch.bag_positions.size(), " (run IdDeduper first)"));
+    }
+    std::vector<bool> seen(combiners_.size(), false);
+    for (size_t k = 0; k < batch.bags.size(); ++k) {
+      const IdBags& bag = batch.bags[k];
+      if (bag.field < 0 || bag.field >= fields_ || combiners_[bag.field].empty() || seen[bag.field]) {
+        return absl::InvalidArgumentError(absl::StrCat("batch bag ", k, " is of field ", bag.field,
+                                                       ", which is not a bag field of the model or has two bags"));
+      }
+      seen[bag.field] = true;
+      if (bag.examples() != batch.size() || batch.bag_positions[k].size() != bag.ids.size() ||
+          (!bag.weights.empty() && bag.weights.size() != bag.ids.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("batch bag ", k, " (field ", bag.field, ") has ", bag.examples(),
+                                                       " examples and ", bag.ids.size(), " ids for a batch of ",
+                                                       batch.size(), " with ", batch.bag_positions[k].size(),
+                                                       " positions"));
+      }
+    }
+    for (size_t f = 0; f < combiners_.size(); ++f) {
+      if (!combiners_[f].empty() && !seen[f] && batch.size() > 0) {
+        return absl::InvalidArgumentError(absl::StrCat("field ", f, " is a bag (", combiners_[f],
+                                                       ") but the batch has no bag for it"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Each bag's combiner coefficients (BagCoefficients), for the Embedding layers to combine by.
+  void PrepareBags(const Batch& batch) {
+    coef_.resize(batch.bags.size());
+    for (size_t k = 0; k < batch.bags.size(); ++k) {
+      const IdBags& bag = batch.bags[k];
+      BagCoefficients(combiners_[bag.field], bag.offsets.data(), bag.examples(),
+                      bag.weights.empty() ? nullptr : bag.weights.data(), &coef_[k]);
+    }
   }
 
   // The parameters as the executor's named arrays (one copy per call, shared by the threads).
@@ -120,9 +170,15 @@ class GraphGradientComputer : public GradientComputer {
                    BatchMetrics* metrics) {
     int64_t in_size = 1;
     for (int64_t d : input_shape_) in_size *= d;
+    PrepareBags(batch);
     const int chunks = pool_.RunChunks(batch.size(), [&](int t, int64_t begin, int64_t count) {
       chunk_metrics_[t] = BatchMetrics{};
-      chunk_status_[t] = RunChunk(*executors_[t], batch, begin, count, in_size, training, loss_scale,
+      chunk_bags_[t].clear();
+      for (size_t k = 0; k < batch.bags.size(); ++k) {  // the chunk's examples start at `begin`
+        const EmbeddingBags view{batch.bags[k].offsets.data() + begin, batch.bag_positions[k].data(), coef_[k].data()};
+        for (const std::string& layer : bag_layers_[batch.bags[k].field]) chunk_bags_[t][layer] = view;
+      }
+      chunk_status_[t] = RunChunk(*executors_[t], batch, chunk_bags_[t], begin, count, in_size, training, loss_scale,
                                   grads == nullptr ? nullptr : &chunk_grads_[t], &chunk_metrics_[t]);
     });
     for (int t = 0; t < chunks; ++t) RETURN_IF_ERROR(chunk_status_[t]);
@@ -153,7 +209,8 @@ class GraphGradientComputer : public GradientComputer {
     }
   }
 
-  absl::Status RunChunk(GraphExecutor<float>& executor, const Batch& batch, int64_t begin, int64_t count,
+  absl::Status RunChunk(GraphExecutor<float>& executor, const Batch& batch,
+                        const std::map<std::string, EmbeddingBags>& bags, int64_t begin, int64_t count,
                         int64_t in_size, bool training, float loss_scale, NamedArrays<float>* grads,
                         BatchMetrics* metrics) const {
     std::vector<Array<float>> inputs(inputs_.size());
@@ -177,6 +234,7 @@ class GraphGradientComputer : public GradientComputer {
     options.training = training;
     options.seed = static_cast<uint64_t>(begin);
     options.step = calls_;
+    if (!bags.empty()) options.bags = &bags;
     ASSIGN_OR_RETURN(const Array<float>* output, executor.Forward(inputs, variables_by_name_, options));
     Array<float> labels;
     if (Sparse()) {
@@ -238,6 +296,10 @@ class GraphGradientComputer : public GradientComputer {
   std::vector<NamedArrays<float>> chunk_grads_;
   std::vector<BatchMetrics> chunk_metrics_;
   std::vector<absl::Status> chunk_status_;
+  std::vector<std::string> combiners_;                    // per field: "" or its bag combiner
+  std::vector<std::vector<std::string>> bag_layers_;      // per bag field: the Embedding layers it feeds
+  std::vector<std::vector<float>> coef_;                  // per batch bag: each id's coefficient
+  std::vector<std::map<std::string, EmbeddingBags>> chunk_bags_;  // per thread: its chunk's bags by layer
   int64_t calls_ = 0;
 };
 

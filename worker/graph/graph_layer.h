@@ -8,7 +8,9 @@
 #define PSTRAIN_WORKER_GRAPH_GRAPH_LAYER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,10 +20,24 @@
 
 namespace pstrain {
 
+// The bags (multi-hot ids) an Embedding layer combines instead of looking up one id per position:
+// example b of the call combines the rows positions[i] with coefficients coef[i] (the combiner's
+// weights, embedding_kernels.h BagCoefficients) for i in offsets[b] .. offsets[b + 1], absolute
+// indices into positions and coef. The layer's input must then hold one position per example,
+// which it ignores; its output is [batch, 1, dim].
+struct EmbeddingBags {
+  const int64_t* offsets = nullptr;  // batch + 1 entries
+  const int32_t* positions = nullptr;
+  const float* coef = nullptr;
+};
+
 struct ForwardOptions {
   bool training = false;  // Dropout drops, BatchNormalization uses the batch's statistics
   uint64_t seed = 0;      // with `step`: Dropout's masks, reproducible
   int64_t step = 0;
+  // By Embedding layer name: the layers fed by a bag feature (a tfrecord job's multi-hot ids);
+  // null or absent for the others. Must stay alive until Backward.
+  const std::map<std::string, EmbeddingBags>* bags = nullptr;
 };
 
 template <typename T>

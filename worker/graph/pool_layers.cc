@@ -13,13 +13,17 @@ class EmbeddingLayer : public GraphLayer<T> {
  public:
   explicit EmbeddingLayer(const GraphLayerSpec& spec) : name_(spec.name), dim_(spec.config.output_dim) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
-                       const ForwardOptions&, Array<T>* out) override {
+                       const ForwardOptions& options, Array<T>* out) override {
     const int64_t rows = w[0]->shape[0];  // input_dim, or the rows a batch touches (ids: positions)
     std::vector<int64_t> shape = in[0]->shape;
     shape.push_back(dim_);
     out->Reset(shape);
-    ids_.resize(in[0]->data.size());
     const T* table = w[0]->data.data();
+    bags_ = nullptr;
+    if (options.bags != nullptr) {
+      if (auto it = options.bags->find(name_); it != options.bags->end()) return ForwardBags(it->second, rows, table, out);
+    }
+    ids_.resize(in[0]->data.size());
     for (size_t i = 0; i < ids_.size(); ++i) {
       const T v = in[0]->data[i];
       if (!(v >= T(0) && v < T(rows)) || v != std::floor(v)) {
@@ -36,15 +40,54 @@ class EmbeddingLayer : public GraphLayer<T> {
   void Backward(const typename GraphLayer<T>::Arrays&, const typename GraphLayer<T>::Arrays&, const Array<T>&,
                 const Array<T>& dout, const std::vector<Array<T>*>&, const std::vector<Array<T>*>& dw) override {
     if (dw[0] == nullptr) return;
+    T* g = dw[0]->data.data();
+    if (bags_ != nullptr) {  // each id's row gets its coefficient times its example's gradient
+      for (int64_t b = 0; b < bag_examples_; ++b) {
+        const T* d = dout.data.data() + b * dim_;
+        for (int64_t i = bags_->offsets[b]; i < bags_->offsets[b + 1]; ++i) {
+          T* row = g + static_cast<int64_t>(bags_->positions[i]) * dim_;
+          const T c = static_cast<T>(bags_->coef[i]);
+          for (int64_t k = 0; k < dim_; ++k) row[k] += c * d[k];
+        }
+      }
+      return;
+    }
     for (size_t i = 0; i < ids_.size(); ++i) {
-      for (int64_t c = 0; c < dim_; ++c) dw[0]->data[ids_[i] * dim_ + c] += dout.data[i * dim_ + c];
+      for (int64_t c = 0; c < dim_; ++c) g[ids_[i] * dim_ + c] += dout.data[i * dim_ + c];
     }
   }
 
  private:
+  // out [batch, 1, dim]: each example's bag combined (an empty bag gives zeros).
+  absl::Status ForwardBags(const EmbeddingBags& bags, int64_t rows, const T* table, Array<T>* out) {
+    const int64_t batch = out->shape[0];
+    if (out->size() != batch * dim_) {
+      return absl::InvalidArgumentError(absl::StrCat("layer '", name_, "' (Embedding) takes a bag, so its input must "
+                                                     "hold one id per example (shape (1,))"));
+    }
+    std::fill(out->data.begin(), out->data.end(), T(0));
+    for (int64_t b = 0; b < batch; ++b) {
+      T* o = out->data.data() + b * dim_;
+      for (int64_t i = bags.offsets[b]; i < bags.offsets[b + 1]; ++i) {
+        const int64_t p = bags.positions[i];
+        if (p < 0 || p >= rows) {
+          return absl::InvalidArgumentError(absl::StrCat("layer '", name_, "' (Embedding): bag id position ", p,
+                                                         " is outside its table's ", rows, " rows"));
+        }
+        const T c = static_cast<T>(bags.coef[i]);
+        for (int64_t k = 0; k < dim_; ++k) o[k] += c * table[p * dim_ + k];
+      }
+    }
+    bags_ = &bags;
+    bag_examples_ = batch;
+    return absl::OkStatus();
+  }
+
   std::string name_;
   int64_t dim_;
   std::vector<int64_t> ids_;
+  const EmbeddingBags* bags_ = nullptr;  // the last Forward's bags (ForwardOptions keeps them alive)
+  int64_t bag_examples_ = 0;
 };
 
 // [batch, positions..., channels] -> [batch, channels] (keepdims: ones for the positions).

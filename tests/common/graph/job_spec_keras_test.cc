@@ -303,22 +303,34 @@ TEST(JobSpecKerasTest, UnsupportedInitializersAreRefusedNamingTheLayer) {
   EXPECT_THAT(std::string(spec.status().message()), HasSubstr("GlorotUniform"));
 }
 
-// A bag (multi-hot) feature feeds models of model.fields only: a Keras model on one is refused
-// with the reason, rather than reading one id of it.
-TEST(JobSpecKerasTest, BagFeaturesAreRefusedForKerasModels) {
-  json job = CtrJob({{"keras_model", Fixture("keras3_deepfm.json")}});
+// A bag (multi-hot) feature may feed a Keras integer input of shape (1,): its field takes the
+// bag's combiner (the input's Embedding layers combine the bag's rows). An input of several ids is
+// refused for a bag, naming it.
+TEST(JobSpecKerasTest, BagFeaturesFeedKerasInputsOfOneId) {
+  json job = CtrJob({{"keras_model", Fixture("keras3_wide_deep.json")}});
   job["data"] = {{"dataset", "tfrecord"}, {"train_files", {"/d/train.tfrecord"}}, {"test_files", {"/d/test.tfrecord"}},
                  {"features",
                   {{"label", "y"},
                    {"numeric", {"n1", "n2", "n3"}},
                    {"categorical", {"c0", {{"name", "tags"}, {"combiner", "mean"}}, "c2", "c3"}}}}};
   absl::StatusOr<JobSpec> spec = JobSpecFromJson(job);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->model.fields.size(), 4u);
+  EXPECT_EQ(spec->model.fields[0].combiner, "");
+  EXPECT_EQ(spec->model.fields[1].combiner, "mean");
+  EXPECT_EQ(spec->model.fields[1].tables, (std::vector<std::string>{"deep_emb1", "wide_emb1"}));
+
+  // Input c1 with two ids: two fields, so one bag cannot stand for it.
+  json two_ids = Fixture("keras3_two_tower.json");
+  for (json& layer : two_ids["config"]["layers"]) {
+    if (layer["config"]["name"] == "c1") layer["config"]["batch_shape"] = {nullptr, 2};
+  }
+  job["model"]["keras_model"] = two_ids;
+  job["data"]["features"]["categorical"] = {"c0", {{"name", "tags"}, {"combiner", "mean"}}, "c1b", "c2", "c3"};
+  spec = JobSpecFromJson(job);
   ASSERT_FALSE(spec.ok());
   EXPECT_THAT(std::string(spec.status().message()),
-              HasSubstr("data.features.categorical[1] is a bag (\"tags\"); bags feed models of model.fields only"));
-  job["data"]["features"]["categorical"][1] = "c1";
-  spec = JobSpecFromJson(job);
-  EXPECT_TRUE(spec.ok()) << spec.status();
+              HasSubstr("data.features.categorical[1] is a bag (\"tags\") but feeds an integer input of 2 ids"));
 }
 
 // model.dynamic_tables makes Embedding layers dynamic tables: their fields take ids whole, the

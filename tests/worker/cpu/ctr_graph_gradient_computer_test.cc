@@ -134,6 +134,93 @@ TEST(CtrGraphGradientComputerTest, CtrPresetFromKerasEqualsTheCtrModel) {
   }
 }
 
+// Bags (multi-hot ids) on two of the Keras ctr preset's inputs: its Embedding layers combine them
+// as the CTR model's bag fields do (checked there against a naive reference and finite
+// differences): the same gradient rows, loss and logits, on 1 and 2 threads.
+TEST(CtrGraphGradientComputerTest, BagsOnKerasInputsEqualTheCtrModelsBagFields) {
+  auto preset = LoadJobSpec("ctr");
+  ASSERT_TRUE(preset.ok());
+  JobSpec graph_job = CtrJob("keras3_ctr_preset.json");
+  for (JobSpec* job : {&*preset, &graph_job}) {
+    job->model.fields[1].combiner = "mean";
+    job->model.fields[4].combiner = "sqrtn";
+  }
+  const std::vector<VariableSpec> preset_vars = *ModelVariables(preset->model);
+  const std::vector<VariableSpec> graph_vars = *ModelVariables(graph_job.model);
+  const std::map<std::string, Tensor> values = RandomValues(preset_vars, 11);
+  const int64_t n = 40;
+  Batch raw = CtrBatch(n, 13, 26, 30, 6);
+  for (int field : {1, 4}) {  // 0..5 ids each (repeats and empty bags included); weights on field 4
+    IdBags& bag = raw.bags.emplace_back();
+    bag.field = field;
+    bag.offsets = {0};
+    std::vector<float> r = RandomVector(n * 7, 40 + field, 0.f, 1.f);
+    for (int64_t b = 0; b < n; ++b) {
+      const int len = static_cast<int>(r[b * 7] * 6);
+      for (int i = 0; i < len; ++i) {
+        bag.ids.push_back(static_cast<int64_t>(r[b * 7 + 1 + i] * 30) % 30);
+        if (field == 4) bag.weights.push_back(0.5f + r[b * 7 + 1 + i]);
+      }
+      bag.offsets.push_back(static_cast<int64_t>(bag.ids.size()));
+      raw.ids[b * 26 + field] = 0;
+    }
+  }
+  struct Run {
+    std::map<std::string, Tensor> grads;
+    BatchMetrics metrics;
+  };
+  auto run = [&](const JobSpec& job, const std::vector<VariableSpec>& vars, int threads) {
+    Run out;
+    auto dedupe = IdDeduper::ForModel(job.model, vars);
+    EXPECT_TRUE(dedupe.ok()) << dedupe.status();
+    Batch batch = raw;
+    SparseLookup lookup;
+    EXPECT_TRUE((*dedupe)->Build(&batch, &lookup).ok());
+    const std::vector<Tensor> params = StepParams(vars, values, lookup);
+    auto computer = NewCpuGradientComputer(job.model, threads);
+    EXPECT_TRUE(computer.ok()) << computer.status();
+    std::vector<Tensor> grads;
+    absl::Status s = (*computer)->Compute(params, batch, 1.0f / n, &grads, &out.metrics);
+    EXPECT_TRUE(s.ok()) << s;
+    for (size_t v = 0; v < vars.size() && v < grads.size(); ++v) out.grads.emplace(vars[v].name, grads[v]);
+    return out;
+  };
+  const Run want = run(*preset, preset_vars, 1);
+  // The bag fields' tables got rows from the bags (not only position 0's row).
+  ASSERT_GT(want.grads.at(preset_vars[1].name).dim(0), 1);
+  for (int threads : {1, 2}) {
+    const Run got = run(graph_job, graph_vars, threads);
+    ASSERT_EQ(got.grads.size(), want.grads.size());
+    for (const auto& [name, g] : want.grads) {
+      ASSERT_TRUE(got.grads.count(name)) << name;
+      const Tensor& h = got.grads.at(name);
+      ASSERT_EQ(h.shape(), g.shape()) << name;
+      double max_abs = 1e-3;
+      for (float x : g.flat()) max_abs = std::max(max_abs, std::fabs(static_cast<double>(x)));
+      for (int64_t e = 0; e < g.num_elements(); ++e) {
+        ASSERT_NEAR(h.flat()[e], g.flat()[e], 1e-4 * max_abs) << name << " element " << e << ", threads " << threads;
+      }
+    }
+    EXPECT_NEAR(got.metrics.loss_sum, want.metrics.loss_sum, 1e-5 * want.metrics.loss_sum);
+    ASSERT_EQ(got.metrics.logits.size(), static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(got.metrics.logits[i], want.metrics.logits[i], 1e-4);
+  }
+  // A batch without the bag of a bag field is refused, naming the field.
+  auto computer = NewCpuGradientComputer(graph_job.model, 1);
+  ASSERT_TRUE(computer.ok());
+  auto dedupe = IdDeduper::ForModel(graph_job.model, graph_vars);
+  ASSERT_TRUE(dedupe.ok());
+  Batch lacking = raw;
+  lacking.bags.pop_back();
+  SparseLookup lookup;
+  ASSERT_TRUE((*dedupe)->Build(&lacking, &lookup).ok());
+  std::vector<Tensor> grads;
+  BatchMetrics m;
+  absl::Status s = (*computer)->Compute(StepParams(graph_vars, values, lookup), lacking, 1.0f, &grads, &m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("field 4 is a bag (sqrtn) but the batch has no bag for it"), std::string::npos) << s;
+}
+
 // Wide & Deep: each id input feeds a wide and a deep Embedding. The gradient rows of the step
 // (tables given as the batch's rows, ids as positions) equal the executor's dense gradient over
 // whole tables (ids as ids), read at the unique ids.
