@@ -175,13 +175,7 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.6 else 1)" "$auc" |
 # `pstrain train` of that job.
 job mean sqrtn sum | sed 's/"steps": 300, "steps_per_closure": 10/"epochs": 3, "steps_per_closure": 4/' |
   sed 's/"batch_size": 32/"batch_size": 64, "mode": "sync"/' >"$WORK/job-cluster.json"
-make_cluster 1 2
-PIDS=()
-start_servers 1 2 --threads=1
-start chief 0 pstrain-chief --job="$WORK/job-cluster.json" --model_dir="$WORK/model" --wait_timeout_secs=60
-wait_pid "$LAST_PID" 120
-[ "$WAIT_RC" = 0 ] || fail "the chief exited with $WAIT_RC: $(tail -n 20 "$WORK/chief-0.log")"
-for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+run_cluster_job 1 2 "$WORK/model" 120 --job="$WORK/job-cluster.json"
 timeout 240 "$BIN/pstrain" train --job="$WORK/job-cluster.json" --threads=1 >"$WORK/train-cluster.out" \
   2>"$WORK/train-cluster.log" || fail "pstrain train of the cluster's job failed: $(tail -n 20 "$WORK/train-cluster.log")"
 tail -n 1 "$WORK/train-cluster.out" >"$WORK/train-cluster.json"
@@ -219,13 +213,7 @@ PY
 timeout 240 "$BIN/pstrain" train --job="$WORK/job-keras.json" --threads=2 >"$WORK/train-keras.out" \
   2>"$WORK/train-keras.log" || fail "pstrain train of a Keras model on bags failed: $(tail -n 20 "$WORK/train-keras.log")"
 tail -n 1 "$WORK/train-keras.out" >"$WORK/train-keras.json"
-make_cluster 1 2
-PIDS=()
-start_servers 1 2 --threads=1
-start chief 0 pstrain-chief --job="$WORK/job-keras.json" --model_dir="$WORK/keras-model" --wait_timeout_secs=60
-wait_pid "$LAST_PID" 120
-[ "$WAIT_RC" = 0 ] || fail "the Keras chief exited with $WAIT_RC: $(tail -n 20 "$WORK/chief-0.log")"
-for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+run_cluster_job 1 2 "$WORK/keras-model" 120 --job="$WORK/job-keras.json"
 "$BIN/pstrain" evaluate --checkpoint="$WORK/keras-model" --format=json >"$WORK/evaluate-keras.json" \
   2>"$WORK/evaluate.log" || fail "pstrain evaluate of the Keras model failed: $(cat "$WORK/evaluate.log")"
 python3 - "$WORK/keras-model/summary.json" "$WORK/train-keras.json" "$WORK/evaluate-keras.json" <<'PY' ||

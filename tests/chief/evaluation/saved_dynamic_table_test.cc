@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "ps/store/dynamic_table.h"
 #include "ps/store/ps_server.h"
+#include "tests/ps/store/trained_dynamic_table.h"
 
 namespace pstrain {
 namespace {
@@ -30,23 +31,7 @@ VariableSpec Table() {
 
 // A trained table of one shard: keys pushed once with SGD.
 std::unique_ptr<DynamicTable> Trained(const std::vector<int64_t>& keys) {
-  OptimizerProto sgd;
-  sgd.set_type("sgd");
-  sgd.mutable_learning_rate()->set_initial(0.5);
-  auto opt = Optimizer::Create(sgd);
-  EXPECT_TRUE(opt.ok()) << opt.status();
-  DynamicTableOptions o;
-  o.name = "user/embeddings";
-  o.dim = kDim;
-  o.seed = kSeed;
-  o.initializer = InitializerToProto(Table().initializer);
-  o.optimizer = std::move(*opt);
-  auto table = DynamicTable::Create(o);
-  EXPECT_TRUE(table.ok()) << table.status();
-  std::vector<float> grads(keys.size() * kDim);
-  for (size_t i = 0; i < grads.size(); ++i) grads[i] = 0.1f * static_cast<float>(i + 1);
-  EXPECT_TRUE((*table)->Push(keys, grads, 0).ok());
-  return std::move(*table);
+  return TrainedDynamicTable("user/embeddings", kDim, kSeed, InitializerToProto(Table().initializer), keys);
 }
 
 class SavedDynamicTableTest : public ::testing::Test {

@@ -17,6 +17,7 @@
 #include "ps/store/dynamic_table.h"
 #include "ps/store/ps_server.h"
 #include "tests/common/graph/keras_fixture.h"
+#include "tests/ps/store/trained_dynamic_table.h"
 
 namespace pstrain {
 namespace {
@@ -48,22 +49,7 @@ VariableSpec Variable(const JobSpec& job, const std::string& name) {
 
 // A table of `var` as a ps of one holds it after one SGD push of `keys`.
 std::unique_ptr<DynamicTable> Trained(const JobSpec& job, const VariableSpec& var, const std::vector<int64_t>& keys) {
-  OptimizerProto sgd;
-  sgd.set_type("sgd");
-  sgd.mutable_learning_rate()->set_initial(0.5);
-  auto opt = Optimizer::Create(sgd);
-  EXPECT_TRUE(opt.ok()) << opt.status();
-  DynamicTableOptions o;
-  o.name = var.name;
-  o.dim = var.shape[1];
-  o.seed = job.seed;
-  o.initializer = InitializerToProto(var.initializer);
-  o.optimizer = std::move(*opt);
-  auto table = DynamicTable::Create(o);
-  EXPECT_TRUE(table.ok()) << table.status();
-  std::vector<float> grads(keys.size() * o.dim, 1.0f);
-  EXPECT_TRUE((*table)->Push(keys, grads, 0).ok());
-  return std::move(*table);
+  return TrainedDynamicTable(var.name, var.shape[1], job.seed, InitializerToProto(var.initializer), keys);
 }
 
 class KerasDynamicExportTest : public ::testing::Test {

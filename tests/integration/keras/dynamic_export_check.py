@@ -18,6 +18,8 @@ import sys
 
 import numpy as np
 
+from keras_json_refs import embedding_input_dims
+
 WEIGHTS, TSV = sys.argv[1], sys.argv[2]
 KERAS3 = WEIGHTS.endswith(".weights.h5")
 if KERAS3:
@@ -28,20 +30,6 @@ else:
     import tensorflow as tf
     keras = tf.keras
 
-
-
-def histories(node):
-    """The layers a Keras 2 or Keras 3 inbound_nodes entry refers to."""
-    if isinstance(node, dict):
-        if "keras_history" in node:
-            yield node["keras_history"][0]
-        for v in node.values():
-            yield from histories(v)
-    elif isinstance(node, list):
-        if len(node) >= 3 and isinstance(node[0], str) and isinstance(node[1], int):
-            yield node[0]  # Keras 2: [layer, node, tensor, kwargs]
-        for v in node:
-            yield from histories(v)
 
 
 with open(WEIGHTS + ".json") as f:
@@ -55,11 +43,7 @@ for layer in doc["config"]["layers"]:
     if layer["class_name"] == "InputLayer":
         dtypes[layer["config"]["name"]] = layer["config"]["dtype"]
 id_inputs = [name for name in inputs if "int" in str(dtypes[name])]
-input_dims = {}  # id input -> the input_dim of the Embedding layers it feeds
-for layer in doc["config"]["layers"]:
-    if layer["class_name"] == "Embedding":
-        for source in histories(layer["inbound_nodes"]):
-            input_dims[source] = layer["config"]["input_dim"]
+input_dims = embedding_input_dims(doc)  # id input -> the input_dim of the Embedding layers it feeds
 numeric_inputs = [name for name in inputs if name not in id_inputs]
 assert len(numeric_inputs) == 1, numeric_inputs
 width = model.get_layer(numeric_inputs[0]).output.shape[-1]

@@ -19,29 +19,15 @@ import sys
 os.environ.setdefault("KERAS_BACKEND", "jax")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from keras_json_refs import embedding_input_dims  # noqa: E402
 
 STEPS = 5
 LR = 0.1
 
 
-def histories(node):
-    if isinstance(node, dict):
-        if "keras_history" in node:
-            yield node["keras_history"][0]
-        for v in node.values():
-            yield from histories(v)
-    elif isinstance(node, list):
-        for v in node:
-            yield from histories(v)
-
-
 def read_tsv(path, model, doc):
     numeric = model.inputs[0].shape[1]
-    dims = {}  # input layer -> the input_dim of the Embedding it feeds
-    for layer in doc["config"]["layers"]:
-        if layer["class_name"] == "Embedding":
-            for source in histories(layer["inbound_nodes"]):
-                dims[source] = layer["config"]["input_dim"]
+    dims = embedding_input_dims(doc)  # input layer -> the input_dim of the Embedding it feeds
     sizes = [dims[entry[0]] for entry in doc["config"]["input_layers"][1:]]
     labels, x, ids = [], [], []
     with open(path) as f:

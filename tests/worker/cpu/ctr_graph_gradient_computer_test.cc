@@ -75,6 +75,57 @@ std::vector<Tensor> StepParams(const std::vector<VariableSpec>& variables, const
   return params;
 }
 
+// One step of `job`'s CPU gradient computer on `raw` (ids deduplicated as a worker does, tables
+// given as the rows of the step's unique ids): each variable's gradient and unique ids, and the
+// metrics.
+struct StepRun {
+  std::map<std::string, Tensor> grads;
+  std::map<std::string, std::vector<int64_t>> unique;
+  BatchMetrics metrics;
+};
+StepRun RunStep(const JobSpec& job, const std::vector<VariableSpec>& vars, const std::map<std::string, Tensor>& values,
+                const Batch& raw, int threads) {
+  StepRun out;
+  auto dedupe = IdDeduper::ForModel(job.model, vars);
+  EXPECT_TRUE(dedupe.ok()) << dedupe.status();
+  Batch batch = raw;
+  SparseLookup lookup;
+  EXPECT_TRUE((*dedupe)->Build(&batch, &lookup).ok());
+  const std::vector<Tensor> params = StepParams(vars, values, lookup);
+  auto computer = NewCpuGradientComputer(job.model, threads);
+  EXPECT_TRUE(computer.ok()) << computer.status();
+  std::vector<Tensor> grads;
+  absl::Status s = (*computer)->Compute(params, batch, 1.0f / static_cast<float>(raw.size()), &grads, &out.metrics);
+  EXPECT_TRUE(s.ok()) << s;
+  for (size_t v = 0; v < vars.size() && v < grads.size(); ++v) {
+    out.grads.emplace(vars[v].name, grads[v]);
+    out.unique[vars[v].name] = lookup.unique_ids[v];
+  }
+  return out;
+}
+
+// `got` has `want`'s gradients (to 1e-4 of the largest element), loss and logits.
+void ExpectSameStep(const StepRun& got, const StepRun& want, int threads) {
+  ASSERT_EQ(got.grads.size(), want.grads.size());
+  for (const auto& [name, g] : want.grads) {
+    ASSERT_TRUE(got.grads.count(name)) << name;
+    EXPECT_EQ(got.unique.at(name), want.unique.at(name)) << name;
+    const Tensor& h = got.grads.at(name);
+    ASSERT_EQ(h.shape(), g.shape()) << name;
+    double max_abs = 1e-3;
+    for (float x : g.flat()) max_abs = std::max(max_abs, std::fabs(static_cast<double>(x)));
+    for (int64_t e = 0; e < g.num_elements(); ++e) {
+      ASSERT_NEAR(h.flat()[e], g.flat()[e], 1e-4 * max_abs) << name << " element " << e << ", threads " << threads;
+    }
+  }
+  EXPECT_NEAR(got.metrics.loss_sum, want.metrics.loss_sum, 1e-5 * want.metrics.loss_sum);
+  ASSERT_EQ(got.metrics.logits.size(), want.metrics.logits.size());
+  for (size_t i = 0; i < want.metrics.logits.size(); ++i) {
+    EXPECT_NEAR(got.metrics.logits[i], want.metrics.logits[i], 1e-4);
+  }
+  EXPECT_EQ(got.metrics.labels, want.metrics.labels);
+}
+
 TEST(CtrGraphGradientComputerTest, CtrPresetFromKerasEqualsTheCtrModel) {
   auto preset = LoadJobSpec("ctr");
   ASSERT_TRUE(preset.ok());
@@ -88,50 +139,9 @@ TEST(CtrGraphGradientComputerTest, CtrPresetFromKerasEqualsTheCtrModel) {
   const std::map<std::string, Tensor> values = RandomValues(preset_vars, 7);
   const Batch raw = CtrBatch(48, 13, 26, 30, 4);
 
-  struct Run {
-    std::map<std::string, Tensor> grads;
-    std::map<std::string, std::vector<int64_t>> unique;
-    BatchMetrics metrics;
-  };
-  auto run = [&](const JobSpec& job, const std::vector<VariableSpec>& vars, int threads) {
-    Run out;
-    auto dedupe = IdDeduper::ForModel(job.model, vars);
-    EXPECT_TRUE(dedupe.ok()) << dedupe.status();
-    Batch batch = raw;
-    SparseLookup lookup;
-    EXPECT_TRUE((*dedupe)->Build(&batch, &lookup).ok());
-    const std::vector<Tensor> params = StepParams(vars, values, lookup);
-    auto computer = NewCpuGradientComputer(job.model, threads);
-    EXPECT_TRUE(computer.ok()) << computer.status();
-    std::vector<Tensor> grads;
-    absl::Status s = (*computer)->Compute(params, batch, 1.0f / 48, &grads, &out.metrics);
-    EXPECT_TRUE(s.ok()) << s;
-    for (size_t v = 0; v < vars.size() && v < grads.size(); ++v) {
-      out.grads.emplace(vars[v].name, grads[v]);
-      out.unique[vars[v].name] = lookup.unique_ids[v];
-    }
-    return out;
-  };
-  const Run want = run(*preset, preset_vars, 1);
-  for (int threads : {1, 2}) {
-    const Run got = run(graph_job, graph_vars, threads);
-    ASSERT_EQ(got.grads.size(), want.grads.size());
-    for (const auto& [name, g] : want.grads) {
-      ASSERT_TRUE(got.grads.count(name)) << name;
-      EXPECT_EQ(got.unique.at(name), want.unique.at(name)) << name;
-      const Tensor& h = got.grads.at(name);
-      ASSERT_EQ(h.shape(), g.shape()) << name;
-      double max_abs = 1e-3;
-      for (float x : g.flat()) max_abs = std::max(max_abs, std::fabs(static_cast<double>(x)));
-      for (int64_t e = 0; e < g.num_elements(); ++e) {
-        ASSERT_NEAR(h.flat()[e], g.flat()[e], 1e-4 * max_abs) << name << " element " << e << ", threads " << threads;
-      }
-    }
-    EXPECT_NEAR(got.metrics.loss_sum, want.metrics.loss_sum, 1e-5 * want.metrics.loss_sum);
-    ASSERT_EQ(got.metrics.logits.size(), 48u);
-    for (size_t i = 0; i < 48; ++i) EXPECT_NEAR(got.metrics.logits[i], want.metrics.logits[i], 1e-4);
-    EXPECT_EQ(got.metrics.labels, want.metrics.labels);
-  }
+  const StepRun want = RunStep(*preset, preset_vars, values, raw, 1);
+  ASSERT_EQ(want.metrics.logits.size(), 48u);
+  for (int threads : {1, 2}) ExpectSameStep(RunStep(graph_job, graph_vars, values, raw, threads), want, threads);
 }
 
 // Bags (multi-hot ids) on two of the Keras ctr preset's inputs: its Embedding layers combine them
@@ -165,46 +175,11 @@ TEST(CtrGraphGradientComputerTest, BagsOnKerasInputsEqualTheCtrModelsBagFields) 
       raw.ids[b * 26 + field] = 0;
     }
   }
-  struct Run {
-    std::map<std::string, Tensor> grads;
-    BatchMetrics metrics;
-  };
-  auto run = [&](const JobSpec& job, const std::vector<VariableSpec>& vars, int threads) {
-    Run out;
-    auto dedupe = IdDeduper::ForModel(job.model, vars);
-    EXPECT_TRUE(dedupe.ok()) << dedupe.status();
-    Batch batch = raw;
-    SparseLookup lookup;
-    EXPECT_TRUE((*dedupe)->Build(&batch, &lookup).ok());
-    const std::vector<Tensor> params = StepParams(vars, values, lookup);
-    auto computer = NewCpuGradientComputer(job.model, threads);
-    EXPECT_TRUE(computer.ok()) << computer.status();
-    std::vector<Tensor> grads;
-    absl::Status s = (*computer)->Compute(params, batch, 1.0f / n, &grads, &out.metrics);
-    EXPECT_TRUE(s.ok()) << s;
-    for (size_t v = 0; v < vars.size() && v < grads.size(); ++v) out.grads.emplace(vars[v].name, grads[v]);
-    return out;
-  };
-  const Run want = run(*preset, preset_vars, 1);
+  const StepRun want = RunStep(*preset, preset_vars, values, raw, 1);
   // The bag fields' tables got rows from the bags (not only position 0's row).
   ASSERT_GT(want.grads.at(preset_vars[1].name).dim(0), 1);
-  for (int threads : {1, 2}) {
-    const Run got = run(graph_job, graph_vars, threads);
-    ASSERT_EQ(got.grads.size(), want.grads.size());
-    for (const auto& [name, g] : want.grads) {
-      ASSERT_TRUE(got.grads.count(name)) << name;
-      const Tensor& h = got.grads.at(name);
-      ASSERT_EQ(h.shape(), g.shape()) << name;
-      double max_abs = 1e-3;
-      for (float x : g.flat()) max_abs = std::max(max_abs, std::fabs(static_cast<double>(x)));
-      for (int64_t e = 0; e < g.num_elements(); ++e) {
-        ASSERT_NEAR(h.flat()[e], g.flat()[e], 1e-4 * max_abs) << name << " element " << e << ", threads " << threads;
-      }
-    }
-    EXPECT_NEAR(got.metrics.loss_sum, want.metrics.loss_sum, 1e-5 * want.metrics.loss_sum);
-    ASSERT_EQ(got.metrics.logits.size(), static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(got.metrics.logits[i], want.metrics.logits[i], 1e-4);
-  }
+  ASSERT_EQ(want.metrics.logits.size(), static_cast<size_t>(n));
+  for (int threads : {1, 2}) ExpectSameStep(RunStep(graph_job, graph_vars, values, raw, threads), want, threads);
   // A batch without the bag of a bag field is refused, naming the field.
   auto computer = NewCpuGradientComputer(graph_job.model, 1);
   ASSERT_TRUE(computer.ok());
