@@ -53,7 +53,8 @@ kind_asan() {
                 common_onnx_export_test common_job_spec_keras_test worker_graph_gradient_computer_test
                 worker_tfrecord_reader_test worker_ctr_graph_gradient_computer_test ps_dynamic_table_test
                 worker_tf_example_bags_test worker_ctr_bag_model_test worker_dynamic_exchange_test
-                worker_dynamic_table_updater_test chief_saved_dynamic_table_test chief_dynamic_tables_test)
+                worker_dynamic_table_updater_test chief_saved_dynamic_table_test chief_dynamic_tables_test
+                keras_dynamic_export_test)
   SUITES="CheckedMath|JsonLimits|JsonFields|MemoryBudget|ConfinedPath|ReadRegularFile|TaskFlags|JobSpec|ClusterSpec"
   SUITES+="|SlurmHostlist|SlurmTasksPerNode|SlurmTasksFlag|SlurmCluster|SlurmBootstrap"
   SUITES+="|DynamicPsServer|DynamicPsCheckpoint|GrpcDynamicTable"
@@ -65,7 +66,8 @@ kind_asan() {
   SUITES+="|Fixtures/KerasFixture|OnnxExport|KerasWeights|JobSpecKeras|GraphGradientComputer|CtrGraphGradientComputer"
   SUITES+="|Crc32c|TfRecordFraming|TfRecordBadInput|TfExampleCtr|NonTrainableShard|DynamicTableCheckpoint|InitialWeights"
   SUITES+="|TfExampleBags|CtrBagModel|CtrBagModelRegression|Combiners/CtrBagModel|IdDeduperDynamic"
-  SUITES+="|DynamicTableUpdater|SavedDynamicTable|DynamicIndex|DynamicCheckpoint"
+  SUITES+="|DynamicTableUpdater|SavedDynamicTable|DynamicIndex|DynamicCheckpoint|KerasDynamicExport|SetEmbeddingInputDims"
+  SUITES+="|NpyInt64Vector"
   INTEGRATION="bad_input_.*|bad_config|file_access|model_dir_owner"
   TESTS="^((${SUITES})(Test)?\\.|integration_(${INTEGRATION})$)"
   # fuzzer-no-link: the libFuzzer targets (tests/fuzz, deploy/fuzz.sh) are built here too; for the
@@ -88,7 +90,7 @@ kind_tsan() {
   BINARIES=()
   UNIT_TARGETS=(ps_store_test ps_transport_test ps_client_test closure_queue_test coordinator_test worker_thread_pool_test worker_logic_test
                 worker_with_ps_test worker_sparse_exchange_test worker_dynamic_exchange_test common_metrics_test in_process_cluster_test
-                job_shutdown_test ps_replication_test ps_dynamic_table_test)
+                job_shutdown_test ps_replication_test ps_dynamic_table_test worker_ctr_graph_gradient_computer_test)
   TESTS=""  # every test of those targets (their suites, listed once they are built)
   # gRPC's header code is compiled uninstrumented, as its libraries are (reason in the file).
   SAN_FLAGS="-fsanitize=thread -fsanitize-ignorelist=$(pwd)/deploy/tsan-ignorelist.txt -fno-omit-frame-pointer"
