@@ -33,3 +33,22 @@ for l in open(sys.argv[1]):
         d = json.loads(l[7:]); print(d['train_examples_per_sec'], d['wall_seconds'], d['test_auc'], d['test_logloss'])" "$log")
   record "$name" "$line"
 }
+
+# bench_tfrs PY: the PYTHONPATH folder of TensorFlow Recommenders 0.7.3 (Cross, DotInteraction),
+# downloaded on first use by PY's pip into the cache and unpacked there, never installed (its
+# dependencies would change the tf environment's TensorFlow).
+bench_tfrs() {
+  local dir="${XDG_CACHE_HOME:-$HOME/.cache}/pstrain/tfrs-0.7.3"
+  if [ ! -d "$dir/site/tensorflow_recommenders" ]; then
+    echo "downloading TensorFlow Recommenders 0.7.3 into $dir (PYTHONPATH only, not installed)" >&2
+    mkdir -p "$dir"
+    "$1" -m pip download -q tensorflow-recommenders==0.7.3 --no-deps -d "$dir" >&2
+    "$1" -m zipfile -e "$dir"/tensorflow_recommenders-0.7.3-py3-none-any.whl "$dir/site" >&2
+  fi
+  echo "$dir/site"
+}
+
+# now: seconds since the epoch, with nanoseconds. record NAME "FIGURES": appends a run's figures
+# to $OUT/NAME.runs (the caller's $OUT and $rep) and echoes them.
+now() { date +%s.%N; }
+record() { echo "$2" >>"$OUT/$1.runs"; echo "rep $rep: $1 $2" >&2; }

@@ -39,13 +39,7 @@ PEERS="$ROOT/tests/benchmarks/peers"
 TFPY=$(bash "$ROOT/deploy/install-python-peers.sh" --python tf)  # writes the models, whatever runs
 [ "$TORCH" = 1 ] && TORCHPY=$(bash "$ROOT/deploy/install-python-peers.sh" --python torch)
 
-TFRS="${XDG_CACHE_HOME:-$HOME/.cache}/pstrain/tfrs-0.7.3"
-if [ ! -d "$TFRS/site/tensorflow_recommenders" ]; then
-  echo "downloading TensorFlow Recommenders 0.7.3 into $TFRS (PYTHONPATH only, not installed)" >&2
-  mkdir -p "$TFRS"
-  "$TFPY" -m pip download -q tensorflow-recommenders==0.7.3 --no-deps -d "$TFRS"
-  "$TFPY" -m zipfile -e "$TFRS"/tensorflow_recommenders-0.7.3-py3-none-any.whl "$TFRS/site"
-fi
+TFRS=$(bench_tfrs "$TFPY")
 
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/pstrain-keras-ctr.XXXXXX")
 echo "logs in $OUT" >&2
@@ -53,12 +47,10 @@ echo "logs in $OUT" >&2
 TRAIN=$(grep -o '[^ ]*train\.txt' "$OUT/datagen.out" | head -n 1)
 TEST=$(grep -o '[^ ]*test\.txt' "$OUT/datagen.out" | head -n 1)
 BAYES="$(dirname "$TRAIN")/bayes.json"
-(cd "$PEERS" && TF_CPP_MIN_LOG_LEVEL=2 PYTHONPATH="$TFRS/site" "$TFPY" keras_ctr_models.py "$OUT") >"$OUT/models.log" 2>&1 ||
+(cd "$PEERS" && TF_CPP_MIN_LOG_LEVEL=2 PYTHONPATH="$TFRS" "$TFPY" keras_ctr_models.py "$OUT") >"$OUT/models.log" 2>&1 ||
   { cat "$OUT/models.log" >&2; exit 1; }
 grep parameters "$OUT/models.log" >&2
 
-now() { date +%s.%N; }
-record() { echo "$2" >>"$OUT/$1.runs"; echo "rep $rep: $1 $2" >&2; }
 run_train() {  # run_train MODEL
   local log="$OUT/train-$1.r$rep" t0 line
   t0=$(now)
@@ -74,7 +66,7 @@ for rep in $(seq 1 "$REPS"); do
   for m in ${MODELS//,/ }; do
     run_train "$m"
     [ "$TORCH" = 1 ] && run_peer "torch-$m" "$TORCHPY" torch_keras_ctr.py --model "$m" --train "$TRAIN" --test "$TEST" --threads 2
-    [ "$TF" = 1 ] && run_peer "tf-$m" env TF_CPP_MIN_LOG_LEVEL=2 PYTHONPATH="$TFRS/site" "$TFPY" tf_keras_ctr.py \
+    [ "$TF" = 1 ] && run_peer "tf-$m" env TF_CPP_MIN_LOG_LEVEL=2 PYTHONPATH="$TFRS" "$TFPY" tf_keras_ctr.py \
       --model_json "$OUT/$m.json" --train "$TRAIN" --test "$TEST" --threads 2
   done
 done

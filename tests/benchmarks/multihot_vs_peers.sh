@@ -44,23 +44,15 @@ PEERS="$ROOT/tests/benchmarks/peers"
 TFPY=$(bash "$ROOT/deploy/install-python-peers.sh" --python tf)  # writes the data and models, whatever runs
 [ "$TORCHREC" = 1 ] && TRPY=$(bash "$ROOT/deploy/install-python-peers.sh" --python torchrec)
 
-TFRS="${XDG_CACHE_HOME:-$HOME/.cache}/pstrain/tfrs-0.7.3"
-if [ ! -d "$TFRS/site/tensorflow_recommenders" ]; then
-  echo "downloading TensorFlow Recommenders 0.7.3 into $TFRS (PYTHONPATH only, not installed)" >&2
-  mkdir -p "$TFRS"
-  "$TFPY" -m pip download -q tensorflow-recommenders==0.7.3 --no-deps -d "$TFRS"
-  "$TFPY" -m zipfile -e "$TFRS"/tensorflow_recommenders-0.7.3-py3-none-any.whl "$TFRS/site"
-fi
+TFRS=$(bench_tfrs "$TFPY")
 
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/pstrain-multihot.XXXXXX")
 echo "logs in $OUT" >&2
 (cd "$PEERS" && TF_CPP_MIN_LOG_LEVEL=2 "$TFPY" multihot_data.py "$OUT" --train "$NTRAIN" --test "$NTEST" &&
-  TF_CPP_MIN_LOG_LEVEL=2 PYTHONPATH="$TFRS/site" "$TFPY" keras_multihot_models.py "$OUT" "$OUT/train.tfrecord" \
+  TF_CPP_MIN_LOG_LEVEL=2 PYTHONPATH="$TFRS" "$TFPY" keras_multihot_models.py "$OUT" "$OUT/train.tfrecord" \
     "$OUT/test.tfrecord") >"$OUT/setup.log" 2>&1 || { cat "$OUT/setup.log" >&2; exit 1; }
 grep parameters "$OUT/setup.log" >&2
 
-now() { date +%s.%N; }
-record() { echo "$2" >>"$OUT/$1.runs"; echo "rep $rep: $1 $2" >&2; }
 run_train() {  # run_train MODEL
   local log="$OUT/train-$1.r$rep" t0 line
   t0=$(now)
