@@ -90,7 +90,7 @@ kind_tsan() {
   BINARIES=()
   UNIT_TARGETS=(ps_store_test ps_transport_test ps_client_test closure_queue_test coordinator_test worker_thread_pool_test worker_logic_test
                 worker_with_ps_test worker_sparse_exchange_test worker_dynamic_exchange_test common_metrics_test in_process_cluster_test
-                job_shutdown_test ps_replication_test ps_dynamic_table_test)
+                job_shutdown_test ps_replication_test ps_dynamic_table_test worker_ctr_graph_gradient_computer_test)
   TESTS=""  # every test of those targets (their suites, listed once they are built)
   # gRPC's header code is compiled uninstrumented, as its libraries are (reason in the file).
   SAN_FLAGS="-fsanitize=thread -fsanitize-ignorelist=$(pwd)/deploy/tsan-ignorelist.txt -fno-omit-frame-pointer"
