@@ -1,10 +1,12 @@
 #include "chief/tool/keras_dynamic_export.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "chief/evaluation/saved_dynamic_table.h"
+#include "common/checkpoint/dynamic_shard_files.h"
 #include "common/graph/model_graph.h"
 #include "common/plan/model_variables.h"
 #include "common/platform/status_macros.h"
@@ -44,14 +46,13 @@ absl::StatusOr<KerasDynamicExport> ReadDynamicTablesForKeras(Env* env, const std
     }
     return nullptr;
   };
+  std::map<std::string, int64_t> saved_rows;  // by table, over its shards
+  ASSIGN_OR_RETURN(std::vector<SavedDynamicTableFiles> files, GroupDynamicShards(index.dynamic_shards));
+  for (const SavedDynamicTableFiles& f : files) saved_rows[f.table_name] = f.rows;
   for (const auto& [input, layers] : DynamicLayersByInput(job)) {
     // The union can hold every row of every table of the input: bound it before reading any.
     int64_t rows = 1;
-    for (const std::string& layer : layers) {
-      for (const SavedDynamicShard& s : index.dynamic_shards) {
-        if (s.table_name() == layer + "/embeddings") rows += s.rows();
-      }
-    }
+    for (const std::string& layer : layers) rows += saved_rows[layer + "/embeddings"];
     std::vector<SavedDynamicTable> tables;
     std::set<int64_t> keys;
     for (const std::string& layer : layers) {
