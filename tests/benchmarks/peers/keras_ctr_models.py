@@ -29,10 +29,13 @@ def inputs(keras):
     return numeric, ids
 
 
-def embeddings(keras, ids, dim, prefix):
+def embeddings(keras, ids, dim, prefix, suffixes=None):
+    """An Embedding(TABLE, dim) per id input, flattened; layers named prefix + suffix (default the
+    input's position)."""
     L = keras.layers
-    return [L.Flatten(name=f"{prefix}_flat{i}")(L.Embedding(TABLE, dim, name=f"{prefix}{i}")(c))
-            for i, c in enumerate(ids)]
+    suffixes = suffixes or [str(i) for i in range(len(ids))]
+    return [L.Flatten(name=f"{prefix}_flat{s}")(L.Embedding(TABLE, dim, name=f"{prefix}{s}")(c))
+            for s, c in zip(suffixes, ids)]
 
 
 def tower(keras, x):
@@ -42,11 +45,13 @@ def tower(keras, x):
     return L.Dense(1, name="deep_out")(x)
 
 
-def deepfm(keras):
+def deepfm(keras, numeric=None, ids=None, suffixes=None):
+    """DeepFM on `numeric` and the id inputs `ids` (default: this file's 13 numeric, 26 fields)."""
     L = keras.layers
-    numeric, ids = inputs(keras)
-    e = embeddings(keras, ids, DIM, "fm_emb")
-    first = L.Add(name="first_order")(embeddings(keras, ids, 1, "linear_emb") +
+    if numeric is None:
+        numeric, ids = inputs(keras)
+    e = embeddings(keras, ids, DIM, "fm_emb", suffixes)
+    first = L.Add(name="first_order")(embeddings(keras, ids, 1, "linear_emb", suffixes) +
                                       [L.Dense(1, name="linear_numeric")(numeric)])
     summed = L.Add(name="sum_e")(e)
     square_of_sum = L.Multiply(name="square_of_sum")([summed, summed])

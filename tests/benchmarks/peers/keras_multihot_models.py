@@ -15,15 +15,17 @@ build the same models:
   DLRM:   bottom Dense(64 relu) - Dense(16 relu) on numeric -> b; DotInteraction (pairwise dots,
           no self-interaction) of [b, e1..e12]; top Dense(256 relu) - Dense(128 relu) - Dense(1)
           on concat(b, dots).
-  DeepFM: first order: Embedding(100000, 1) per feature + Dense(1) on numeric; second order: a
-          Dense(1) without bias on (sum e)^2 - sum e^2; deep Dense(512 relu) - Dense(256 relu) -
-          Dense(1) on concat(numeric, e); the three summed.
+  DeepFM: keras_ctr_models.deepfm on these inputs: first order Embedding(100000, 1) per feature +
+          Dense(1) on numeric; second order a Dense(1) without bias on (sum e)^2 - sum e^2; deep
+          Dense(512 relu) - Dense(256 relu) - Dense(1) on concat(numeric, e); the three summed.
 """
 import json
 import os
 import sys
 
-TABLE, DIM, NUMERIC = 100000, 16, 13
+import keras_ctr_models
+
+DIM, NUMERIC = keras_ctr_models.DIM, 13
 FEATURES = ["c%d" % i for i in range(1, 9)] + ["b%d" % i for i in range(1, 5)]
 
 
@@ -33,36 +35,20 @@ def inputs(keras):
     return numeric, ids
 
 
-def embeddings(keras, ids, dim, prefix):
-    L = keras.layers
-    return [L.Flatten(name="%s_flat_%s" % (prefix, f))(L.Embedding(TABLE, dim, name="%s_%s" % (prefix, f))(c))
-            for f, c in zip(FEATURES, ids)]
-
-
 def dlrm(keras, tfrs):
     L = keras.layers
     numeric, ids = inputs(keras)
     b = L.Dense(16, activation="relu", name="bottom_out")(L.Dense(64, activation="relu", name="bottom1")(numeric))
-    dots = tfrs.layers.feature_interaction.DotInteraction(name="interaction")([b] + embeddings(keras, ids, DIM, "emb"))
+    e = keras_ctr_models.embeddings(keras, ids, DIM, "emb_", FEATURES)
+    dots = tfrs.layers.feature_interaction.DotInteraction(name="interaction")([b] + e)
     x = L.Concatenate(name="top_in")([b, dots])
     x = L.Dense(128, activation="relu", name="top2")(L.Dense(256, activation="relu", name="top1")(x))
     return keras.Model([numeric] + ids, L.Dense(1, name="logit")(x), name="dlrm")
 
 
 def deepfm(keras):
-    L = keras.layers
     numeric, ids = inputs(keras)
-    e = embeddings(keras, ids, DIM, "fm_emb")
-    first = L.Add(name="first_order")(embeddings(keras, ids, 1, "linear_emb") +
-                                      [L.Dense(1, name="linear_numeric")(numeric)])
-    summed = L.Add(name="sum_e")(e)
-    square_of_sum = L.Multiply(name="square_of_sum")([summed, summed])
-    sum_of_squares = L.Add(name="sum_of_squares")([L.Multiply(name="square_%d" % i)([v, v]) for i, v in enumerate(e)])
-    fm = L.Dense(1, use_bias=False, name="fm")(L.Subtract(name="fm_pairs")([square_of_sum, sum_of_squares]))
-    x = L.Dense(256, activation="relu", name="deep2")(
-        L.Dense(512, activation="relu", name="deep1")(L.Concatenate(name="deep_in")([numeric] + e)))
-    deep = L.Dense(1, name="deep_out")(x)
-    return keras.Model([numeric] + ids, L.Add(name="logit")([first, fm, deep]), name="deepfm")
+    return keras_ctr_models.deepfm(keras, numeric, ids, ["_" + f for f in FEATURES])
 
 
 def job(name, model_json, train, test):
