@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 import ctr_data
-from tf_common import Timer, log, result
+from tf_common import Timer, fit_after_first_step, log, result
 
 
 def main():
@@ -71,18 +71,8 @@ def main():
                   steps_per_execution=args.steps_per_execution)
 
     # The clock starts when the first execution (which traces the step) ends.
-    clock = {}
-
-    def first_done(batch, logs):
-        if "t" not in clock:
-            clock["t"], clock["after"] = Timer(), batch + 1
-
-    fit_t = Timer()
-    model.fit(ds, epochs=args.epochs, verbose=0,
-              callbacks=[keras.callbacks.LambdaCallback(on_train_batch_end=first_done)])
-    fit_s = fit_t.seconds()
-    train_s = clock["t"].seconds()
-    timed_examples = args.epochs * len(ytr) - clock["after"] * args.batch
+    fit_s, train_s, after = fit_after_first_step(keras, model, ds, args.epochs)
+    timed_examples = args.epochs * len(ytr) - after * args.batch
     logits = model.predict(features(xte, cte), batch_size=8192, verbose=0).ravel()
     p = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
     ex_s = timed_examples / train_s

@@ -42,7 +42,7 @@ import os
 import numpy as np
 
 import ctr_data
-from tf_common import Timer, log, result
+from tf_common import Timer, fit_after_first_step, log, result
 
 TABLE, DIM, NUMERIC, ONEHOT, BAGS = 100000, 16, 13, 8, 4
 SEED = 42
@@ -167,18 +167,8 @@ def main():
                   loss=keras.losses.BinaryCrossentropy(from_logits=True))
 
     # The clock starts when the first step (which traces the train function) ends.
-    clock = {}
-
-    def first_done(batch, logs):
-        if "t" not in clock:
-            clock["t"], clock["after"] = Timer(), batch + 1
-
-    fit_t = Timer()
-    model.fit(ds, epochs=args.epochs, verbose=0,
-              callbacks=[keras.callbacks.LambdaCallback(on_train_batch_end=first_done)])
-    fit_s = fit_t.seconds()
-    train_s = clock["t"].seconds()
-    timed_examples = args.epochs * n - clock["after"] * args.batch
+    fit_s, train_s, after = fit_after_first_step(keras, model, ds, args.epochs)
+    timed_examples = args.epochs * n - after * args.batch
     test_ds = tf.data.Dataset.from_tensor_slices(xte).batch(8192) if args.pipeline == "slices" else \
         tf.data.Dataset.range(int(yte.shape[0])).batch(8192).map(
             lambda i: tf.nest.map_structure(lambda v: tf.gather(v, i), xte))

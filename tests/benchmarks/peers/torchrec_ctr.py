@@ -13,13 +13,12 @@ accumulator 1e-6, eps 1e-7); batch 1024, one pass over the training file per epo
 Parsing is not timed. Prints a RESULT line: training examples/s, wall time, test AUC and log loss.
 """
 import argparse
-import os
-import socket
 import time
 
 import numpy as np
 
 import ctr_data
+import torchrec_common
 
 TABLE, DIM = 100000, 16
 
@@ -46,11 +45,7 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(42)
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(s.getsockname()[1]))
-    s.close()
-    dist.init_process_group("gloo", rank=0, world_size=1)
+    torchrec_common.init_one_rank(dist)
 
     xtr, ctr, ytr = ctr_data.load(args.train)
     xte, cte, yte = ctr_data.load(args.test)

@@ -31,13 +31,12 @@ examples/s, wall time, test AUC and log loss.
 """
 import argparse
 import json
-import os
-import socket
 import time
 
 import numpy as np
 
 import ctr_data
+import torchrec_common
 
 TABLE, DIM, NUMERIC, ONEHOT, BAGS = 100000, 16, 13, 8, 4
 LINEAR_COLS = 4  # DeepFM's first-order tables: see DeepFm
@@ -102,11 +101,7 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(42)
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(s.getsockname()[1]))
-    s.close()
-    dist.init_process_group("gloo", rank=0, world_size=1)
+    torchrec_common.init_one_rank(dist)
 
     ztr, zte = np.load(args.train), np.load(args.test)
     xtr, ytr, sptr = ztr["numeric"].astype(np.float32), ztr["labels"].astype(np.float32), Sparse(ztr)
