@@ -64,6 +64,9 @@ const std::vector<FlagDef>& TrainFlags() {
       {"test_files", "", "criteo and tfrecord jobs: comma-separated test files or globs (overrides data.test_files)"},
       {"seed", "", "job seed (initial weights and shuffles)"},
       {"eval", "true", "evaluate on the test set after every epoch", true},
+      {"report_every_steps", "0",
+       "also report (train figures of the window, and the test set with --eval) after every this many steps of an "
+       "epoch; 0: once per epoch"},
       {"terminate_on_nan", "",
        "stop when a loss, gradient or variable turns NaN/Inf, naming the step and variable (default: the job's "
        "terminate_on_nan, true unless it says false)",
@@ -154,6 +157,7 @@ nlohmann::json ReportJson(const EpochReport& r, bool binary) {
     j["train_auc"] = NumberOrNull(r.train_auc);
     j["test_auc"] = NumberOrNull(r.test_auc);
   }
+  if (r.dynamic_rows >= 0) j["dynamic_rows"] = r.dynamic_rows;
   return j;
 }
 
@@ -167,6 +171,7 @@ std::string EpochLine(const EpochReport& r, int64_t epochs, bool classification,
   if (evaluated && classification) absl::StrAppendFormat(&line, " acc %.4f", r.test_accuracy);
   if (evaluated && binary) absl::StrAppendFormat(&line, " auc %.4f", r.test_auc);
   absl::StrAppendFormat(&line, "  %.1fs  %.0f examples/s", r.train_seconds, r.examples_per_second);
+  if (r.dynamic_rows >= 0) absl::StrAppendFormat(&line, "  %lld dynamic rows", static_cast<long long>(r.dynamic_rows));
   return line;
 }
 
@@ -182,6 +187,7 @@ absl::Status RunTrain(Env* env, const CommandLine& cl) {
   ASSIGN_OR_RETURN(options.steps, IntFlag(cl, "steps", 0, DimensionRange()));
   ASSIGN_OR_RETURN(int64_t seed, IntFlag(cl, "seed", static_cast<int64_t>(job.seed), IntAtLeast(0)));
   ASSIGN_OR_RETURN(options.evaluate, cl.GetBool("eval"));
+  ASSIGN_OR_RETURN(options.report_every_steps, IntFlag(cl, "report_every_steps", 0, IntAtLeast(0)));
   if (cl.Given("terminate_on_nan")) {
     ASSIGN_OR_RETURN(job.terminate_on_nan, cl.GetBool("terminate_on_nan"));
   }
@@ -243,7 +249,7 @@ absl::Status RunTrain(Env* env, const CommandLine& cl) {
   }
   nlohmann::json summary = {{"job", job.name},
                             {"steps", last.steps},
-                            {"epochs", per_epoch_json.size()},
+                            {"epochs", last.epoch},
                             {"batch_size", job.batch_size},
                             {"threads", options.threads},
                             {"replicas", options.replicas},

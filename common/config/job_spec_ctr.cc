@@ -284,19 +284,6 @@ absl::Status CheckTfExampleFeatures(const JobSpec& spec) {
   std::vector<std::string> weights;
   for (size_t c = 0; c < f.categorical.size(); ++c) {
     if (!f.is_bag(c)) continue;
-    if (spec.model.is_graph()) {
-      // A Keras input of shape (k,) holds k fields; a bag replaces the one id of an input of shape (1,).
-      const std::string& layer = spec.model.fields[c].name;
-      const auto same_input = std::count_if(spec.model.fields.begin(), spec.model.fields.end(),
-                                            [&layer](const EmbeddingFieldSpec& g) { return g.name == layer; });
-      if (same_input > 1) {
-        return Invalid(absl::StrCat("data.features.categorical[", c, "]"),
-                       absl::StrCat("is a bag (\"", f.categorical[c], "\") but feeds an integer input of ", same_input,
-                                    " ids (the input of Embedding layer '", layer,
-                                    "'); a bag feeds an integer input of shape (1,), whose Embedding layers then "
-                                    "combine its ids"));
-      }
-    }
     if (!f.bags[c].weights.empty()) weights.push_back(f.bags[c].weights);
   }
   std::set<std::string> seen{f.label};

@@ -62,8 +62,9 @@ absl::Status InlineKerasJson(const std::string& spec_path, nlohmann::json* doc);
 // "weights": name, "max_length": n (default kDefaultBagMaxLength)}.
 absl::Status ParseTfExampleFeatures(JsonFields& data, bool tfrecord, TfExampleFeatureSpec* spec);
 // The features against the model: one numeric name per numeric input, one categorical name per
-// field, no name used twice (weights included), and a Keras model's bags only on integer inputs
-// of shape (1,) (one field; its Embedding layers combine the bag's ids).
+// field, no name used twice (weights included). A Keras model's bag takes one column of an integer
+// input (a field), whose Embedding layers combine the bag's ids there; the bags and one-id features
+// of one input of shape (k,) share its tables.
 absl::Status CheckTfExampleFeatures(const JobSpec& spec);
 // Copies each bag's combiner into its model field (EmbeddingFieldSpec::combiner).
 void ApplyTfExampleBags(JobSpec* spec);

@@ -11,16 +11,20 @@
 # With --drift_at F the popular ids change after that fraction of the training set (the test set is
 # the new era), and the dynamic tables get --ttl_steps as well, so rows of ids that stopped coming
 # are dropped and the cap keeps memory flat.
-# Prints every run's test AUC and log loss, the medians, and the set's Bayes-optimal AUC.
+# Prints every run's test AUC and log loss, the medians, and the set's Bayes-optimal AUC. With
+# --windows W (> 0) each run also reports W times through its epoch (`pstrain train
+# --report_every_steps`), and a curve prints per window, medians over the seeds: the train AUC of the
+# window's batches before each was trained on (progressive validation: it falls where the ids drift
+# and shows how fast each model recovers), the test AUC after it, and the dynamic tables' rows held.
 #
 # Usage: tests/benchmarks/dynamic_vs_modulo_auc.sh [--bin build/bin] [--train 400000] [--test 50000]
 #          [--vocabulary 100000000] [--rows 4096] [--zipf 1.1] [--seeds "42 43 44"] [--admission 1]
-#          [--drift_at 0] [--ttl_steps 0]
+#          [--drift_at 0] [--ttl_steps 0] [--windows 0]
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/tests/benchmarks/bench_lib.sh"
 BIN="$ROOT/build/bin" TRAIN=400000 TEST=50000 VOCAB=100000000 ROWS=4096 ZIPF=1.1 SEEDS="42 43 44"
-ADMISSION=1 DRIFT=0 TTL=0
+ADMISSION=1 DRIFT=0 TTL=0 WINDOWS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) BIN=$2; shift 2 ;;
@@ -33,6 +37,7 @@ while [ $# -gt 0 ]; do
     --admission) ADMISSION=$2; shift 2 ;;
     --drift_at) DRIFT=$2; shift 2 ;;
     --ttl_steps) TTL=$2; shift 2 ;;
+    --windows) WINDOWS=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -66,17 +71,25 @@ job_json() {
 EOF
 }
 FIXED_FIELD="{\"vocabulary_size\": $ROWS, \"embedding_dim\": $DIM, \"count\": 26}"
+REPORT=()
+if [ "$WINDOWS" -gt 0 ]; then
+  STEPS=$(((TRAIN + 1023) / 1024))  # batch 1024, the last partial batch kept
+  REPORT=(--report_every_steps=$(((STEPS + WINDOWS - 1) / WINDOWS)))
+fi
 DYN_FIELD="{\"embedding_dim\": $DIM, \"count\": 26, \"dynamic\": {\"max_rows\": $DYN_ROWS, \"admission_threshold\": $ADMISSION, \"ttl_steps\": $TTL}}"
 
 run() {  # run NAME SEED FIELD_JSON: appends "auc logloss" to $OUT/NAME.runs
   local log="$OUT/$1.s$2" line
   job_json "$2" "$3" >"$log.json"
   "$BIN/pstrain" train --job="$log.json" --threads=2 --train_files="$OUT/data/train.txt" \
-    --test_files="$OUT/data/test.txt" --model_dir="$log.model" >"$log.out" 2>"$log.err" ||
+    --test_files="$OUT/data/test.txt" --model_dir="$log.model" "${REPORT[@]}" >"$log.out" 2>"$log.err" ||
     { echo "$1 failed, see $log.err" >&2; return 1; }
   line=$(tail -n 1 "$log.out" | python3 -c "import json,sys; d=json.load(sys.stdin)
 print('%.4f %.4f' % (d['final_test_auc'], d['final_test_logloss']))")
   echo "$line" >>"$OUT/$1.runs"
+  tail -n 1 "$log.out" | python3 -c "import json,sys
+for r in json.load(sys.stdin)['per_epoch']:
+    print(r['steps'], r['train_auc'], r['test_auc'], r.get('dynamic_rows', -1))" >"$log.curve"
   echo "seed $2: $1 test AUC, log loss $line" >&2
   if [ "$1" = dynamic ]; then  # the tables' rows and evictions at the end, from the checkpoint
     "$BIN/pstrain" inspect --checkpoint="$(ls -d "$log.model"/ckpt-* | tail -n 1)" --format=json 2>/dev/null | python3 -c "import json,sys
@@ -102,3 +115,17 @@ for name in fixed dynamic; do
     tr '\n' ' ')), log loss median $(cut -d' ' -f2 "$OUT/$name.runs" | median)"
 done
 [ -f "$OUT/rows" ] && sed 's/^/dynamic, at the end of a run: /' "$OUT/rows"
+if [ "$WINDOWS" -gt 0 ]; then
+  echo "per window (medians over the seeds): steps, train AUC of the window before training on it, test AUC after it;"
+  echo "dynamic rows held (of $((26 * DYN_ROWS)) allowed)"
+  python3 - "$OUT" $SEEDS <<'PY'
+import statistics, sys
+out, seeds = sys.argv[1], sys.argv[2:]
+curves = {n: [[l.split() for l in open(f"{out}/{n}.s{s}.curve")] for s in seeds] for n in ("fixed", "dynamic")}
+print("%6s  %12s %12s  %12s %12s  %10s" % ("steps", "fixed train", "dyn train", "fixed test", "dyn test", "dyn rows"))
+for w in range(len(curves["fixed"][0])):
+    med = lambda n, k: statistics.median(float(c[w][k]) for c in curves[n])
+    print("%6d  %12.4f %12.4f  %12.4f %12.4f  %10d" % (int(curves["fixed"][0][w][0]), med("fixed", 1),
+          med("dynamic", 1), med("fixed", 2), med("dynamic", 2), med("dynamic", 3)))
+PY
+fi

@@ -12,6 +12,7 @@
 #    `pstrain evaluate` of its checkpoint gives the chief's final figures.
 # 4. A bag whose weights do not match its ids fails the job naming the file, record and feature.
 # 5. A Keras model (tf.keras's to_json) on the same bags trains, on one process and a cluster.
+# 6. Two bag features share one table in a Keras model: the columns of an input of shape (2,).
 # Exits 77 when TensorFlow cannot be installed.
 source "$(dirname "$0")/lib.sh" "$1"
 source "$(dirname "$0")/pypi_venv.sh"
@@ -114,6 +115,15 @@ x = tf.keras.layers.Dense(16, activation="relu")(tf.keras.layers.Concatenate()([
 model = tf.keras.Model(list(ids.values()) + [numeric], tf.keras.layers.Dense(1)(x))
 with open(work + "/keras_bags.json", "w") as f:
     f.write(model.to_json())
+# Part 6: the bags tags and cats as the two columns of one input, so one Embedding (one table) serves both.
+c1, tags_cats, words = (tf.keras.Input(shape=(k,), dtype="int32", name=n) for n, k in
+                        (("C1", 1), ("tags_cats", 2), ("words", 1)))
+embedded = [tf.keras.layers.Flatten()(tf.keras.layers.Embedding(v, d, name=n)(i)) for i, v, d, n in
+            ((c1, 100, 3, "C1_emb"), (tags_cats, 120, 4, "tags_cats_emb"), (words, 1000, 5, "words_emb"))]
+x = tf.keras.layers.Dense(16, activation="relu")(tf.keras.layers.Concatenate()([numeric] + embedded))
+shared = tf.keras.Model([c1, tags_cats, words, numeric], tf.keras.layers.Dense(1)(x))
+with open(work + "/keras_shared.json", "w") as f:
+    f.write(shared.to_json())
 
 c1 = tables["C1"][parsed["C1"].numpy() % V["C1"]]
 for job, (ct, cc, cw) in {"A": ("sum", "mean", "sqrtn"), "B": ("mean", "sqrtn", "sum"),
@@ -225,6 +235,37 @@ assert d["final_test_auc"] >= t["final_test_auc"] - 0.03, (d["final_test_auc"], 
 assert abs(e["test_auc"] - d["final_test_auc"]) <= 1e-9, (e["test_auc"], d["final_test_auc"])
 PY
   fail "the Keras model on bags: $(cat "$WORK/keras-model/summary.json")"
+
+# 6. The bags tags and cats as the two columns of one Keras input: they share its one table
+# (tags_cats_emb, 120 x 4); `pstrain train` learns, its checkpoint holds that table and no other
+# for them, and `pstrain evaluate` gives train's test figures.
+python3 - "$WORK/job-keras.json" "$WORK/keras_shared.json" "$WORK/job-shared.json" <<'PY'
+import json, sys
+job = json.load(open(sys.argv[1]))
+job["name"] = "keras-shared-bags"
+job["model"] = {"keras_json": sys.argv[2]}
+json.dump(job, open(sys.argv[3], "w"))
+PY
+timeout 240 "$BIN/pstrain" train --job="$WORK/job-shared.json" --threads=2 --model_dir="$WORK/shared-model" \
+  >"$WORK/train-shared.out" 2>"$WORK/train-shared.log" ||
+  fail "pstrain train of a Keras model whose bags share a table failed: $(tail -n 20 "$WORK/train-shared.log")"
+tail -n 1 "$WORK/train-shared.out" >"$WORK/train-shared.json"
+inspect_latest "$WORK/shared-model" "$WORK/inspect-shared.json"
+"$BIN/pstrain" evaluate --checkpoint="$WORK/shared-model" --format=json >"$WORK/evaluate-shared.json" \
+  2>"$WORK/evaluate.log" || fail "pstrain evaluate of the shared-table model failed: $(cat "$WORK/evaluate.log")"
+python3 - "$WORK/train-shared.json" "$WORK/inspect-shared.json" "$WORK/evaluate-shared.json" <<'PY' ||
+import json, sys
+t, i, e = (json.load(open(p)) for p in sys.argv[1:4])
+shapes = {v["name"]: v["shape"] for v in i["variables"]}
+tables = sorted(n for n in shapes if n.endswith("/embeddings"))
+print("Keras model, bags sharing a table: test AUC", t["final_test_auc"], "; tables", tables)
+assert tables == ["C1_emb/embeddings", "tags_cats_emb/embeddings", "words_emb/embeddings"], tables
+assert shapes["tags_cats_emb/embeddings"] == [120, 4], shapes["tags_cats_emb/embeddings"]
+assert t["final_test_auc"] > 0.6, t["final_test_auc"]
+assert abs(e["test_auc"] - t["final_test_auc"]) <= 1e-9, (e["test_auc"], t["final_test_auc"])
+assert abs(e["test_logloss"] - t["final_test_logloss"]) <= 1e-6 * t["final_test_logloss"], (e, t)
+PY
+  fail "the Keras model whose bags share a table: $(cat "$WORK/train-shared.json")"
 
 # 4. A bag's weights that do not match its ids: named.
 job mean sqrtn sum "$WORK/bad.tfrecord" | sed 's/"steps": 300/"steps": 3/' >"$WORK/job-bad.json"

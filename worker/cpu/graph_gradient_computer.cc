@@ -41,6 +41,10 @@ class GraphGradientComputer : public GradientComputer {
       c.offset = c.ids ? field : numeric;
       (c.ids ? field : numeric) += c.width;
       inputs_.push_back(c);
+      for (int64_t j = 0; c.ids && j < c.width; ++j) {  // field c.offset + j is column j of this input
+        field_column_.push_back(j);
+        field_width_.push_back(c.width);
+      }
     }
     output_size_ = 1;
     for (int64_t d : model.graph->layers[model.graph->output].output_shape) output_size_ *= d;
@@ -175,8 +179,13 @@ class GraphGradientComputer : public GradientComputer {
       chunk_metrics_[t] = BatchMetrics{};
       chunk_bags_[t].clear();
       for (size_t k = 0; k < batch.bags.size(); ++k) {  // the chunk's examples start at `begin`
+        const int field = batch.bags[k].field;
         const EmbeddingBags view{batch.bags[k].offsets.data() + begin, batch.bag_positions[k].data(), coef_[k].data()};
-        for (const std::string& layer : bag_layers_[batch.bags[k].field]) chunk_bags_[t][layer] = view;
+        for (const std::string& layer : bag_layers_[field]) {
+          std::vector<EmbeddingBags>& columns = chunk_bags_[t][layer];  // one-id columns stay null
+          columns.resize(field_width_[field]);
+          columns[field_column_[field]] = view;
+        }
       }
       chunk_status_[t] = RunChunk(*executors_[t], batch, chunk_bags_[t], begin, count, in_size, training, loss_scale,
                                   grads == nullptr ? nullptr : &chunk_grads_[t], &chunk_metrics_[t]);
@@ -210,7 +219,7 @@ class GraphGradientComputer : public GradientComputer {
   }
 
   absl::Status RunChunk(GraphExecutor<float>& executor, const Batch& batch,
-                        const std::map<std::string, EmbeddingBags>& bags, int64_t begin, int64_t count,
+                        const std::map<std::string, std::vector<EmbeddingBags>>& bags, int64_t begin, int64_t count,
                         int64_t in_size, bool training, float loss_scale, NamedArrays<float>* grads,
                         BatchMetrics* metrics) const {
     std::vector<Array<float>> inputs(inputs_.size());
@@ -299,7 +308,9 @@ class GraphGradientComputer : public GradientComputer {
   std::vector<std::string> combiners_;                    // per field: "" or its bag combiner
   std::vector<std::vector<std::string>> bag_layers_;      // per bag field: the Embedding layers it feeds
   std::vector<std::vector<float>> coef_;                  // per batch bag: each id's coefficient
-  std::vector<std::map<std::string, EmbeddingBags>> chunk_bags_;  // per thread: its chunk's bags by layer
+  std::vector<int64_t> field_column_, field_width_;      // per field: its column in its input, the input's width
+  // Per thread: its chunk's bags by layer, one entry per input column.
+  std::vector<std::map<std::string, std::vector<EmbeddingBags>>> chunk_bags_;
   int64_t calls_ = 0;
 };
 

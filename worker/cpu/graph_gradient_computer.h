@@ -12,10 +12,10 @@
 // A model with id inputs (model.is_ctr()) takes CTR batches: its float inputs get columns of
 // batch.inputs, its integer inputs columns of batch.positions, and each Embedding table comes as
 // the rows of the step's unique ids ([U, dim], GradientComputer's sparse contract), its gradient
-// likewise. A bag field (EmbeddingFieldSpec::combiner, a multi-hot feature) feeds its input's
-// Embedding layers the batch's bag (Batch::bags, bag_positions) instead of one id per example:
-// each outputs the bag's rows combined by the combiner's coefficients (BagCoefficients), and its
-// gradient rows get the coefficients times the output's gradient.
+// likewise. A bag field (EmbeddingFieldSpec::combiner, a multi-hot feature) feeds its column of
+// its input's Embedding layers the batch's bag (Batch::bags, bag_positions) instead of one id per
+// example: there each outputs the bag's rows combined by the combiner's coefficients
+// (BagCoefficients), and its gradient rows get the coefficients times the output's gradient.
 // Thread-safety: one Compute/Evaluate at a time per object (GradientComputer's rule).
 #ifndef PSTRAIN_WORKER_CPU_GRAPH_GRADIENT_COMPUTER_H_
 #define PSTRAIN_WORKER_CPU_GRAPH_GRADIENT_COMPUTER_H_

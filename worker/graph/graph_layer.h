@@ -20,13 +20,13 @@
 
 namespace pstrain {
 
-// The bags (multi-hot ids) an Embedding layer combines instead of looking up one id per position:
-// example b of the call combines the rows positions[i] with coefficients coef[i] (the combiner's
-// weights, embedding_kernels.h BagCoefficients) for i in offsets[b] .. offsets[b + 1], absolute
-// indices into positions and coef. The layer's input must then hold one position per example,
-// which it ignores; its output is [batch, 1, dim].
+// The bag (multi-hot ids) one column of an Embedding layer's input holds instead of one id per
+// example: example b of the call combines the rows positions[i] with coefficients coef[i] (the
+// combiner's weights, embedding_kernels.h BagCoefficients) for i in offsets[b] .. offsets[b + 1],
+// absolute indices into positions and coef. offsets == nullptr: the column is one id per example,
+// looked up as usual.
 struct EmbeddingBags {
-  const int64_t* offsets = nullptr;  // batch + 1 entries
+  const int64_t* offsets = nullptr;  // batch + 1 entries, or null
   const int32_t* positions = nullptr;
   const float* coef = nullptr;
 };
@@ -35,9 +35,11 @@ struct ForwardOptions {
   bool training = false;  // Dropout drops, BatchNormalization uses the batch's statistics
   uint64_t seed = 0;      // with `step`: Dropout's masks, reproducible
   int64_t step = 0;
-  // By Embedding layer name: the layers fed by a bag feature (a tfrecord job's multi-hot ids);
-  // null or absent for the others. Must stay alive until Backward.
-  const std::map<std::string, EmbeddingBags>* bags = nullptr;
+  // By Embedding layer name: one entry per column of the layer's input (an input of shape (k,)
+  // has k), for the layers whose input holds a bag feature (a tfrecord job's multi-hot ids) in at
+  // least one column; null or absent for the others. The output stays [batch, k, dim]: a bag's
+  // column holds its combined row (an empty bag: zeros). Must stay alive until Backward.
+  const std::map<std::string, std::vector<EmbeddingBags>>* bags = nullptr;
 };
 
 template <typename T>

@@ -21,73 +21,75 @@ class EmbeddingLayer : public GraphLayer<T> {
     const T* table = w[0]->data.data();
     bags_ = nullptr;
     if (options.bags != nullptr) {
-      if (auto it = options.bags->find(name_); it != options.bags->end()) return ForwardBags(it->second, rows, table, out);
+      if (auto it = options.bags->find(name_); it != options.bags->end()) bags_ = &it->second;
     }
-    ids_.resize(in[0]->data.size());
+    const int64_t columns = bags_ == nullptr ? 1 : static_cast<int64_t>(bags_->size());
+    const int64_t batch = in[0]->shape.empty() ? 0 : in[0]->shape[0];
+    if (bags_ != nullptr && static_cast<int64_t>(in[0]->data.size()) != batch * columns) {
+      return absl::InvalidArgumentError(absl::StrCat("layer '", name_, "' (Embedding) is given bags for ", columns,
+                                                     " input columns but its input holds ",
+                                                     in[0]->data.size() / std::max<int64_t>(batch, 1),
+                                                     " ids per example"));
+    }
+    ids_.assign(in[0]->data.size(), -1);  // -1: a bag's place
+    std::fill(out->data.begin(), out->data.end(), T(0));
     for (size_t i = 0; i < ids_.size(); ++i) {
+      const int64_t b = static_cast<int64_t>(i) / columns, col = static_cast<int64_t>(i) % columns;
+      T* o = out->data.data() + i * dim_;
+      if (bags_ != nullptr && (*bags_)[col].offsets != nullptr) {
+        const EmbeddingBags& bag = (*bags_)[col];
+        for (int64_t k = bag.offsets[b]; k < bag.offsets[b + 1]; ++k) {
+          const int64_t p = bag.positions[k];
+          if (p < 0 || p >= rows) {
+            return absl::InvalidArgumentError(absl::StrCat("layer '", name_, "' (Embedding): bag id position ", p,
+                                                           " is outside its table's ", rows, " rows"));
+          }
+          const T c = static_cast<T>(bag.coef[k]);
+          for (int64_t d = 0; d < dim_; ++d) o[d] += c * table[p * dim_ + d];
+        }
+        continue;
+      }
       const T v = in[0]->data[i];
       if (!(v >= T(0) && v < T(rows)) || v != std::floor(v)) {
         return absl::InvalidArgumentError(absl::StrCat("layer '", name_, "' (Embedding): id ", static_cast<double>(v),
                                                        " is not an integer in [0, ", rows, "), its table's rows"));
       }
       ids_[i] = static_cast<int64_t>(v);
-      std::copy(table + ids_[i] * dim_, table + (ids_[i] + 1) * dim_, out->data.begin() + i * dim_);
+      std::copy(table + ids_[i] * dim_, table + (ids_[i] + 1) * dim_, o);
     }
+    columns_ = columns;
     return absl::OkStatus();
   }
   // The ids get no gradient; the table's gradient covers the rows given (the sparse ps path gives
-  // the batch's rows, so it comes out summed per unique id).
+  // the batch's rows, so it comes out summed per unique id). A bag's ids each get their
+  // coefficient times their example's gradient.
   void Backward(const typename GraphLayer<T>::Arrays&, const typename GraphLayer<T>::Arrays&, const Array<T>&,
                 const Array<T>& dout, const std::vector<Array<T>*>&, const std::vector<Array<T>*>& dw) override {
     if (dw[0] == nullptr) return;
     T* g = dw[0]->data.data();
-    if (bags_ != nullptr) {  // each id's row gets its coefficient times its example's gradient
-      for (int64_t b = 0; b < bag_examples_; ++b) {
-        const T* d = dout.data.data() + b * dim_;
-        for (int64_t i = bags_->offsets[b]; i < bags_->offsets[b + 1]; ++i) {
-          T* row = g + static_cast<int64_t>(bags_->positions[i]) * dim_;
-          const T c = static_cast<T>(bags_->coef[i]);
-          for (int64_t k = 0; k < dim_; ++k) row[k] += c * d[k];
-        }
-      }
-      return;
-    }
     for (size_t i = 0; i < ids_.size(); ++i) {
-      for (int64_t c = 0; c < dim_; ++c) g[ids_[i] * dim_ + c] += dout.data[i * dim_ + c];
+      const T* d = dout.data.data() + i * dim_;
+      if (ids_[i] >= 0) {
+        for (int64_t c = 0; c < dim_; ++c) g[ids_[i] * dim_ + c] += d[c];
+        continue;
+      }
+      const int64_t b = static_cast<int64_t>(i) / columns_;
+      const EmbeddingBags& bag = (*bags_)[static_cast<int64_t>(i) % columns_];
+      for (int64_t k = bag.offsets[b]; k < bag.offsets[b + 1]; ++k) {
+        T* row = g + static_cast<int64_t>(bag.positions[k]) * dim_;
+        const T c = static_cast<T>(bag.coef[k]);
+        for (int64_t e = 0; e < dim_; ++e) row[e] += c * d[e];
+      }
     }
   }
 
  private:
-  // out [batch, 1, dim]: each example's bag combined (an empty bag gives zeros).
-  absl::Status ForwardBags(const EmbeddingBags& bags, int64_t rows, const T* table, Array<T>* out) {
-    const int64_t batch = out->shape[0];
-    if (out->size() != batch * dim_) {
-      return absl::InvalidArgumentError(absl::StrCat("layer '", name_, "' (Embedding) takes a bag, so its input must "
-                                                     "hold one id per example (shape (1,))"));
-    }
-    std::fill(out->data.begin(), out->data.end(), T(0));
-    for (int64_t b = 0; b < batch; ++b) {
-      T* o = out->data.data() + b * dim_;
-      for (int64_t i = bags.offsets[b]; i < bags.offsets[b + 1]; ++i) {
-        const int64_t p = bags.positions[i];
-        if (p < 0 || p >= rows) {
-          return absl::InvalidArgumentError(absl::StrCat("layer '", name_, "' (Embedding): bag id position ", p,
-                                                         " is outside its table's ", rows, " rows"));
-        }
-        const T c = static_cast<T>(bags.coef[i]);
-        for (int64_t k = 0; k < dim_; ++k) o[k] += c * table[p * dim_ + k];
-      }
-    }
-    bags_ = &bags;
-    bag_examples_ = batch;
-    return absl::OkStatus();
-  }
-
   std::string name_;
   int64_t dim_;
-  std::vector<int64_t> ids_;
-  const EmbeddingBags* bags_ = nullptr;  // the last Forward's bags (ForwardOptions keeps them alive)
-  int64_t bag_examples_ = 0;
+  std::vector<int64_t> ids_;  // the last Forward's ids; -1 where a bag was combined
+  // The last Forward's bags by input column (ForwardOptions keeps them alive), or null.
+  const std::vector<EmbeddingBags>* bags_ = nullptr;
+  int64_t columns_ = 1;
 };
 
 // [batch, positions..., channels] -> [batch, channels] (keepdims: ones for the positions).

@@ -91,6 +91,11 @@ class KerasUpdater : public ParameterUpdater {
     return EncodeDynamicTableState(state);
   }
 
+  absl::StatusOr<int64_t> DynamicRows(int variable) const override {
+    ASSIGN_OR_RETURN(const DynamicTable* table, Dynamic(variable));
+    return table->rows();
+  }
+
   absl::Status ApplySparse(int variable, absl::Span<const int64_t> ids, const Tensor& grad_rows,
                            Tensor* table) override {
     RETURN_IF_ERROR(CheckSparse(variable, ids, grad_rows, *table));

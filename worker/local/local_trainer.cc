@@ -177,42 +177,57 @@ absl::Status LocalTrainer::Run(const std::function<void(const EpochReport&)>& on
   const int64_t total = total_steps(), per_epoch = steps_per_epoch();
   const float loss_scale = 1.f / static_cast<float>(job_.batch_size);
   const int64_t auc_chunk = std::max<int64_t>(1, job_.schedule.steps_per_closure);
+  const int64_t window = options_.report_every_steps > 0 ? options_.report_every_steps : per_epoch;
   int64_t step = 0;
   for (int64_t epoch = 1; step < total; ++epoch) {
-    EpochReport report;
-    report.epoch = epoch;
-    BatchMetrics m, chunk;
-    AucAverage train_auc;
-    const auto start = std::chrono::steady_clock::now();
-    for (int64_t k = 0; k < per_epoch && step < total; ++k, ++step) {
-      RETURN_IF_ERROR(Step(step, loss_scale, &chunk));
-      if (chunk.logits.empty() || (k + 1) % auc_chunk == 0 || k + 1 == per_epoch || step + 1 == total) {
-        if (!chunk.logits.empty()) train_auc.Add(ExactAuc(chunk.labels, chunk.logits), chunk.examples);
-        chunk.logits.clear();
-        chunk.labels.clear();
-        AddBatchMetrics(chunk, &m);
-        chunk = BatchMetrics{};
+    for (int64_t k = 0; k < per_epoch && step < total;) {
+      const int64_t window_end = std::min(per_epoch, k + window);  // this report's steps: [k, window_end)
+      EpochReport report;
+      report.epoch = epoch;
+      BatchMetrics m, chunk;
+      AucAverage train_auc;
+      const auto start = std::chrono::steady_clock::now();
+      for (int64_t c = 0; k < window_end && step < total; ++k, ++step, ++c) {
+        RETURN_IF_ERROR(Step(step, loss_scale, &chunk));
+        if (chunk.logits.empty() || (c + 1) % auc_chunk == 0 || k + 1 == window_end || step + 1 == total) {
+          if (!chunk.logits.empty()) train_auc.Add(ExactAuc(chunk.labels, chunk.logits), chunk.examples);
+          chunk.logits.clear();
+          chunk.labels.clear();
+          AddBatchMetrics(chunk, &m);
+          chunk = BatchMetrics{};
+        }
       }
+      AddBatchMetrics(chunk, &m);
+      report.train_seconds = Seconds(start);
+      report.steps = step;
+      report.train_loss = m.examples > 0 ? m.loss_sum / m.examples : 0;
+      report.train_accuracy = m.examples > 0 ? static_cast<double>(m.correct) / m.examples : 0;
+      report.train_auc = train_auc.Mean();
+      report.examples_per_second = report.train_seconds > 0 ? m.examples / report.train_seconds : 0;
+      ASSIGN_OR_RETURN(report.dynamic_rows, DynamicRows());
+      if (options_.evaluate) {
+        const auto eval_start = std::chrono::steady_clock::now();
+        TestMetrics test;
+        RETURN_IF_ERROR(EvaluateTest(&test));
+        report.test_loss = test.loss;
+        report.test_accuracy = test.accuracy;
+        report.test_auc = test.auc;
+        report.eval_seconds = Seconds(eval_start);
+      }
+      on_epoch(report);
     }
-    AddBatchMetrics(chunk, &m);
-    report.train_seconds = Seconds(start);
-    report.steps = step;
-    report.train_loss = m.examples > 0 ? m.loss_sum / m.examples : 0;
-    report.train_accuracy = m.examples > 0 ? static_cast<double>(m.correct) / m.examples : 0;
-    report.train_auc = train_auc.Mean();
-    report.examples_per_second = report.train_seconds > 0 ? m.examples / report.train_seconds : 0;
-    if (options_.evaluate) {
-      const auto eval_start = std::chrono::steady_clock::now();
-      TestMetrics test;
-      RETURN_IF_ERROR(EvaluateTest(&test));
-      report.test_loss = test.loss;
-      report.test_accuracy = test.accuracy;
-      report.test_auc = test.auc;
-      report.eval_seconds = Seconds(eval_start);
-    }
-    on_epoch(report);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> LocalTrainer::DynamicRows() const {
+  int64_t rows = -1;
+  for (size_t i = 0; i < variables_.size(); ++i) {
+    if (!variables_[i].dynamic.has_value()) continue;
+    ASSIGN_OR_RETURN(int64_t held, updater_->DynamicRows(static_cast<int>(i)));
+    rows = std::max<int64_t>(rows, 0) + held;
+  }
+  return rows;
 }
 
 }  // namespace pstrain

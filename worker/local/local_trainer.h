@@ -71,6 +71,10 @@ class ParameterUpdater {
   virtual absl::StatusOr<std::string> SaveDynamic(int variable, int64_t* rows) const {
     return absl::UnimplementedError("this updater has no dynamic tables");
   }
+  // The rows dynamic table `variable` holds now (cheap: no copy). InvalidArgument as above.
+  virtual absl::StatusOr<int64_t> DynamicRows(int variable) const {
+    return absl::UnimplementedError("this updater has no dynamic tables");
+  }
 };
 // `seed`: the job seed, which the dynamic tables' initial rows are drawn from (as on the ps).
 using UpdaterFactory = std::function<absl::StatusOr<std::unique_ptr<ParameterUpdater>>(
@@ -83,10 +87,14 @@ struct LocalTrainOptions {
   int64_t epochs = 0;    // > 0 overrides the schedule
   int64_t steps = 0;     // > 0 overrides the schedule (takes precedence over epochs)
   bool evaluate = true;  // evaluate on the test set after each epoch
+  // > 0: a report (and with `evaluate` a test pass) after every this many steps of an epoch as well
+  // as at its end, so a curve shows how the model follows data that changes within an epoch.
+  int64_t report_every_steps = 0;
   int64_t memory_budget_bytes = 0;  // most bytes a data file may fill (0: the host's default budget)
 };
 
-// One line of progress: an epoch, or with a step budget a chunk of up to one epoch of steps.
+// One line of progress: an epoch, or with a step budget or LocalTrainOptions::report_every_steps
+// a window of up to one epoch of steps; the train figures cover the window's steps only.
 struct EpochReport {
   int64_t epoch = 0;
   int64_t steps = 0;  // global steps done so far
@@ -97,6 +105,7 @@ struct EpochReport {
   double train_auc = std::nan(""), test_auc = std::nan("");
   double train_seconds = 0, eval_seconds = 0;
   double examples_per_second = 0;  // training examples over training time
+  int64_t dynamic_rows = -1;        // rows held by all dynamic tables at the report; -1: none
 };
 
 // The metrics of one pass over the test set.
@@ -139,6 +148,8 @@ class LocalTrainer {
   // shard writes to DynamicShardFileName(name, 0, 1), and in `rows` (when not null) the rows they
   // hold. InvalidArgument for another variable.
   absl::StatusOr<std::string> SaveDynamicTable(size_t variable, int64_t* rows = nullptr) const;
+  // The rows all dynamic tables hold now; -1 when the model has none.
+  absl::StatusOr<int64_t> DynamicRows() const;
 
  private:
   LocalTrainer() = default;

@@ -303,10 +303,10 @@ TEST(JobSpecKerasTest, UnsupportedInitializersAreRefusedNamingTheLayer) {
   EXPECT_THAT(std::string(spec.status().message()), HasSubstr("GlorotUniform"));
 }
 
-// A bag (multi-hot) feature may feed a Keras integer input of shape (1,): its field takes the
-// bag's combiner (the input's Embedding layers combine the bag's rows). An input of several ids is
-// refused for a bag, naming it.
-TEST(JobSpecKerasTest, BagFeaturesFeedKerasInputsOfOneId) {
+// A bag (multi-hot) feature may feed a column of a Keras integer input: its field takes the bag's
+// combiner (the input's Embedding layers combine the bag's rows there). The columns of an input of
+// shape (k,) are k fields sharing its tables, bags or one-id features in any mix.
+TEST(JobSpecKerasTest, BagFeaturesFeedColumnsOfKerasIntegerInputs) {
   json job = CtrJob({{"keras_model", Fixture("keras3_wide_deep.json")}});
   job["data"] = {{"dataset", "tfrecord"}, {"train_files", {"/d/train.tfrecord"}}, {"test_files", {"/d/test.tfrecord"}},
                  {"features",
@@ -320,7 +320,7 @@ TEST(JobSpecKerasTest, BagFeaturesFeedKerasInputsOfOneId) {
   EXPECT_EQ(spec->model.fields[1].combiner, "mean");
   EXPECT_EQ(spec->model.fields[1].tables, (std::vector<std::string>{"deep_emb1", "wide_emb1"}));
 
-  // Input c1 with two ids: two fields, so one bag cannot stand for it.
+  // Input c1 with two ids: two fields on one table, here a bag and a one-id feature.
   json two_ids = Fixture("keras3_two_tower.json");
   for (json& layer : two_ids["config"]["layers"]) {
     if (layer["config"]["name"] == "c1") layer["config"]["batch_shape"] = {nullptr, 2};
@@ -328,9 +328,11 @@ TEST(JobSpecKerasTest, BagFeaturesFeedKerasInputsOfOneId) {
   job["model"]["keras_model"] = two_ids;
   job["data"]["features"]["categorical"] = {"c0", {{"name", "tags"}, {"combiner", "mean"}}, "c1b", "c2", "c3"};
   spec = JobSpecFromJson(job);
-  ASSERT_FALSE(spec.ok());
-  EXPECT_THAT(std::string(spec.status().message()),
-              HasSubstr("data.features.categorical[1] is a bag (\"tags\") but feeds an integer input of 2 ids"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->model.fields.size(), 5u);
+  EXPECT_EQ(spec->model.fields[1].combiner, "mean");
+  EXPECT_EQ(spec->model.fields[2].combiner, "");
+  EXPECT_EQ(spec->model.fields[1].tables, spec->model.fields[2].tables);
 }
 
 // model.dynamic_tables makes Embedding layers dynamic tables: their fields take ids whole, the

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "common/config/job_spec.h"
 #include "common/plan/model_variables.h"
 #include "gtest/gtest.h"
@@ -90,7 +91,8 @@ StepRun RunStep(const JobSpec& job, const std::vector<VariableSpec>& vars, const
   EXPECT_TRUE(dedupe.ok()) << dedupe.status();
   Batch batch = raw;
   SparseLookup lookup;
-  EXPECT_TRUE((*dedupe)->Build(&batch, &lookup).ok());
+  const absl::Status built = (*dedupe)->Build(&batch, &lookup);
+  EXPECT_TRUE(built.ok()) << built;
   const std::vector<Tensor> params = StepParams(vars, values, lookup);
   auto computer = NewCpuGradientComputer(job.model, threads);
   EXPECT_TRUE(computer.ok()) << computer.status();
@@ -194,6 +196,79 @@ TEST(CtrGraphGradientComputerTest, BagsOnKerasInputsEqualTheCtrModelsBagFields) 
   absl::Status s = (*computer)->Compute(StepParams(graph_vars, values, lookup), lacking, 1.0f, &grads, &m);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("field 4 is a bag (sqrtn) but the batch has no bag for it"), std::string::npos) << s;
+}
+
+// `got` has `want`'s gradients per variable and, for tables, per id (an id one step has and the
+// other lacks must have a zero row), loss and logits.
+void ExpectSameRowsById(const StepRun& got, const StepRun& want, const std::string& what) {
+  for (const auto& [name, g] : want.grads) {
+    ASSERT_TRUE(got.grads.count(name)) << name;
+    const Tensor& h = got.grads.at(name);
+    const std::vector<int64_t>&gu = got.unique.at(name), &wu = want.unique.at(name);
+    if (gu.empty() && wu.empty()) {
+      ASSERT_EQ(h.shape(), g.shape()) << name;
+      for (int64_t e = 0; e < g.num_elements(); ++e) ASSERT_NEAR(h.flat()[e], g.flat()[e], 1e-6) << what << name;
+      continue;
+    }
+    const int64_t dim = g.dim(1);
+    std::map<int64_t, std::vector<double>> rows;  // want - got per id
+    for (size_t r = 0; r < wu.size(); ++r) {
+      rows[wu[r]].resize(dim);
+      for (int64_t k = 0; k < dim; ++k) rows[wu[r]][k] += g.flat()[r * dim + k];
+    }
+    for (size_t r = 0; r < gu.size(); ++r) {
+      rows[gu[r]].resize(dim);
+      for (int64_t k = 0; k < dim; ++k) rows[gu[r]][k] -= h.flat()[r * dim + k];
+    }
+    for (const auto& [id, diff] : rows) {
+      for (int64_t k = 0; k < dim; ++k) ASSERT_NEAR(diff[k], 0.0, 1e-6) << what << name << " id " << id;
+    }
+  }
+  EXPECT_NEAR(got.metrics.loss_sum, want.metrics.loss_sum, 1e-6 * want.metrics.loss_sum) << what;
+  ASSERT_EQ(got.metrics.logits.size(), want.metrics.logits.size());
+  for (size_t i = 0; i < want.metrics.logits.size(); ++i) EXPECT_NEAR(got.metrics.logits[i], want.metrics.logits[i], 1e-6);
+}
+
+// Two towers with input c1 of shape (2,): its two columns are two fields sharing table emb1. A bag
+// in either column, given as `sum` of the column's id or `mean` of it twice, gives the step of the
+// same batch with the id in place, per id; the bag field's placeholder id (0) gets nothing.
+TEST(CtrGraphGradientComputerTest, BagsInColumnsOfAKerasInputShareItsTable) {
+  json model = json::parse(ReadFixture("keras3_two_tower.json"));
+  for (json& layer : model["config"]["layers"]) {
+    if (layer["config"]["name"] == "c1") layer["config"]["batch_shape"] = {nullptr, 2};
+  }
+  auto parsed = JobSpecFromJson(
+      {{"model", {{"keras_model", model}}}, {"data", {{"dataset", "criteo"}}}, {"schedule", {{"steps", 1}}}});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const JobSpec job = *parsed;
+  ASSERT_EQ(job.model.fields.size(), 5u);
+  ASSERT_EQ(job.model.fields[1].tables, job.model.fields[2].tables);
+  const std::vector<VariableSpec> vars = *ModelVariables(job.model);
+  const std::map<std::string, Tensor> values = RandomValues(vars, 5);
+  const int64_t n = 24;
+  const Batch ref = CtrBatch(n, 3, 5, 20, 9);  // the tables have 20 rows
+  const StepRun want = RunStep(job, vars, values, ref, 1);
+  for (int column : {0, 1}) {
+    for (const char* combiner : {"sum", "mean"}) {
+      const int field = 1 + column;
+      JobSpec bag_job = job;
+      bag_job.model.fields[field].combiner = combiner;
+      Batch raw = ref;
+      IdBags& bag = raw.bags.emplace_back();
+      bag.field = field;
+      bag.offsets = {0};
+      for (int64_t b = 0; b < n; ++b) {
+        const int64_t id = ref.ids[b * 5 + field];
+        bag.ids.insert(bag.ids.end(), std::string(combiner) == "sum" ? 1 : 2, id);
+        bag.offsets.push_back(static_cast<int64_t>(bag.ids.size()));
+        raw.ids[b * 5 + field] = 0;
+      }
+      for (int threads : {1, 2}) {
+        ExpectSameRowsById(RunStep(bag_job, vars, values, raw, threads), want,
+                           absl::StrCat("column ", column, " ", combiner, ", threads ", threads, ": "));
+      }
+    }
+  }
 }
 
 // Wide & Deep: each id input feeds a wide and a deep Embedding. The gradient rows of the step

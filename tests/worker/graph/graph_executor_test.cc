@@ -269,5 +269,57 @@ TEST(GraphExecutorTest, BadInputIsAnErrorNamingIt) {
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("id 3 is not an integer in [0, 3), its table's rows"));
 }
 
+// An Embedding on an input of 3 columns: column 0 one id per example, columns 1 and 2 bags (an
+// empty one included), each combined with its coefficients into its own output position; the
+// table's gradient gets each bag id's coefficient times its position's output gradient. The
+// reference is written out here, element by element.
+TEST(GraphExecutorTest, EmbeddingCombinesBagsInTheirColumnsBesideOneIdColumns) {
+  GraphExecutor<double> exec(MustRead(OneLayerJson("Embedding", {{"input_dim", 5}, {"output_dim", 2}}, {{3}}, true)));
+  NamedArrays<double> table;
+  table["layer/embeddings"] = Array<double>({5, 2}, {0, 1, 10, 11, 20, 21, 30, 31, 40, 41});
+  // Two examples. Column 0: ids 4 and 1 (columns 1 and 2 hold placeholders the layer ignores).
+  const Array<double> ids({2, 3}, {4, 0, 0, 1, 0, 0});
+  // Column 1: example 0 {2 x 0.5, 3 x 2}, example 1 {2 x 1}. Column 2: example 0 {}, example 1 {0 x 3, 0 x 1}.
+  const int64_t off1[] = {0, 2, 3}, off2[] = {0, 0, 2};
+  const int32_t pos1[] = {2, 3, 2}, pos2[] = {0, 0};
+  const float coef1[] = {0.5f, 2.f, 1.f}, coef2[] = {3.f, 1.f};
+  const std::map<std::string, std::vector<EmbeddingBags>> bags = {
+      {"layer", {EmbeddingBags{}, EmbeddingBags{off1, pos1, coef1}, EmbeddingBags{off2, pos2, coef2}}}};
+  ForwardOptions options;
+  options.bags = &bags;
+  absl::StatusOr<const Array<double>*> out = exec.Forward({ids}, table, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)->shape, std::vector<int64_t>({2, 3, 2}));
+  const std::vector<double> want = {40, 41,                        // row 4
+                                    0.5 * 20 + 2 * 30, 0.5 * 21 + 2 * 31,  // 0.5 row 2 + 2 row 3
+                                    0, 0,                          // empty bag
+                                    10, 11,                        // row 1
+                                    20, 21,                        // row 2
+                                    4 * 0, 4 * 1};                 // 3 row 0 + 1 row 0
+  EXPECT_EQ((*out)->data, want);
+  // Output gradient g[b][c][d] = 1 + b * 6 + c * 2 + d.
+  Array<double> dout({2, 3, 2});
+  for (int i = 0; i < 12; ++i) dout.data[i] = 1 + i;
+  NamedArrays<double> grads;
+  ASSERT_TRUE(exec.Backward(dout, &grads).ok());
+  std::vector<double> g(10, 0.0);
+  auto add = [&](int row, double c, int at) { for (int d = 0; d < 2; ++d) g[row * 2 + d] += c * dout.data[at + d]; };
+  add(4, 1, 0);    // example 0 column 0
+  add(2, 0.5, 2);  // example 0 column 1
+  add(3, 2, 2);
+  add(1, 1, 6);    // example 1 column 0
+  add(2, 1, 8);    // example 1 column 1
+  add(0, 3, 10);   // example 1 column 2
+  add(0, 1, 10);
+  EXPECT_EQ(grads["layer/embeddings"].data, g);
+
+  // Bags for 2 columns of a 3-column input are refused.
+  const std::map<std::string, std::vector<EmbeddingBags>> two = {{"layer", {EmbeddingBags{}, EmbeddingBags{}}}};
+  options.bags = &two;
+  out = exec.Forward({ids}, table, options);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("given bags for 2 input columns but its input holds 3"));
+}
+
 }  // namespace
 }  // namespace pstrain

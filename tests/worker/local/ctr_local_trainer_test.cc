@@ -40,11 +40,12 @@ class CtrLocalTrainerTest : public ::testing::Test {
     EXPECT_TRUE(job.ok()) << job.status();
     return *job;
   }
-  static std::unique_ptr<LocalTrainer> Trainer(int replicas, int threads, bool evaluate) {
+  static std::unique_ptr<LocalTrainer> Trainer(int replicas, int threads, bool evaluate, int64_t report_every = 0) {
     LocalTrainOptions options;
     options.replicas = replicas;
     options.threads = threads;
     options.evaluate = evaluate;
+    options.report_every_steps = report_every;
     auto t = LocalTrainer::Create(Env::Default(), Job(), options, InitializeVariable, NewKerasUpdater,
                                   NewCpuGradientComputer);
     EXPECT_TRUE(t.ok()) << t.status();
@@ -66,6 +67,37 @@ TEST_F(CtrLocalTrainerTest, LearnsTheGeneratedSet) {
   ASSERT_TRUE(trainer->EvaluateTest(&test).ok());
   EXPECT_EQ(test.examples, 3000);
   EXPECT_DOUBLE_EQ(test.auc, reports.back().test_auc);
+}
+
+TEST_F(CtrLocalTrainerTest, ReportsEverySevenStepsSplitEachEpochAndTrainTheSame) {
+  auto whole = Trainer(1, 2, true);
+  auto windows = Trainer(1, 2, true, 7);
+  std::vector<EpochReport> epochs, reports;
+  ASSERT_TRUE(whole->Run([&](const EpochReport& r) { epochs.push_back(r); }).ok());
+  ASSERT_TRUE(windows->Run([&](const EpochReport& r) { reports.push_back(r); }).ok());
+  ASSERT_EQ(epochs.size(), 3u);
+  const int64_t per_epoch = whole->steps_per_epoch();  // 6000 / 128: 46, so windows of 7, ..., 7, 4
+  ASSERT_EQ(reports.size(), 3u * ((per_epoch + 6) / 7));
+  size_t r = 0;
+  for (const EpochReport& epoch : epochs) {
+    double examples = 0, loss = 0;
+    int64_t last_steps = epoch.steps - per_epoch;
+    for (; r < reports.size() && reports[r].epoch == epoch.epoch; ++r) {
+      EXPECT_EQ(reports[r].steps, std::min(last_steps + 7, epoch.steps)) << "report " << r;
+      last_steps = reports[r].steps;
+      const double n = reports[r].examples_per_second * reports[r].train_seconds;
+      examples += n;
+      loss += reports[r].train_loss * n;
+      EXPECT_GT(reports[r].test_auc, 0.5) << "every window is evaluated on the test set";
+    }
+    EXPECT_EQ(last_steps, epoch.steps);
+    EXPECT_NEAR(loss / examples, epoch.train_loss, 1e-6 * epoch.train_loss) << "epoch " << epoch.epoch;
+    EXPECT_EQ(reports[r - 1].dynamic_rows, -1);
+    // The same steps ran: the test figures after each epoch are the same.
+    EXPECT_DOUBLE_EQ(reports[r - 1].test_auc, epoch.test_auc) << "epoch " << epoch.epoch;
+    EXPECT_DOUBLE_EQ(reports[r - 1].test_loss, epoch.test_loss) << "epoch " << epoch.epoch;
+  }
+  EXPECT_EQ(r, reports.size());
 }
 
 TEST_F(CtrLocalTrainerTest, ReplicasGiveTheSameWeightsAndUntouchedRowsKeepTheirValues) {

@@ -205,5 +205,33 @@ TEST_F(DynamicLocalTrainerTest, AdmissionAndTtlOverBatchesOfEight) {
   }
 }
 
+TEST_F(DynamicLocalTrainerTest, ReportsEveryStepCountTheRowsHeldAndTrainTheSame) {
+  const JobSpec job = Job(8, 8, 1, 0);  // one epoch of 8 steps: 20 keys
+  LocalTrainOptions options;
+  options.evaluate = false;
+  options.report_every_steps = 1;
+  auto t = LocalTrainer::Create(Env::Default(), job, options, InitializeVariable, NewKerasUpdater, NewCpuGradientComputer);
+  ASSERT_TRUE(t.ok()) << t.status();
+  std::vector<EpochReport> reports;
+  ASSERT_TRUE((*t)->Run([&](const EpochReport& r) { reports.push_back(r); }).ok());
+  ASSERT_EQ(reports.size(), 8u);
+  for (size_t i = 0; i < reports.size(); ++i) {
+    EXPECT_EQ(reports[i].epoch, 1);
+    EXPECT_EQ(reports[i].steps, static_cast<int64_t>(i + 1));
+    // Admission 1, no TTL or cap: the rows held only grow, by at most a batch's keys per step.
+    EXPECT_GE(reports[i].dynamic_rows, i == 0 ? 1 : reports[i - 1].dynamic_rows) << i;
+    EXPECT_LE(reports[i].dynamic_rows, 8 * static_cast<int64_t>(i + 1)) << i;
+  }
+  const DynamicTableState state = Saved(**t);
+  EXPECT_EQ(reports.back().dynamic_rows, static_cast<int64_t>(state.keys.size()));
+  EXPECT_EQ(state.keys.size(), 20u);
+  // Reporting changes nothing that is trained.
+  auto once = Trained(job);
+  ASSERT_NE(once, nullptr);
+  const DynamicTableState want = Saved(*once);
+  EXPECT_EQ(state.keys, want.keys);
+  EXPECT_EQ(state.rows, want.rows);
+}
+
 }  // namespace
 }  // namespace pstrain
