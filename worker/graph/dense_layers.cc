@@ -157,7 +157,8 @@ class ReluLayer : public GraphLayer<T> {
 };
 
 // Cross (DCN-v2): y = x0 * (act(W x + b) + diag_scale * x) + x, W full [d, d] or U [d, p] then
-// V [p, d]; x is the second input, or x0 when called with one.
+// V [p, d]; x is the second input, or x0 when called with one. In float with a ReLU or no
+// activation, W x + b (or U x and V h + b) runs worker/cpu's Dense kernel, as a Dense layer does.
 template <typename T>
 class CrossLayer : public GraphLayer<T> {
  public:
@@ -167,22 +168,26 @@ class CrossLayer : public GraphLayer<T> {
     const Array<T>& x0 = *in[0];
     const Array<T>& x = *in.back();
     const int64_t rows = x.rows(), d = x.last();
-    pre_.Reset(x.shape);
-    if (c_.projection_dim == 0) {
-      Affine(x.data.data(), rows, d, w[0]->data.data(), c_.use_bias ? w[1]->data.data() : nullptr, d, pre_.data.data());
-    } else {
-      hidden_.Reset({rows, c_.projection_dim});
-      Affine(x.data.data(), rows, d, w[0]->data.data(), static_cast<const T*>(nullptr), c_.projection_dim,
-             hidden_.data.data());
-      Affine(hidden_.data.data(), rows, c_.projection_dim, w[1]->data.data(),
-             c_.use_bias ? w[2]->data.data() : nullptr, d, pre_.data.data());
+    act_.Resize(x.shape);
+    if (!ForwardFast(x, w)) {
+      pre_.Reset(x.shape);
+      if (c_.projection_dim == 0) {
+        Affine(x.data.data(), rows, d, w[0]->data.data(), c_.use_bias ? w[1]->data.data() : nullptr, d,
+               pre_.data.data());
+      } else {
+        hidden_.Reset({rows, c_.projection_dim});
+        Affine(x.data.data(), rows, d, w[0]->data.data(), static_cast<const T*>(nullptr), c_.projection_dim,
+               hidden_.data.data());
+        Affine(hidden_.data.data(), rows, c_.projection_dim, w[1]->data.data(),
+               c_.use_bias ? w[2]->data.data() : nullptr, d, pre_.data.data());
+      }
+      ActivationForward(c_.activation, pre_.data.data(), act_.size(), d, act_.data.data());
     }
-    prod_.Reset(x.shape);
-    ActivationForward(c_.activation, pre_.data.data(), prod_.size(), d, prod_.data.data());
-    act_ = prod_;
-    out->Reset(x.shape);
+    prod_.Resize(x.shape);
+    out->Resize(x.shape);
+    const T diag = T(c_.diag_scale);
     for (int64_t i = 0; i < out->size(); ++i) {
-      prod_.data[i] += T(c_.diag_scale) * x.data[i];
+      prod_.data[i] = act_.data[i] + diag * x.data[i];
       out->data[i] = x0.data[i] * prod_.data[i] + x.data[i];
     }
     return absl::OkStatus();
@@ -195,30 +200,104 @@ class CrossLayer : public GraphLayer<T> {
     Array<T>* dx0 = din[0];
     Array<T>* dx = din.back();
     const int64_t rows = x.rows(), d = x.last();
-    Array<T> dprod(x.shape);
+    dprod_.Resize(x.shape);
     for (int64_t i = 0; i < out.size(); ++i) {
       if (dx0 != nullptr) dx0->data[i] += dout.data[i] * prod_.data[i];
-      dprod.data[i] = dout.data[i] * x0.data[i];
-      if (dx != nullptr) dx->data[i] += dout.data[i] + T(c_.diag_scale) * dprod.data[i];
+      dprod_.data[i] = dout.data[i] * x0.data[i];
+      if (dx != nullptr) dx->data[i] += dout.data[i] + T(c_.diag_scale) * dprod_.data[i];
     }
-    ActivationBackward(c_.activation, pre_.data.data(), act_.data.data(), dprod.data.data(), dprod.size(), d,
-                       dprod.data.data());
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_w_ != nullptr) return BackwardFast(x, w, dx, dw);
+    }
+    ActivationBackward(c_.activation, pre_.data.data(), act_.data.data(), dprod_.data.data(), dprod_.size(), d,
+                       dprod_.data.data());
     T* dxp = DataOrNull(dx);
     if (c_.projection_dim == 0) {
-      AffineBackward(x.data.data(), rows, d, w[0]->data.data(), d, dprod.data.data(), dxp, DataOrNull(dw[0]),
+      AffineBackward(x.data.data(), rows, d, w[0]->data.data(), d, dprod_.data.data(), dxp, DataOrNull(dw[0]),
                      c_.use_bias ? DataOrNull(dw[1]) : nullptr);
       return;
     }
     Array<T> dhidden(hidden_.shape);
-    AffineBackward(hidden_.data.data(), rows, c_.projection_dim, w[1]->data.data(), d, dprod.data.data(),
+    AffineBackward(hidden_.data.data(), rows, c_.projection_dim, w[1]->data.data(), d, dprod_.data.data(),
                    dhidden.data.data(), DataOrNull(dw[1]), c_.use_bias ? DataOrNull(dw[2]) : nullptr);
     AffineBackward(x.data.data(), rows, d, w[0]->data.data(), c_.projection_dim, dhidden.data.data(), dxp,
                    DataOrNull(dw[0]), static_cast<T*>(nullptr));
   }
 
  private:
+  // act_ = act(W x + b) (or act(V (U x) + b)) through worker/cpu's Dense kernels; false when they do
+  // not apply (double, or an activation other than ReLU and linear).
+  bool ForwardFast(const Array<T>& x, const typename GraphLayer<T>::Arrays& w) {
+    if constexpr (!std::is_same_v<T, float>) {
+      return false;
+    } else {
+      const bool relu = c_.activation == ActivationKind::kRelu;
+      if (!relu && c_.activation != ActivationKind::kLinear) return false;
+      const int64_t rows = x.rows(), d = x.last(), p = c_.projection_dim;
+      if (fast_w_ == nullptr) {
+        fast_w_ = std::make_unique<Dense>(DenseGeometry{p == 0 ? d : p, d, relu, c_.use_bias});
+        if (p != 0) fast_u_ = std::make_unique<Dense>(DenseGeometry{d, p, false, false});
+      }
+      const int b = p == 0 ? 1 : 2;  // the bias's weight index
+      const float* bias = c_.use_bias ? w[b]->data.data() : nullptr;
+      if (p == 0) {
+        fast_w_->Forward(x.data.data(), rows, w[0]->data.data(), bias, act_.data.data());
+      } else {
+        hidden_.Resize({rows, p});
+        fast_u_->Forward(x.data.data(), rows, w[0]->data.data(), nullptr, hidden_.data.data());
+        fast_w_->Forward(hidden_.data.data(), rows, w[1]->data.data(), bias, act_.data.data());
+      }
+      return true;
+    }
+  }
+
+  // The fast path's backward from dprod_ (the gradient of act_): the kernels write their
+  // gradients, so each goes through scratch and is added where the executor expects a sum.
+  void BackwardFast(const Array<T>& x, const typename GraphLayer<T>::Arrays& w, Array<T>* dx,
+                    const std::vector<Array<T>*>& dw) {
+    if constexpr (std::is_same_v<T, float>) {
+      const int64_t rows = x.rows(), p = c_.projection_dim;
+      const int last = p == 0 ? 0 : 1;  // the weight index of the kernel next to the output
+      const Array<T>& last_in = p == 0 ? x : hidden_;
+      AddInto add;
+      add.Prepare(&dlast_in_, last_in.size());
+      add.Prepare(&dkernel_, w[last]->size());
+      if (c_.use_bias) add.Prepare(&dbias_, w[last + 1]->size());
+      const bool want_last_in = p != 0 || dx != nullptr;
+      fast_w_->Backward(last_in.data.data(), act_.data.data(), dprod_.data.data(), rows, w[last]->data.data(),
+                        want_last_in ? dlast_in_.data() : nullptr, dkernel_.data(),
+                        c_.use_bias ? dbias_.data() : nullptr);
+      add.To(dw[last], dkernel_);
+      if (c_.use_bias) add.To(dw[last + 1], dbias_);
+      if (p == 0) {
+        if (dx != nullptr) add.To(dx, dlast_in_);
+        return;
+      }
+      // dlast_in_ is the gradient of hidden_ = U x (no activation, no bias).
+      add.Prepare(&dx_scratch_, x.size());
+      add.Prepare(&dkernel_u_, w[0]->size());
+      fast_u_->Backward(x.data.data(), hidden_.data.data(), dlast_in_.data(), rows, w[0]->data.data(),
+                        dx != nullptr ? dx_scratch_.data() : nullptr, dkernel_u_.data(), nullptr);
+      add.To(dw[0], dkernel_u_);
+      if (dx != nullptr) add.To(dx, dx_scratch_);
+    }
+  }
+
+  // Sizes scratch and adds it into a gradient array (skipped when null).
+  struct AddInto {
+    void Prepare(std::vector<float>* v, int64_t n) const { v->resize(static_cast<size_t>(n)); }
+    void To(Array<float>* g, const std::vector<float>& v) const {
+      if (g == nullptr) return;
+      float* out = g->data.data();
+      for (size_t i = 0; i < v.size(); ++i) out[i] += v[i];
+    }
+  };
+
   LayerConfig c_;
-  Array<T> pre_, act_, prod_, hidden_;  // W x + b, its activation, prod = act + diag * x, U x
+  // pre_ = W x + b (the slow path only), act_ its activation, prod_ = act + diag * x, hidden_ = U x.
+  Array<T> pre_, act_, prod_, hidden_, dprod_;
+  std::unique_ptr<Dense> fast_w_, fast_u_;  // float, ReLU or linear: W (or V) and U
+  std::vector<float> dlast_in_, dkernel_, dbias_, dx_scratch_, dkernel_u_;  // the fast backward's scratch
 };
 
 }  // namespace

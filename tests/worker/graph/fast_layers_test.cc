@@ -1,4 +1,4 @@
-// The float layers that run worker/cpu's kernels (Conv2D, Dense, MaxPooling2D) against the
+// The float layers that run worker/cpu's kernels (Conv2D, Dense, Cross, MaxPooling2D) against the
 // reference code in double on the same values: outputs and gradients, added to what the arrays
 // already hold (or replacing it when the layer says it writes them), over calls of different batch
 // sizes (the kernels keep buffers).
@@ -130,12 +130,17 @@ std::vector<FastCase> Cases() {
       {"DenseLinearRank3", "Dense", {{"units", 3}}, {2, 5}},
       {"DenseNoBias", "Dense", {{"units", 20}, {"use_bias", false}}, {4}},
       {"MaxPooling2D", "MaxPooling2D", json::object(), {4, 6, 3}},
+      {"CrossFull", "Cross", json::object(), {9}},
+      {"CrossFullReluDiag", "Cross", {{"activation", "relu"}, {"diag_scale", 0.5}}, {6}},
+      {"CrossProjected", "Cross", {{"projection_dim", 3}}, {10}},
+      {"CrossProjectedNoBias", "Cross", {{"projection_dim", 4}, {"use_bias", false}}, {7}},
       {"MaxPooling2DDropsEdges", "MaxPooling2D", {{"pool_size", 3}}, {7, 8, 2}},
       // Outside the kernels: the reference code in float.
       {"Conv2DStride2", "Conv2D", {{"filters", 2}, {"kernel_size", 3}, {"strides", 2}}, {7, 7, 2}},
       {"Conv2DNonSquare", "Conv2D", {{"filters", 2}, {"kernel_size", {2, 3}}, {"activation", "relu"}}, {4, 5, 2}},
       {"Conv2DTanh", "Conv2D", {{"filters", 2}, {"kernel_size", 3}, {"activation", "tanh"}}, {4, 4, 1}},
       {"DenseSigmoid", "Dense", {{"units", 3}, {"activation", "sigmoid"}}, {4}},
+      {"CrossTanh", "Cross", {{"activation", "tanh"}, {"projection_dim", 2}}, {5}},
       {"MaxPooling2DSame", "MaxPooling2D", {{"pool_size", 2}, {"padding", "same"}}, {5, 5, 2}},
       {"MaxPooling2DOverlapping", "MaxPooling2D", {{"pool_size", 3}, {"strides", 2}}, {7, 7, 2}},
       {"MaxPooling2DNonSquare", "MaxPooling2D", {{"pool_size", {2, 3}}}, {4, 6, 2}},
