@@ -48,6 +48,9 @@ absl::StatusOr<std::string> CheckpointManager::SaveValues(int64_t global_step, c
     index.dynamic_shards = dynamic_shards;
     for (const VariablePlanProto::Variable& var : plan.variables()) {
       if (var.has_dynamic()) {
+        const bool given = std::any_of(dynamic_shards.begin(), dynamic_shards.end(),
+                                       [&var](const SavedDynamicShard& d) { return d.table_name() == var.name(); });
+        if (given) continue;  // its rows are in `extra_files`
         return absl::InvalidArgumentError(
             absl::StrCat("dynamic table ", var.name(), " takes no starting values: its rows are made by the keys ",
                          "the job meets. Drop --init_from, or give the field a vocabulary_size instead of dynamic"));

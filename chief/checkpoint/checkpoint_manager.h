@@ -47,9 +47,10 @@ class CheckpointManager {
   // from `values` (by variable name), and `extra_files`, committed as Save does. A ps restores it under any plan, so
   // starting values given at start (--init_from) reach the ps partitioned as the plan says.
   // InvalidArgument naming the variable when `values` lacks one or holds it in another shape or
-  // size, or when `plan` holds a dynamic table (it has no starting values); filesystem errors with
-  // the path. `dynamic_shards` go into the index as they are: dynamic tables saved as files of
-  // `extra_files` by the caller (`pstrain train --model_dir`, which holds them in process).
+  // size, or when `plan` holds a dynamic table that `dynamic_shards` does not list; filesystem
+  // errors with the path. `dynamic_shards` go into the index as they are: dynamic tables saved as
+  // files of `extra_files` by the caller (`pstrain train --model_dir`, which holds them in process;
+  // --init_from's starting rows).
   absl::StatusOr<std::string> SaveValues(int64_t global_step, const std::string& job_spec_json,
                                          const VariablePlanProto& plan, const FloatTensorMap& values,
                                          const std::map<std::string, std::string>& extra_files = {},

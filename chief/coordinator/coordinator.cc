@@ -315,9 +315,10 @@ absl::StatusOr<FoundCheckpoint> Coordinator::InitialValuesCheckpoint() {
     return absl::InvalidArgumentError(
         "--init_from needs a model dir: its values reach the ps as the checkpoint ckpt-0 written there");
   }
-  const std::string positions = DataPositions::ToJson(0, DataPositions(num_workers_).Snapshot());
-  absl::StatusOr<std::string> dir =
-      checkpoints_->SaveValues(0, spec_json_, plan_, *options_.initial_values, {{kDataPositionsFile, positions}});
+  std::map<std::string, std::string> files = options_.initial_dynamic_files;
+  files[kDataPositionsFile] = DataPositions::ToJson(0, DataPositions(num_workers_).Snapshot());
+  absl::StatusOr<std::string> dir = checkpoints_->SaveValues(0, spec_json_, plan_, *options_.initial_values, files,
+                                                             options_.initial_dynamic_shards);
   if (!dir.ok()) {
     return absl::Status(dir.status().code(), absl::StrCat("writing the starting values (--init_from) into ",
                                                           options_.model_dir, ": ", dir.status().message()));

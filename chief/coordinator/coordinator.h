@@ -98,6 +98,10 @@ struct CoordinatorOptions {
   // (CheckpointManager::SaveValues), which every ps restores partitioned as the plan says, so a ps
   // lost before the next checkpoint comes back with them too. REQUIRES: a model_dir.
   std::shared_ptr<const FloatTensorMap> initial_values;
+  // With initial_values, the dynamic tables' starting rows (chief/checkpoint/initial_dynamic_tables.h):
+  // their files (name -> bytes) and the index entries listing them, written into ckpt-0 too.
+  std::map<std::string, std::string> initial_dynamic_files;
+  std::vector<SavedDynamicShard> initial_dynamic_shards;
 };
 
 struct JobSummary {

@@ -171,6 +171,8 @@ int RunChief(Env* env, const ChiefConfig& config) {
   options.ps_recovery.timeout_ms = config.ps_recovery_timeout_secs * 1000;
   options.ps_probes = probes;
   options.initial_values = config.initial_values;
+  options.initial_dynamic_files = config.initial_dynamic_files;
+  options.initial_dynamic_shards = config.initial_dynamic_shards;
   Coordinator coordinator(env, config.job, ps, workers, ps_addresses, options);
 
   const std::string task = config.tf_config.task->ToString();

@@ -38,8 +38,11 @@ struct ChiefConfig {
   std::string listen;                 // the status service's address ("": 0.0.0.0:<TF_CONFIG port>)
   MetricsRegistry* metrics = nullptr; // the process's Prometheus metrics (not owned; may be null)
   TransportConfig transport;          // how to reach the ps (and with transport.tls, every task)
-  // --init_from's values, checked against the job (see CoordinatorOptions::initial_values).
+  // --init_from's values, checked against the job (see CoordinatorOptions::initial_values), and
+  // its dynamic tables' files (CoordinatorOptions::initial_dynamic_files / _shards).
   std::shared_ptr<const FloatTensorMap> initial_values;
+  std::map<std::string, std::string> initial_dynamic_files;
+  std::vector<SavedDynamicShard> initial_dynamic_shards;
 };
 
 

@@ -2,6 +2,7 @@
 // type "evaluator", the sidecar that evaluates each new checkpoint of the model dir. Flags are
 // parsed here only (the ones every task takes in common/config/task_bootstrap.cc) and passed down as
 // a config struct.
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -9,6 +10,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "chief/checkpoint/initial_dynamic_tables.h"
 #include "chief/server/chief_runner.h"
 #include "chief/server/evaluator_runner.h"
 #include "common/config/cluster_spec.h"
@@ -237,15 +239,25 @@ int Main() {
   c.transport = setup->transport;
   if (const std::string path = absl::GetFlag(FLAGS_init_from); !path.empty()) {
     // Read and checked before any task is waited for: a bad file fails at once.
-    absl::StatusOr<NamedWeights> weights = ReadInitialWeights(c.job, path);
-    if (!weights.ok()) {
-      std::cerr << "pstrain-chief: " << weights.status().message() << "\n";
-      return ExitCodeFor(weights.status());
+    absl::StatusOr<InitialWeights> weights = ReadInitialWeights(Env::Default(), c.job, path);
+    const int num_ps = static_cast<int>(c.tf_config.cluster.Addresses(kPs).size());
+    absl::StatusOr<InitialDynamicFiles> dynamic =
+        weights.ok() ? InitialDynamicTableFiles(c.job, *weights, std::max(1, num_ps)) : weights.status();
+    if (!dynamic.ok()) {
+      std::cerr << "pstrain-chief: " << dynamic.status().message() << "\n";
+      return ExitCodeFor(dynamic.status());
     }
-    LogLine("chief", absl::StrCat("--init_from=", path, ": ", weights->size(),
+    for (const auto& [table, source] : weights->key_sources) {
+      LogLine("chief", absl::StrCat("--init_from: dynamic table ", table, " starts from the file's rows, keyed by ",
+                                    source));
+      weights->values.erase(table);  // its rows travel in the table's file
+    }
+    LogLine("chief", absl::StrCat("--init_from=", path, ": ", weights->values.size() + weights->dynamic_keys.size(),
                                   " variables read; they are the starting values unless --model_dir holds a "
                                   "checkpoint"));
-    c.initial_values = std::make_shared<const NamedWeights>(*std::move(weights));
+    c.initial_values = std::make_shared<const NamedWeights>(std::move(weights->values));
+    c.initial_dynamic_files = std::move(dynamic->files);
+    c.initial_dynamic_shards = std::move(dynamic->shards);
   }
   return RunChief(Env::Default(), c);
 }

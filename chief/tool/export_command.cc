@@ -10,6 +10,7 @@
 #include "common/config/json_util.h"
 #include "common/graph/keras_json.h"
 #include "common/graph/keras_weights.h"
+#include "common/graph/npy_int64.h"
 #include "common/graph/onnx_export.h"
 #include "common/plan/memory_budget.h"
 #include "common/plan/model_variables.h"

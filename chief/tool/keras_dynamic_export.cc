@@ -86,22 +86,4 @@ absl::StatusOr<KerasDynamicExport> ReadDynamicTablesForKeras(Env* env, const std
   return out;
 }
 
-std::string NpyInt64Vector(absl::Span<const int64_t> values) {
-  std::string header = absl::StrCat("{'descr': '<i8', 'fortran_order': False, 'shape': (", values.size(), ",), }");
-  // magic (6) + version (2) + header length (2) + header, padded with spaces to a multiple of 64 and
-  // ended by a newline, as numpy writes it.
-  const size_t unpadded = 10 + header.size() + 1;
-  header.append((64 - unpadded % 64) % 64, ' ');
-  header.push_back('\n');
-  std::string out("\x93NUMPY\x01\x00", 8);
-  out.push_back(static_cast<char>(header.size() & 0xff));
-  out.push_back(static_cast<char>(header.size() >> 8));
-  out += header;
-  for (int64_t v : values) {
-    const uint64_t u = static_cast<uint64_t>(v);
-    for (int b = 0; b < 8; ++b) out.push_back(static_cast<char>((u >> (8 * b)) & 0xff));
-  }
-  return out;
-}
-
 }  // namespace pstrain

@@ -44,10 +44,6 @@ absl::StatusOr<KerasDynamicExport> ReadDynamicTablesForKeras(Env* env, const std
                                                              const CheckpointIndex& index, const JobSpec& job,
                                                              int64_t max_bytes);
 
-// The bytes of a .npy file (format 1.0) of `values` as a little-endian int64 vector, shape (n,),
-// as numpy.load reads it.
-std::string NpyInt64Vector(absl::Span<const int64_t> values);
-
 }  // namespace pstrain
 
 #endif  // PSTRAIN_CHIEF_TOOL_KERAS_DYNAMIC_EXPORT_H_

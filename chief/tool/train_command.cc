@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_format.h"
 #include "chief/checkpoint/checkpoint_manager.h"
+#include "chief/checkpoint/initial_dynamic_tables.h"
 #include "common/config/command_line.h"
 #include "common/config/json_util.h"
 #include "common/graph/initial_weights.h"
@@ -30,12 +31,24 @@ namespace pstrain {
 namespace {
 
 // --init_from: the variables start from a Keras weights file (ReadInitialWeights checks every one
-// of the model's against its shape) instead of their initializers.
-absl::StatusOr<VariableInitializer> InitializerFromFlag(const std::string& path, const JobSpec& job) {
-  if (path.empty()) return VariableInitializer(InitializeVariable);
-  ASSIGN_OR_RETURN(NamedWeights read, ReadInitialWeights(job, path));
-  auto weights = std::make_shared<const NamedWeights>(std::move(read));
-  return VariableInitializer([weights, path](const VariableSpec& var, uint64_t, Tensor* value) -> absl::Status {
+// of the model's against its shape) instead of their initializers; dynamic tables from the rows it
+// keys (their checkpoint bytes in `dynamic`, by variable, for RestoreDynamicTable).
+struct InitFrom {
+  VariableInitializer initialize;
+  InitialDynamicFiles dynamic;
+  std::map<std::string, std::string> key_sources;  // per dynamic table, for the log
+};
+absl::StatusOr<InitFrom> InitializerFromFlag(Env* env, const std::string& path, const JobSpec& job) {
+  InitFrom out;
+  if (path.empty()) {
+    out.initialize = InitializeVariable;
+    return out;
+  }
+  ASSIGN_OR_RETURN(InitialWeights read, ReadInitialWeights(env, job, path));
+  ASSIGN_OR_RETURN(out.dynamic, InitialDynamicTableFiles(job, read, /*num_ps=*/1));
+  out.key_sources = read.key_sources;
+  auto weights = std::make_shared<const NamedWeights>(std::move(read.values));
+  out.initialize = [weights, path](const VariableSpec& var, uint64_t, Tensor* value) -> absl::Status {
     auto it = weights->find(var.name);
     if (it == weights->end() || it->second.shape != var.shape) {  // checked by ReadInitialWeights
       return absl::InternalError(
@@ -44,7 +57,8 @@ absl::StatusOr<VariableInitializer> InitializerFromFlag(const std::string& path,
     *value = Tensor(DType::kFloat32, var.shape);
     std::copy(it->second.values.begin(), it->second.values.end(), value->data<float>());
     return absl::OkStatus();
-  });
+  };
+  return out;
 }
 
 const std::vector<FlagDef>& TrainFlags() {
@@ -117,16 +131,10 @@ absl::StatusOr<std::string> SaveCheckpoint(Env* env, const std::string& model_di
   std::vector<SavedDynamicShard> dynamic_shards;  // the index lists them, as the chief's does
   for (size_t i = 0; i < specs.size(); ++i) {
     if (specs[i].dynamic.has_value()) {
-      const std::string file = DynamicShardFileName(specs[i].name, 0, 1);
       int64_t rows = 0;
-      ASSIGN_OR_RETURN(dynamic_files[file], trainer.SaveDynamicTable(i, &rows));
-      SavedDynamicShard& saved = dynamic_shards.emplace_back();
-      saved.set_shard_name(DynamicShardName(specs[i].name, 0, 1));
-      saved.set_table_name(specs[i].name);
-      saved.set_shard_index(0);
-      saved.set_num_shards(1);
-      saved.set_file(file);
-      saved.set_rows(rows);
+      ASSIGN_OR_RETURN(std::string bytes, trainer.SaveDynamicTable(i, &rows));
+      dynamic_shards.push_back(OneFileDynamicShard(specs[i].name, rows));
+      dynamic_files[dynamic_shards.back().file()] = std::move(bytes);
       continue;
     }
     VariablePlanProto::Variable* v = plan.add_variables();
@@ -219,8 +227,16 @@ absl::Status RunTrain(Env* env, const CommandLine& cl) {
                  default_data->train_path.c_str(), default_data->test_path.c_str());
   }
   ASSIGN_OR_RETURN(GradientComputerFactory compute, ComputeFactoryForDevice(cl.Get("device"), options.replicas));
-  ASSIGN_OR_RETURN(VariableInitializer initialize, InitializerFromFlag(cl.Get("init_from"), job));
-  ASSIGN_OR_RETURN(auto trainer, LocalTrainer::Create(env, job, options, initialize, NewKerasUpdater, compute));
+  ASSIGN_OR_RETURN(InitFrom init, InitializerFromFlag(env, cl.Get("init_from"), job));
+  ASSIGN_OR_RETURN(auto trainer, LocalTrainer::Create(env, job, options, init.initialize, NewKerasUpdater, compute));
+  for (size_t i = 0; i < trainer->variable_specs().size(); ++i) {
+    const std::string& name = trainer->variable_specs()[i].name;
+    auto bytes = init.dynamic.bytes_by_variable.find(name);
+    if (bytes == init.dynamic.bytes_by_variable.end()) continue;
+    RETURN_IF_ERROR(trainer->RestoreDynamicTable(i, bytes->second));
+    std::fprintf(stderr, "pstrain train: --init_from: dynamic table %s starts from the file's rows, keyed by %s\n",
+                 name.c_str(), init.key_sources[name].c_str());
+  }
   const int64_t total = trainer->total_steps(), per_epoch = trainer->steps_per_epoch();
   const int64_t epochs = (total + per_epoch - 1) / per_epoch;
   std::fprintf(stderr,

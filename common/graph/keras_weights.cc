@@ -195,27 +195,36 @@ absl::Status WriteKeras2(const ModelGraph& graph, const NamedWeights& weights, h
   return Hdf5WriteStrings(top.get(), "weight_names", {}, false, false);
 }
 
-// Reads one variable from dataset `group`/`dataset`, checking its shape against the graph's.
+// Reads one variable from dataset `group`/`dataset`, checking its shape against the graph's (all
+// but the number of rows for a variable in `any_rows`).
 absl::Status ReadVariable(const GraphVariableSpec& var, hid_t group, const std::string& dataset,
-                          const std::string& where, NamedWeights* out) {
+                          const std::string& where, const std::set<std::string>& any_rows, NamedWeights* out) {
   absl::StatusOr<Hdf5DatasetInfo> info = Hdf5DatasetShape(group, dataset);
   if (!info.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", info.status().message()));
   if (!info->is_float) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": variable '", var.name, "' (dataset '", dataset,
                                                    "') does not hold floating-point numbers"));
   }
-  if (info->shape != var.shape) {
+  std::vector<int64_t> want = var.shape;
+  std::string expected = ShapeText(var.shape);
+  if (any_rows.count(var.name) > 0 && !want.empty()) {
+    if (info->shape.size() == want.size() && info->shape[0] >= 1) want[0] = info->shape[0];
+    expected = ShapeText(std::vector<int64_t>(var.shape.begin() + 1, var.shape.end()));
+    expected.insert(1, want.size() > 1 ? "any rows, " : "any rows");
+  }
+  if (info->shape != want) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": variable '", var.name, "' (dataset '", dataset,
                                                    "') has shape ", ShapeText(info->shape),
-                                                   " in the file; the model expects ", ShapeText(var.shape)));
+                                                   " in the file; the model expects ", expected));
   }
-  absl::StatusOr<std::vector<float>> values = Hdf5ReadFloats(group, dataset, Elements(var.shape));
+  absl::StatusOr<std::vector<float>> values = Hdf5ReadFloats(group, dataset, Elements(want));
   if (!values.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", values.status().message()));
-  (*out)[var.name] = WeightValue{var.shape, std::move(*values)};
+  (*out)[var.name] = WeightValue{want, std::move(*values)};
   return absl::OkStatus();
 }
 
-absl::StatusOr<NamedWeights> ReadKeras3(const ModelGraph& graph, hid_t file, const std::string& path) {
+absl::StatusOr<NamedWeights> ReadKeras3(const ModelGraph& graph, hid_t file, const std::string& path,
+                                        const std::set<std::string>& any_rows) {
   if (absl::Status s = CheckKeras3Layers(graph); !s.ok())
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
   const std::vector<std::vector<int>> vars = VariablesByLayer(graph);
@@ -262,7 +271,7 @@ absl::StatusOr<NamedWeights> ReadKeras3(const ModelGraph& graph, hid_t file, con
                                                      VariableNames(graph, vars[i]), ", as vars/0, vars/1, ...)"));
     }
     for (size_t k = 0; k < vars[i].size(); ++k) {
-      if (absl::Status s = ReadVariable(graph.variables[vars[i][k]], group.get(), std::to_string(k), where, &out);
+      if (absl::Status s = ReadVariable(graph.variables[vars[i][k]], group.get(), std::to_string(k), where, any_rows, &out);
           !s.ok()) {
         return s;
       }
@@ -271,7 +280,8 @@ absl::StatusOr<NamedWeights> ReadKeras3(const ModelGraph& graph, hid_t file, con
   return out;
 }
 
-absl::StatusOr<NamedWeights> ReadKeras2(const ModelGraph& graph, hid_t base, const std::string& path) {
+absl::StatusOr<NamedWeights> ReadKeras2(const ModelGraph& graph, hid_t base, const std::string& path,
+                                        const std::set<std::string>& any_rows) {
   absl::StatusOr<std::vector<std::string>> names = Hdf5ReadStrings(base, "layer_names", path);
   if (!names.ok()) return absl::InvalidArgumentError(names.status().message());
   // The file's layers that hold weights, by name.
@@ -312,7 +322,7 @@ absl::StatusOr<NamedWeights> ReadKeras2(const ModelGraph& graph, hid_t base, con
       if (!Hdf5HasLink(group.get(), it->second[k])) {
         return absl::InvalidArgumentError(absl::StrCat(where, ": weight '", Cut(it->second[k]), "' has no dataset"));
       }
-      if (absl::Status s = ReadVariable(graph.variables[vars[i][k]], group.get(), it->second[k], where, &out);
+      if (absl::Status s = ReadVariable(graph.variables[vars[i][k]], group.get(), it->second[k], where, any_rows, &out);
           !s.ok()) {
         return s;
       }
@@ -363,6 +373,11 @@ absl::Status WriteKerasWeights(const ModelGraph& graph, const NamedWeights& weig
 }
 
 absl::StatusOr<NamedWeights> ReadKerasWeights(const ModelGraph& graph, const std::string& path) {
+  return ReadKerasWeights(graph, path, {});
+}
+
+absl::StatusOr<NamedWeights> ReadKerasWeights(const ModelGraph& graph, const std::string& path,
+                                              const std::set<std::string>& any_rows) {
   int64_t size = 0;
   absl::StatusOr<int> fd = OpenRegularFileForReading(path, kKerasWeightsFile, &size);
   if (!fd.ok()) return fd.status();
@@ -381,12 +396,12 @@ absl::StatusOr<NamedWeights> ReadKerasWeights(const ModelGraph& graph, const std
   if (!file.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": cannot be opened as HDF5 (a truncated or damaged file?)"));
   }
-  if (HasKeras2Names(file.get())) return ReadKeras2(graph, file.get(), path);
+  if (HasKeras2Names(file.get())) return ReadKeras2(graph, file.get(), path, any_rows);
   if (Hdf5IsGroup(file.get(), "model_weights")) {  // a whole model saved by tf.keras's model.save("x.h5")
     Hdf5Handle weights(H5Gopen2(file.get(), "model_weights", H5P_DEFAULT), H5Gclose);
-    if (HasKeras2Names(weights.get())) return ReadKeras2(graph, weights.get(), path);
+    if (HasKeras2Names(weights.get())) return ReadKeras2(graph, weights.get(), path, any_rows);
   }
-  if (Hdf5IsGroup(file.get(), "layers") || Hdf5IsGroup(file.get(), "vars")) return ReadKeras3(graph, file.get(), path);
+  if (Hdf5IsGroup(file.get(), "layers") || Hdf5IsGroup(file.get(), "vars")) return ReadKeras3(graph, file.get(), path, any_rows);
   return absl::InvalidArgumentError(absl::StrCat(
       path,
       ": an HDF5 file but not Keras weights (no 'layers' group as Keras 3 writes, no 'layer_names' attribute "

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,11 @@ absl::Status WriteKerasWeights(const ModelGraph& graph, const NamedWeights& weig
 // number of weights, a shape other than the graph's (expected vs found) or a non-float dataset;
 // NotFound / InvalidArgument / OutOfRange from kKerasWeightsFile's rules.
 absl::StatusOr<NamedWeights> ReadKerasWeights(const ModelGraph& graph, const std::string& path);
+// The same, where each variable named in `any_rows` may hold any number (>= 1) of rows in the file
+// (its other dimensions are checked) and is read with the file's shape: a dynamic table's
+// Embedding, whose rows are keyed (initial_weights.h).
+absl::StatusOr<NamedWeights> ReadKerasWeights(const ModelGraph& graph, const std::string& path,
+                                              const std::set<std::string>& any_rows);
 
 }  // namespace pstrain
 

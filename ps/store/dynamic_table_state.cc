@@ -270,4 +270,35 @@ absl::StatusOr<std::vector<std::string>> ReshardDynamicTableCheckpoints(const st
   return encoded;
 }
 
+absl::StatusOr<DynamicTableState> InitialDynamicTableState(const std::string& table, int64_t dim,
+                                                           const std::vector<float>& slot_initial,
+                                                           const std::vector<int64_t>& keys,
+                                                           const std::vector<float>& values) {
+  if (dim < 1 || values.size() != keys.size() * static_cast<size_t>(dim)) {
+    return absl::InvalidArgumentError(absl::StrCat("table ", table, ": ", values.size(), " values for ", keys.size(),
+                                                   " keys of dim ", dim));
+  }
+  std::vector<size_t> order(keys.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&keys](size_t a, size_t b) { return keys[a] < keys[b]; });
+  DynamicTableState st;
+  st.table_name = table;
+  st.dim = dim;
+  st.num_slots = static_cast<int32_t>(slot_initial.size());
+  st.counters.created = static_cast<int64_t>(keys.size());
+  st.counters.rows = static_cast<int64_t>(keys.size());
+  st.last_update_steps.assign(keys.size(), 0);
+  const size_t d = static_cast<size_t>(dim);
+  st.rows.reserve(keys.size() * d * (1 + slot_initial.size()));
+  for (size_t i : order) {
+    if (!st.keys.empty() && st.keys.back() == keys[i]) {
+      return absl::InvalidArgumentError(absl::StrCat("table ", table, ": key ", keys[i], " is given twice"));
+    }
+    st.keys.push_back(keys[i]);
+    st.rows.insert(st.rows.end(), values.begin() + i * d, values.begin() + (i + 1) * d);
+    for (float slot : slot_initial) st.rows.insert(st.rows.end(), d, slot);
+  }
+  return st;
+}
+
 }  // namespace pstrain

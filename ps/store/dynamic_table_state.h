@@ -55,6 +55,16 @@ struct DynamicTableState {
 };
 
 std::string EncodeDynamicTableState(const DynamicTableState& state);
+
+// The state of a table that starts from given rows (`--init_from` Keras weights): each of `keys`
+// (distinct, any order) holds its row of `values` ([keys.size(), dim] row-major), every slot s at
+// slot_initial[s], last updated at step 0; `created` counts the rows; no admission filter (a table
+// with admission restores it empty). InvalidArgument when dim < 1, the sizes disagree or a key
+// repeats.
+absl::StatusOr<DynamicTableState> InitialDynamicTableState(const std::string& table, int64_t dim,
+                                                           const std::vector<float>& slot_initial,
+                                                           const std::vector<int64_t>& keys,
+                                                           const std::vector<float>& values);
 // InvalidArgument / DataLoss naming the problem (see the format above) for bad bytes.
 absl::StatusOr<DynamicTableState> DecodeDynamicTableState(absl::string_view bytes);
 

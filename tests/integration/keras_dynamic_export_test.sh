@@ -10,6 +10,11 @@
 #      `pstrain evaluate`'s test loss (relative 1e-5).
 #   2. Keras 2: `pstrain train` trains the Keras 2 fixture; `--format=keras2`; tf.keras maps ids with
 #      IntegerLookup(vocabulary=keys) (checked against np.searchsorted) and computes evaluate's loss.
+#   3. Back in: `pstrain-chief --init_from` of the Keras 3 export (its keys files beside it) onto 3 ps
+#      (--init_only): each c0/c1 table holds exactly the exported keys, in 3 files, and `pstrain
+#      evaluate` gives the original checkpoint's test loss (a key the export lacks gets the same
+#      initial row in both); `pstrain train --init_from` of the Keras 2 export trains from it. A
+#      max_rows that a shard of 3 cannot hold, or a keys file of another length, is refused.
 #   The test set is the training set, so every id it holds has a row (ids the keys lack get row 0,
 #   zeros, in Keras and their small initial row in pstrain; the README says so).
 #   keras_dynamic_export_test.sh BIN_DIR
@@ -77,5 +82,43 @@ mkdir -p "$WORK/k2"
 export_checkpoint "$WORK/local" keras2 "$WORK/k2/export.h5"
 loss2=$(check keras2 "$TF" "$WORK/local" "$WORK/k2/export.h5")
 
+# 3. Back in, from the exports.
+init_only_cluster 3 "$WORK/back" --job="$WORK/job3.json" --init_from="$WORK/k3/export.weights.h5"
+grep -q "dynamic table deep_emb0/embeddings starts from the file's rows, keyed by the keys of $WORK/k3/export.weights.h5.c0.keys.npy" \
+  "$WORK/chief-0.log" || fail "the chief did not key deep_emb0 by the export's keys: $(grep init_from "$WORK/chief-0.log")"
+evaluate_checkpoint "$WORK/back" "$WORK/back-evaluate.json"
+inspect_latest "$WORK/back" "$WORK/back-inspect.json"
+"$KERAS" - "$WORK/back-evaluate.json" "$WORK/keras3-evaluate.json" "$WORK/back-inspect.json" "$WORK/k3/export.weights.h5" <<'PY' \
+  || fail "the export read back in differs from the checkpoint it came from"
+import json, sys
+import numpy as np
+back, orig, inspect, weights = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), json.load(open(sys.argv[3])), sys.argv[4]
+print("init_from the export: evaluate", back["test_loss"], "; the original checkpoint", orig["test_loss"], file=sys.stderr)
+assert abs(back["test_loss"] - orig["test_loss"]) <= 1e-6 * abs(orig["test_loss"]), (back, orig)
+tables = {t["name"]: t for t in inspect["dynamic_tables"]}
+for i in ("c0", "c1"):
+    keys = np.load("%s.%s.keys.npy" % (weights, i))
+    for layer in ("deep_emb" + i[1], "wide_emb" + i[1]):
+        t = tables[layer + "/embeddings"]
+        assert t["rows"] == len(keys), (layer, t["rows"], len(keys))
+        assert len(t["files"]) == 3, (layer, t["files"])
+PY
+keys_c0=$("$KERAS" -c "import numpy, sys; print(len(numpy.load(sys.argv[1])))" "$WORK/k3/export.weights.h5.c0.keys.npy")
+sed "s/\"max_rows\": 5000}, \"wide_emb0\": {\"max_rows\": 5000}/\"max_rows\": $keys_c0}, \"wide_emb0\": {\"max_rows\": $keys_c0}/" \
+  "$WORK/job3.json" >"$WORK/job3-tight.json"
+grep -q "\"max_rows\": $keys_c0" "$WORK/job3-tight.json" || fail "could not write the tight job"
+make_cluster 3 1
+expect_exit 2 tight-cap "deep_emb0/embeddings would start with [0-9]+ of its $keys_c0 keys on shard [0-2] of 3, over that shard's cap" \
+  env TF_CONFIG="$(tf_config chief 0)" "$BIN/pstrain-chief" --job="$WORK/job3-tight.json" --model_dir="$WORK/tight" \
+  --init_from="$WORK/k3/export.weights.h5"
+"$KERAS" -c "import numpy, sys; numpy.save(sys.argv[1], numpy.load(sys.argv[1])[:-1])" "$WORK/k3/export.weights.h5.c1.keys.npy"
+expect_exit 2 short-keys "layer 'deep_emb1' has [0-9]+ rows but $WORK/k3/export.weights.h5.c1.keys.npy holds" \
+  "$BIN/pstrain" train --job="$WORK/job3.json" --init_from="$WORK/k3/export.weights.h5" --steps=1
+"$BIN/pstrain" train --job="$WORK/job2.json" --threads=1 --init_from="$WORK/k2/export.h5" --steps=5 \
+  --model_dir="$WORK/local-back" >"$WORK/train-back.out" 2>"$WORK/train-back.log" \
+  || fail "pstrain train --init_from the Keras 2 export failed: $(tail -n 3 "$WORK/train-back.log")"
+grep -q "dynamic table wide_emb1/embeddings starts from the file's rows, keyed by the keys of $WORK/k2/export.h5.c1.keys.npy" \
+  "$WORK/train-back.log" || fail "pstrain train did not key wide_emb1 by the export's keys: $(cat "$WORK/train-back.log")"
+
 echo "PASS: dynamic tables exported: Keras 3 (cluster, 2 shards per table) loss $loss3 and tf.keras 2.15" \
-  "(IntegerLookup) loss $loss2 equal pstrain evaluate's"
+  "(IntegerLookup) loss $loss2 equal pstrain evaluate's; read back in with --init_from onto 3 ps"

@@ -37,20 +37,6 @@ expect_exit 2 missing_file "--init_from=.*nothing.weights.h5.*does not exist" \
   chief --job="$RES/job.json" --model_dir="$WORK/refused" --init_from="$WORK/nothing.weights.h5"
 [ ! -e "$WORK/refused/ckpt-0" ] || fail "a refused chief wrote a checkpoint"
 
-# init_only MODEL_DIR CHIEF_ARGS...: 2 ps (no worker is needed), the chief with --init_only; the ps
-# are stopped afterwards (an initialized job's ps serve on).
-init_only() {
-  local model=$1 before=${#PIDS[@]} i
-  shift
-  make_cluster 2 1
-  for i in 0 1; do start ps "$i" pstrain-ps; done
-  start chief 0 pstrain-chief --model_dir="$model" --wait_timeout_secs=30 --init_only "$@"
-  wait_pid "$LAST_PID" 60
-  [ "$WAIT_RC" = 0 ] || fail "the --init_only chief ($*) exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
-  for ((i = before; i < ${#PIDS[@]}; i++)); do kill -9 "${PIDS[$i]}" 2>/dev/null || true; wait "${PIDS[$i]}" 2>/dev/null || true; done
-  PIDS=("${PIDS[@]:0:before}")
-}
-
 # 2. Step 0 on the ps: every variable split over both ps, ckpt-0 rewritten by them.
 "$PY" "$KERAS/weights_file.py" shift "$RES/init.weights.h5" "$WORK/shifted.weights.h5" >/dev/null
 python3 - "$RES/job.json" "$WORK/split.json" <<'PY'
@@ -60,7 +46,7 @@ job["partitioner"] = {"type": "fixed_shards", "num_shards": 2}
 json.dump(job, open(sys.argv[2], "w"))
 PY
 cp "$RES/model.json" "$WORK/model.json"  # the job names its model relative to itself
-init_only "$WORK/step0" --job="$WORK/split.json" --init_from="$WORK/shifted.weights.h5"
+init_only_cluster 2 "$WORK/step0" --job="$WORK/split.json" --init_from="$WORK/shifted.weights.h5"
 grep -q "restored the starting values of .*ckpt-0" "$WORK/chief-0.log" || fail "the chief did not restore ckpt-0"
 python3 - "$WORK/step0/ckpt-0/index.json" <<'PY' || fail "ckpt-0 is not the ps's (partitioned) save"
 import json, sys
@@ -95,7 +81,7 @@ PY
 export_checkpoint "$WORK/cluster" keras "$WORK/trained.weights.h5"
 "$PY" "$KERAS/weights_file.py" differ "$WORK/trained.weights.h5" "$MLP/init.weights.h5" \
   || fail "training did not change the weights"
-init_only "$WORK/cluster" --job="$MLP/job.json" --init_from="$MLP/init.weights.h5"
+init_only_cluster 2 "$WORK/cluster" --job="$MLP/job.json" --init_from="$MLP/init.weights.h5"
 grep -q "init_from is not used: resuming from .*ckpt-5" "$WORK/chief-0.log" \
   || fail "the chief did not say it resumed the checkpoint over --init_from: $(tail -n 5 "$WORK/chief-0.log")"
 export_checkpoint "$WORK/cluster" keras "$WORK/resumed.weights.h5"

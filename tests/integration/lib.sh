@@ -115,6 +115,21 @@ run_cluster_job() {
   PIDS=("${PIDS[@]:0:before}")
 }
 
+# init_only_cluster NPS MODEL_DIR CHIEF_ARGS...: NPS ps (no worker is needed) and the chief with
+# --init_only, which creates or restores the variables, checkpoints and stops; the ps are stopped
+# afterwards (an initialized job's ps serve on).
+init_only_cluster() {
+  local nps=$1 model=$2 before=${#PIDS[@]} i
+  shift 2
+  make_cluster "$nps" 1
+  for ((i = 0; i < nps; i++)); do start ps "$i" pstrain-ps; done
+  start chief 0 pstrain-chief --model_dir="$model" --wait_timeout_secs=30 --init_only "$@"
+  wait_pid "$LAST_PID" 60
+  [ "$WAIT_RC" = 0 ] || fail "the --init_only chief ($*) exited $WAIT_RC: $(tail -n 5 "$WORK/chief-0.log")"
+  for ((i = before; i < ${#PIDS[@]}; i++)); do kill -9 "${PIDS[$i]}" 2>/dev/null || true; wait "${PIDS[$i]}" 2>/dev/null || true; done
+  PIDS=("${PIDS[@]:0:before}")
+}
+
 # evaluate_checkpoint CHECKPOINT OUT_JSON: `pstrain evaluate --format=json` of a checkpoint (or a
 # model dir's newest) into OUT_JSON; fails with its log when it fails.
 evaluate_checkpoint() {

@@ -91,6 +91,12 @@ class KerasUpdater : public ParameterUpdater {
     return EncodeDynamicTableState(state);
   }
 
+  absl::Status RestoreDynamic(int variable, const std::string& bytes) override {
+    RETURN_IF_ERROR(Dynamic(variable).status());
+    ASSIGN_OR_RETURN(DynamicTableState state, DecodeDynamicTableState(bytes));
+    return dynamic_[variable]->RestoreState(state);
+  }
+
   absl::StatusOr<int64_t> DynamicRows(int variable) const override {
     ASSIGN_OR_RETURN(const DynamicTable* table, Dynamic(variable));
     return table->rows();

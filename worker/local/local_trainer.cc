@@ -220,6 +220,13 @@ absl::Status LocalTrainer::Run(const std::function<void(const EpochReport&)>& on
   return absl::OkStatus();
 }
 
+absl::Status LocalTrainer::RestoreDynamicTable(size_t variable, const std::string& bytes) {
+  if (variable >= variables_.size() || !variables_[variable].dynamic.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("variable ", variable, " is not a dynamic table"));
+  }
+  return updater_->RestoreDynamic(static_cast<int>(variable), bytes);
+}
+
 absl::StatusOr<int64_t> LocalTrainer::DynamicRows() const {
   int64_t rows = -1;
   for (size_t i = 0; i < variables_.size(); ++i) {

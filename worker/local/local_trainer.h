@@ -71,6 +71,11 @@ class ParameterUpdater {
   virtual absl::StatusOr<std::string> SaveDynamic(int variable, int64_t* rows) const {
     return absl::UnimplementedError("this updater has no dynamic tables");
   }
+  // Replaces dynamic table `variable`'s state by `bytes` (EncodeDynamicTableState, as SaveDynamic
+  // writes and --init_from makes). InvalidArgument as above, or naming what does not fit.
+  virtual absl::Status RestoreDynamic(int variable, const std::string& bytes) {
+    return absl::UnimplementedError("this updater has no dynamic tables");
+  }
   // The rows dynamic table `variable` holds now (cheap: no copy). InvalidArgument as above.
   virtual absl::StatusOr<int64_t> DynamicRows(int variable) const {
     return absl::UnimplementedError("this updater has no dynamic tables");
@@ -148,6 +153,9 @@ class LocalTrainer {
   // shard writes to DynamicShardFileName(name, 0, 1), and in `rows` (when not null) the rows they
   // hold. InvalidArgument for another variable.
   absl::StatusOr<std::string> SaveDynamicTable(size_t variable, int64_t* rows = nullptr) const;
+  // Starts dynamic table `variable` from `bytes` (ParameterUpdater::RestoreDynamic), e.g. the rows
+  // --init_from read. InvalidArgument for another variable or bytes that do not fit the table.
+  absl::Status RestoreDynamicTable(size_t variable, const std::string& bytes);
   // The rows all dynamic tables hold now; -1 when the model has none.
   absl::StatusOr<int64_t> DynamicRows() const;
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "chief/checkpoint/checkpoint_manager.h"
+#include "chief/checkpoint/initial_dynamic_tables.h"
 #include "chief/coordinator/job_protos.h"
 #include "chief/tool/inspect_command.h"
 #include "common/checkpoint/dynamic_shard_files.h"
@@ -15,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "ps/client/ps_stats_format.h"
+#include "ps/store/dynamic_table_state.h"
 #include "tests/chief/checkpoint/dynamic_tables_fixture.h"
 
 namespace pstrain {
@@ -174,6 +176,61 @@ TEST_F(DynamicCheckpointTest, ACheckpointOfTwoPsRestoresOntoThree) {
   ASSERT_EQ(json["dynamic_shards"].size(), 1u);
   EXPECT_EQ(json["dynamic_shards"][0]["name"], DynamicShardName(kTable, 1, 3));
   EXPECT_EQ(json["dynamic_shards"][0]["rows"], rows[1]);
+}
+
+// --init_from's starting rows: a checkpoint the chief writes itself (SaveValues) with the table as
+// one file of given keys and rows (InitialDynamicTableState, Adagrad's slot at its initial value)
+// restores onto 2 ps, each holding the keys it owns with exactly those rows. Without the file
+// listed, SaveValues refuses the dynamic table.
+TEST_F(DynamicCheckpointTest, StartingRowsWrittenByTheChiefRestoreOntoAnyPsCount) {
+  const std::string model_dir = TempDir("initial");
+  const std::vector<int64_t> keys = Keys(0, 50);
+  std::vector<float> values;
+  for (size_t i = 0; i < keys.size() * kDim; ++i) values.push_back(0.01f * static_cast<float>(i) - 1.f);
+  absl::StatusOr<DynamicTableState> state = InitialDynamicTableState(kTable, kDim, {0.1f}, keys, values);
+  ASSERT_TRUE(state.ok()) << state.status();
+  FloatTensorMap dense;
+  dense["dense/kernel"].shape = {6, 2};
+  dense["dense/kernel"].values.assign(12, 0.5f);
+  const SavedDynamicShard entry = OneFileDynamicShard(kTable, 50);
+  CheckpointManager manager(env_, model_dir, 2, {});
+  EXPECT_THAT(std::string(manager.SaveValues(0, "{}", Plan(2), dense).status().message()),
+              HasSubstr("dynamic table user/embeddings takes no starting values"));
+  absl::StatusOr<std::string> dir =
+      manager.SaveValues(0, "{}", Plan(2), dense, {{entry.file(), EncodeDynamicTableState(*state)}}, {entry});
+  ASSERT_TRUE(dir.ok()) << dir.status();
+
+  Cluster two(2);
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<RestoreRequest> request = MakeRestoreRequest(Spec(), Plan(2), i, 1, *dir);
+    ASSERT_TRUE(request.ok()) << request.status();
+    RestoreResponse restored;
+    absl::Status s = two.ps(i)->Restore(*request, &restored);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  const std::vector<int64_t> rows = two.Rows();
+  EXPECT_EQ(rows[0] + rows[1], 50);
+  for (int i = 0; i < 2; ++i) {
+    std::vector<int64_t> mine;
+    std::vector<float> want;
+    for (size_t k = 0; k < keys.size(); ++k) {
+      if (DynamicKeyOwner(static_cast<uint64_t>(keys[k]), 2) != i) continue;
+      mine.push_back(keys[k]);
+      want.insert(want.end(), values.begin() + k * kDim, values.begin() + (k + 1) * kDim);
+    }
+    EXPECT_EQ(rows[i], static_cast<int64_t>(mine.size()));
+    PullKeysRequest request;
+    KeyedRows* asked = request.add_tables();
+    asked->set_shard_name(DynamicShardName(kTable, i, 2));
+    asked->set_num_keys(static_cast<int64_t>(mine.size()));
+    asked->set_keys(std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(int64_t)));
+    PullKeysResponse pulled;
+    ASSERT_TRUE(two.ps(i)->PullKeys(request, &pulled).ok());
+    ASSERT_EQ(pulled.tables(0).values().size(), want.size() * sizeof(float));
+    std::vector<float> got(want.size());
+    std::memcpy(got.data(), pulled.tables(0).values().data(), pulled.tables(0).values().size());
+    EXPECT_EQ(got, want) << "ps " << i;
+  }
 }
 
 TEST_F(DynamicCheckpointTest, InspectListsEachTableWithItsFilesAndOptions) {

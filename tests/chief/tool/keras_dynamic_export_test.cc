@@ -157,26 +157,5 @@ TEST(SetEmbeddingInputDimsTest, ANameThatIsNoEmbeddingLayerLeavesTheModelUnchang
   EXPECT_EQ(graph->variables[graph->FindVariable("deep_emb0/embeddings")].shape[0], 7);
 }
 
-// numpy's .npy format 1.0: magic, version, little-endian header length, a header padded to 64
-// bytes in all, then the values.
-TEST(NpyInt64VectorTest, WritesNumpysFormat) {
-  const std::vector<int64_t> values = {-2, 0, int64_t{1} << 40};
-  const std::string npy = NpyInt64Vector(values);
-  ASSERT_GE(npy.size(), 10u);
-  EXPECT_EQ(npy.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
-  const size_t header = static_cast<unsigned char>(npy[8]) | (static_cast<unsigned char>(npy[9]) << 8);
-  EXPECT_EQ((10 + header) % 64, 0u);
-  ASSERT_EQ(npy.size(), 10 + header + 8 * values.size());
-  const std::string text = npy.substr(10, header);
-  EXPECT_EQ(text.rfind("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", 0), 0u) << text;
-  EXPECT_EQ(text.back(), '\n');
-  for (size_t i = 0; i < values.size(); ++i) {
-    int64_t v = 0;
-    std::memcpy(&v, npy.data() + 10 + header + 8 * i, 8);  // this host is little-endian, as x86 is
-    EXPECT_EQ(v, values[i]);
-  }
-  EXPECT_EQ(static_cast<unsigned char>(npy[10 + header]), 0xfe);  // -2's low byte first
-}
-
 }  // namespace
 }  // namespace pstrain

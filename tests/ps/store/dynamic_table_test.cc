@@ -561,6 +561,36 @@ void ExpectRefused(absl::string_view bytes, const std::string& words) {
   EXPECT_NE(st.status().message().find(words), std::string::npos) << st.status();
 }
 
+// Starting rows (--init_from): keys sorted with their rows, each slot at the given initial value,
+// step 0; an Adagrad table with admission restores them and holds them, its filter empty.
+TEST(DynamicTableCheckpoint, InitialStateHoldsTheGivenRowsWithInitialSlots) {
+  const std::vector<int64_t> keys = {9, -4, 1};
+  std::vector<float> values(keys.size() * kDim);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  absl::StatusOr<DynamicTableState> st = InitialDynamicTableState("emb", kDim, {0.1f}, keys, values);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->keys, (std::vector<int64_t>{-4, 1, 9}));
+  EXPECT_EQ(st->last_update_steps, (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(st->counters.created, 3);
+  ASSERT_EQ(st->rows.size(), 3u * 2 * kDim);
+  for (int64_t d = 0; d < kDim; ++d) {
+    EXPECT_EQ(st->rows[d], values[kDim + d]) << "key -4's value";
+    EXPECT_EQ(st->rows[kDim + d], 0.1f) << "key -4's accumulator";
+    EXPECT_EQ(st->rows[4 * kDim + d], values[d]) << "key 9's value";
+  }
+  DynamicTableOptions o = Options();
+  o.admission_threshold = 3;
+  auto t = Make(o);
+  ASSERT_TRUE(t->RestoreState(*st).ok());
+  EXPECT_EQ(t->rows(), 3);
+  EXPECT_EQ(LookupOne(*t, 9), std::vector<float>(values.begin(), values.begin() + kDim));
+  EXPECT_EQ(t->ExportState().filter_counters, std::vector<uint8_t>(o.filter_width * o.filter_depth, 0));
+
+  EXPECT_FALSE(InitialDynamicTableState("emb", kDim, {}, {1, 2, 1}, std::vector<float>(3 * kDim)).ok());
+  EXPECT_FALSE(InitialDynamicTableState("emb", kDim, {}, {1, 2}, std::vector<float>(3 * kDim)).ok());
+  EXPECT_FALSE(InitialDynamicTableState("emb", 0, {}, {}, {}).ok());
+}
+
 TEST(DynamicTableCheckpoint, CorruptOrTruncatedBytesAreRefusedWithAMessage) {
   auto t = Make(AdmittingOptions());
   for (int step = 0; step < 2; ++step) {  // the second push admits the keys

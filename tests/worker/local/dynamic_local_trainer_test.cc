@@ -205,6 +205,36 @@ TEST_F(DynamicLocalTrainerTest, AdmissionAndTtlOverBatchesOfEight) {
   }
 }
 
+// --init_from's rows (InitialDynamicTableState's bytes) restored into the trainer's table: held as
+// given, and the step trains from them (SGD written out on the given rows, the initializer's rows
+// for the other keys).
+TEST_F(DynamicLocalTrainerTest, RestoredStartingRowsAreHeldAndTrainedFrom) {
+  const JobSpec job = Job(kExamples, 1, 1, 0);
+  LocalTrainOptions options;
+  options.evaluate = false;
+  auto t = LocalTrainer::Create(Env::Default(), job, options, InitializeVariable, NewKerasUpdater, NewCpuGradientComputer);
+  ASSERT_TRUE(t.ok()) << t.status();
+  const std::vector<int64_t> keys = {3, 1, 999};  // 999 is in no example
+  std::vector<float> rows;
+  for (int i = 0; i < 12; ++i) rows.push_back(0.1f * static_cast<float>(i) - 0.5f);
+  absl::StatusOr<DynamicTableState> state = InitialDynamicTableState("user/embeddings", kDim, {}, keys, rows);
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_TRUE((*t)->RestoreDynamicTable(0, EncodeDynamicTableState(*state)).ok());
+  EXPECT_FALSE((*t)->RestoreDynamicTable(1, EncodeDynamicTableState(*state)).ok()) << "variable 1 is dense";
+  DynamicTableState held = Saved(**t);
+  EXPECT_EQ(held.keys, (std::vector<int64_t>{1, 3, 999}));
+  std::vector<float> by_key(rows.begin() + 4, rows.begin() + 8);  // key 1, then 3, then 999 (SGD: no slots)
+  by_key.insert(by_key.end(), rows.begin(), rows.begin() + 4);
+  by_key.insert(by_key.end(), rows.begin() + 8, rows.end());
+  EXPECT_EQ(held.rows, by_key);
+  ASSERT_TRUE((*t)->Run([](const EpochReport&) {}).ok());
+  Start start = Initial(job);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    start.rows[keys[k]] = std::vector<double>(rows.begin() + k * kDim, rows.begin() + (k + 1) * kDim);
+  }
+  ExpectRows(Saved(**t), SgdRows(start, LogitGrads(start)));
+}
+
 TEST_F(DynamicLocalTrainerTest, ReportsEveryStepCountTheRowsHeldAndTrainTheSame) {
   const JobSpec job = Job(8, 8, 1, 0);  // one epoch of 8 steps: 20 keys
   LocalTrainOptions options;
