@@ -54,7 +54,7 @@ kind_asan() {
                 worker_tfrecord_reader_test worker_ctr_graph_gradient_computer_test ps_dynamic_table_test
                 worker_tf_example_bags_test worker_ctr_bag_model_test worker_dynamic_exchange_test
                 worker_dynamic_table_updater_test chief_saved_dynamic_table_test chief_dynamic_tables_test
-                keras_dynamic_export_test)
+                keras_dynamic_export_test common_npy_int64_test)
   SUITES="CheckedMath|JsonLimits|JsonFields|MemoryBudget|ConfinedPath|ReadRegularFile|TaskFlags|JobSpec|ClusterSpec"
   SUITES+="|SlurmHostlist|SlurmTasksPerNode|SlurmTasksFlag|SlurmCluster|SlurmBootstrap"
   SUITES+="|DynamicPsServer|DynamicPsCheckpoint|GrpcDynamicTable"
@@ -67,7 +67,7 @@ kind_asan() {
   SUITES+="|Crc32c|TfRecordFraming|TfRecordBadInput|TfExampleCtr|NonTrainableShard|DynamicTableCheckpoint|InitialWeights"
   SUITES+="|TfExampleBags|CtrBagModel|CtrBagModelRegression|Combiners/CtrBagModel|IdDeduperDynamic"
   SUITES+="|DynamicTableUpdater|SavedDynamicTable|DynamicIndex|DynamicCheckpoint|KerasDynamicExport|SetEmbeddingInputDims"
-  SUITES+="|NpyInt64Vector"
+  SUITES+="|NpyInt64|DynamicInitialWeights"
   INTEGRATION="bad_input_.*|bad_config|file_access|model_dir_owner"
   TESTS="^((${SUITES})(Test)?\\.|integration_(${INTEGRATION})$)"
   # fuzzer-no-link: the libFuzzer targets (tests/fuzz, deploy/fuzz.sh) are built here too; for the
