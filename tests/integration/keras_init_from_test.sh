@@ -9,7 +9,10 @@
 #      statistics included (the file's values shifted first, so none is an initializer's);
 #   3. training: the sync cluster's test loss after each of its SGD steps equals `pstrain train
 #      --init_from`'s with the same global batch (relative 1e-5) and Keras's (relative 1e-4);
-#   4. a checkpoint wins: a chief given --init_from on a model dir with a checkpoint resumes it.
+#   4. a checkpoint wins: a chief given --init_from on a model dir with a checkpoint resumes it;
+#   5. a ps lost before the first training checkpoint (kill -9, restarted by deploy/local/supervise.sh)
+#      comes back with the starting values: the chief restores its shards from ckpt-0, the
+#      --init_from checkpoint, and the job completes.
 #   keras_init_from_test.sh BIN_DIR
 source "$(dirname "$0")/lib.sh" "$1"
 source "$(dirname "$0")/pypi_venv.sh"
@@ -87,5 +90,34 @@ grep -q "init_from is not used: resuming from .*ckpt-5" "$WORK/chief-0.log" \
 export_checkpoint "$WORK/cluster" keras "$WORK/resumed.weights.h5"
 "$PY" "$KERAS/weights_file.py" same "$WORK/trained.weights.h5" "$WORK/resumed.weights.h5" >"$WORK/same5.txt" 2>&1 \
   || fail "the resumed values are not the checkpoint's: $(tail -n 3 "$WORK/same5.txt")"
+# 5. A ps lost before the first training checkpoint: its shards come back from ckpt-0 (--init_from).
+python3 - "$MLP/job.json" "$WORK/long.json" <<'PY'
+import json, os, sys
+job = json.load(open(sys.argv[1]))
+job["model"]["keras_json"] = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), job["model"]["keras_json"])
+job["batch_size"] = 8  # 32 steps an epoch
+job["schedule"] = {"steps": 6000, "steps_per_closure": 5}
+json.dump(job, open(sys.argv[2], "w"))
+PY
+make_cluster 2 2
+for i in 0 1; do start_supervised ps "$i" pstrain-ps; SUP[$i]=$LAST_PID; done
+for i in 0 1; do start worker "$i" pstrain-worker --threads=1; done
+start chief 0 pstrain-chief --job="$WORK/long.json" --model_dir="$WORK/lost" --init_from="$MLP/init.weights.h5" \
+  --progress_secs=1 --wait_timeout_secs=60
+CHIEF=$LAST_PID
+wait_for_line "$WORK/chief-0.log" "step ([2-9][0-9]|[1-9][0-9][0-9]+)/6000" 120
+PS1_PID=$(supervised_pid "${SUP[1]}") || fail "no pstrain-ps under the supervisor of ps:1"
+kill -9 "$PS1_PID"
+wait_pid "$CHIEF" 240
+[ "$WAIT_RC" = 0 ] || fail "the chief exited $WAIT_RC after ps:1 was lost: $(tail -n 5 "$WORK/chief-0.log")"
+back=$(grep -E "ps:1 is back at step [0-9]+: its shards restored from .*/lost/ckpt-0;" "$WORK/chief-0.log") \
+  || fail "ps:1 did not come back from ckpt-0 (the --init_from values): $(grep -E "ps:1|ckpt" "$WORK/chief-0.log" | tail -n 5)"
+[ "$(json_get "$WORK/lost/summary.json" "d['global_step']")" = 6000 ] || fail "the job did not complete every step"
+for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+PIDS=()
+echo "ps lost before the first training checkpoint: $back"
+
 echo "PASS: pstrain-chief --init_from: $CASES bad inputs refused; step 0 on 2 ps equals the file (moving statistics" \
-  "included); the sync cluster's curve equals pstrain train --init_from's and Keras's; a checkpoint wins"
+  "included); the sync cluster's curve equals pstrain train --init_from's and Keras's; a checkpoint wins;" \
+  "a ps lost before the first checkpoint comes back from ckpt-0"
