@@ -34,6 +34,23 @@ for l in open(sys.argv[1]):
   record "$name" "$line"
 }
 
+# run_ctr_cluster NAME [CHIEF_ARGS...]: one epoch of the ctr job (CHIEF_ARGS may change its model,
+# e.g. --model_json=FILE) on the local cluster, 1 ps + 2 workers x 1 thread, async
+# (deploy/local/demo.sh), over $TRAIN and $TEST; records "examples/s wall-s test-AUC log-loss" under
+# NAME. Uses ROOT, OUT and rep.
+run_ctr_cluster() {
+  local name=$1 run="$OUT/$1.r$rep" t0 line
+  shift
+  t0=$(now)
+  bash "$ROOT/deploy/local/demo.sh" --no-build --ps 1 --workers 2 --worker_threads 1 --job ctr --epochs 1 \
+    --train_files "$TRAIN" --test_files "$TEST" --run_dir "$run" -- --checkpoint_every_steps=0 "$@" >"$run.log" 2>&1 ||
+    { echo "$name run failed, see $run.log" >&2; return 1; }
+  line=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1]))
+print(d['examples_per_second'], float(sys.argv[2]), d['final_test_auc'], d['final_test_logloss'])" "$run/summary.json" \
+    "$(echo "$(now) - $t0" | bc)")
+  record "$name" "$line"
+}
+
 # bench_tfrs PY: the PYTHONPATH folder of TensorFlow Recommenders 0.7.3 (Cross, DotInteraction),
 # downloaded on first use by PY's pip into the cache and unpacked there, never installed (its
 # dependencies would change the tf environment's TensorFlow).

@@ -36,8 +36,6 @@ TRAIN=$(grep -o '[^ ]*train\.txt' "$OUT/datagen.out" | head -n 1)
 TEST=$(grep -o '[^ ]*test\.txt' "$OUT/datagen.out" | head -n 1)
 BAYES="$(dirname "$TRAIN")/bayes.json"
 
-now() { date +%s.%N; }
-record() { echo "$2" >>"$OUT/$1.runs"; echo "rep $rep: $1 $2" >&2; }
 run_train() {
   local log="$OUT/train.r$rep" t0 line
   t0=$(now)
@@ -47,22 +45,11 @@ run_train() {
 print(d['examples_per_second'], float(sys.argv[1]), d['final_test_auc'], d['final_test_logloss'])" "$(echo "$(now) - $t0" | bc)")
   record train "$line"
 }
-run_cluster() {
-  local run="$OUT/cluster.r$rep" t0 line
-  t0=$(now)
-  bash "$ROOT/deploy/local/demo.sh" --no-build --ps 1 --workers 2 --worker_threads 1 --job ctr --epochs 1 \
-    --train_files "$TRAIN" --test_files "$TEST" --run_dir "$run" -- --checkpoint_every_steps=0 >"$run.log" 2>&1 ||
-    { echo "cluster run failed, see $run.log" >&2; return 1; }
-  line=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1]))
-print(d['examples_per_second'], float(sys.argv[2]), d['final_test_auc'], d['final_test_logloss'])" "$run/summary.json" \
-    "$(echo "$(now) - $t0" | bc)")
-  record cluster "$line"
-}
 echo "host: $(bench_host_line)"
 echo "load average before: $(bench_load) (figures are only comparable on an idle machine)"
 for rep in $(seq 1 "$REPS"); do
   run_train
-  run_cluster
+  run_ctr_cluster cluster
   [ "$TF" = 1 ] && run_peer tf ./isolated.sh "$TFPY" tf_ps_ctr.py --train "$TRAIN" --test "$TEST" --workers 2 --ps 1
   [ "$TORCHREC" = 1 ] && run_peer torchrec "$TRPY" torchrec_ctr.py --train "$TRAIN" --test "$TEST" --threads 2
 done

@@ -5,6 +5,8 @@
 # second-order term and a first-order Embedding(100000, 1) per field; DCN-v2 with two full-rank
 # TensorFlow Recommenders Cross layers). Then, per model, runs alternate, one at a time, REPS times each:
 #   - `pstrain train --job=ctr --model_json=MODEL.json --threads=2`
+#   - the local pstrain cluster on the same file: 1 ps + 2 workers x 1 thread, async (deploy/local/demo.sh,
+#     `pstrain-chief --model_json`; --no-cluster leaves it out)
 #   - PyTorch (newest from PyPI), the same model written in PyTorch, 2 threads, nn.Embedding(sparse=True)
 #     and torch.optim.Adagrad (peers/torch_keras_ctr.py)
 #   - TensorFlow 2.15, the SAME to_json loaded by model_from_json and trained by Model.fit, 2 threads
@@ -14,13 +16,14 @@
 # time, test AUC and log loss, the medians, and the ratios pstrain / PyTorch and pstrain / TensorFlow.
 #
 #   tests/benchmarks/keras_ctr_vs_peers.sh [--reps 1] [--bin build/bin] [--models deepfm,dcn_v2] [--no-tf] [--no-torch]
+#                                          [--no-cluster]
 # Needs: deploy/install-python-peers.sh tf torch (run on first use), and TensorFlow Recommenders 0.7.3,
 # downloaded on first use into ${XDG_CACHE_HOME:-~/.cache}/pstrain/tfrs-0.7.3 and put on PYTHONPATH
 # only (installing it would change the tf environment's packages).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/tests/benchmarks/bench_lib.sh"
-REPS=1 BIN="$ROOT/build/bin" TF=1 TORCH=1 MODELS=deepfm,dcn_v2
+REPS=1 BIN="$ROOT/build/bin" TF=1 TORCH=1 CLUSTER=1 MODELS=deepfm,dcn_v2
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) REPS=$2; shift 2 ;;
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
     --models) MODELS=$2; shift 2 ;;
     --no-tf) TF=0; shift ;;
     --no-torch) TORCH=0; shift ;;
+    --no-cluster) CLUSTER=0; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -65,6 +69,7 @@ echo "load average before: $(bench_load) (figures are only comparable on an idle
 for rep in $(seq 1 "$REPS"); do
   for m in ${MODELS//,/ }; do
     run_train "$m"
+    [ "$CLUSTER" = 1 ] && run_ctr_cluster "cluster-$m" --model_json="$OUT/$m.json"
     [ "$TORCH" = 1 ] && run_peer "torch-$m" "$TORCHPY" torch_keras_ctr.py --model "$m" --train "$TRAIN" --test "$TEST" --threads 2
     [ "$TF" = 1 ] && run_peer "tf-$m" env TF_CPP_MIN_LOG_LEVEL=2 PYTHONPATH="$TFRS" "$TFPY" tf_keras_ctr.py \
       --model_json "$OUT/$m.json" --train "$TRAIN" --test "$TEST" --threads 2
@@ -86,6 +91,7 @@ print("default synthetic CTR set (%d train / %d test examples), 1 epoch per run,
 print("%-56s %10s %16s %8s %8s %8s" % ("", "examples/s", "(min-max)", "wall s", "test AUC", "logloss"))
 for m in models.split(","):
     rows = [("pstrain train, 2 threads", runs("train-" + m)),
+            ("pstrain cluster, 1 ps + 2 workers x 1 thread, async", runs("cluster-" + m)),
             ("PyTorch %s, 2 threads, sparse Adagrad" % torchv, runs("torch-" + m)),
             ("TF 2.15 Model.fit on the same to_json, 2 threads", runs("tf-" + m))]
     print("%s (%d runs each)" % (m, len(rows[0][1])))
@@ -93,11 +99,11 @@ for m in models.split(","):
         if rs:
             print("  %-54s %10.0f %16s %8.1f %8.4f %8.4f" % (name, med(rs, 0), "(%.0f-%.0f)" % (min(r[0] for r in rs),
                   max(r[0] for r in rs)), med(rs, 1), med(rs, 2), med(rs, 3)))
-    ours = rows[0][1]
-    for (name, rs), short in zip(rows[1:], ("PyTorch", "TensorFlow")):
-        if ours and rs:
-            print("  ratio pstrain / %s: %.2fx examples/s; test AUC %+.4f" % (short, med(ours, 0) / med(rs, 0),
-                  med(ours, 2) - med(rs, 2)))
+    for ours, side in ((rows[0][1], "pstrain train"), (rows[1][1], "pstrain cluster")):
+        for (name, rs), short in zip(rows[2:], ("PyTorch", "TensorFlow")):
+            if ours and rs:
+                print("  ratio %s / %s: %.2fx examples/s; test AUC %+.4f" % (side, short, med(ours, 0) / med(rs, 0),
+                      med(ours, 2) - med(rs, 2)))
 print("Bayes-optimal test AUC %.4f, log loss %.4f" % (data["test"]["bayes_auc"], data["test"]["bayes_logloss"]))
 PY
 echo "lscpu model name: $(lscpu | sed -n 's/^Model name: *//p')"
