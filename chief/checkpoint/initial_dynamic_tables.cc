@@ -12,6 +12,11 @@
 
 namespace pstrain {
 
+const std::string* InitialDynamicFiles::BytesOf(const std::string& variable) const {
+  auto it = files.find(DynamicShardFileName(variable, 0, 1));
+  return it == files.end() ? nullptr : &it->second;
+}
+
 SavedDynamicShard OneFileDynamicShard(const std::string& table, int64_t rows) {
   SavedDynamicShard saved;
   saved.set_shard_name(DynamicShardName(table, 0, 1));
@@ -49,10 +54,8 @@ absl::StatusOr<InitialDynamicFiles> InitialDynamicTableFiles(const JobSpec& job,
     }
     ASSIGN_OR_RETURN(DynamicTableState state, InitialDynamicTableState(var.name, var.shape[1], slots, keys->second,
                                                                        values->second.values));
-    std::string bytes = EncodeDynamicTableState(state);
     SavedDynamicShard entry = OneFileDynamicShard(var.name, static_cast<int64_t>(state.keys.size()));
-    out.files[entry.file()] = bytes;
-    out.bytes_by_variable[var.name] = std::move(bytes);
+    out.files[entry.file()] = EncodeDynamicTableState(state);
     out.shards.push_back(std::move(entry));
   }
   return out;

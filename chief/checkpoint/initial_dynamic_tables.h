@@ -19,9 +19,11 @@
 namespace pstrain {
 
 struct InitialDynamicFiles {
-  std::map<std::string, std::string> bytes_by_variable;  // the table variable -> its file's bytes
-  std::map<std::string, std::string> files;              // file name -> bytes, for a checkpoint dir
-  std::vector<SavedDynamicShard> shards;                 // the index entries listing them
+  std::map<std::string, std::string> files;  // file name -> bytes, for a checkpoint dir
+  std::vector<SavedDynamicShard> shards;     // the index entries listing them
+
+  // The bytes of table `variable`'s file, or null when it has none.
+  const std::string* BytesOf(const std::string& variable) const;
 };
 
 // The files of every dynamic table of `job` from `weights` (its dynamic_keys and values).

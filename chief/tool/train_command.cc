@@ -231,9 +231,9 @@ absl::Status RunTrain(Env* env, const CommandLine& cl) {
   ASSIGN_OR_RETURN(auto trainer, LocalTrainer::Create(env, job, options, init.initialize, NewKerasUpdater, compute));
   for (size_t i = 0; i < trainer->variable_specs().size(); ++i) {
     const std::string& name = trainer->variable_specs()[i].name;
-    auto bytes = init.dynamic.bytes_by_variable.find(name);
-    if (bytes == init.dynamic.bytes_by_variable.end()) continue;
-    RETURN_IF_ERROR(trainer->RestoreDynamicTable(i, bytes->second));
+    const std::string* bytes = init.dynamic.BytesOf(name);
+    if (bytes == nullptr) continue;
+    RETURN_IF_ERROR(trainer->RestoreDynamicTable(i, *bytes));
     std::fprintf(stderr, "pstrain train: --init_from: dynamic table %s starts from the file's rows, keyed by %s\n",
                  name.c_str(), init.key_sources[name].c_str());
   }
