@@ -6,6 +6,12 @@ Criteo TSV is read as pstrain reads it for a dynamic table: numeric log(1 + n) f
 an id is its hex value as a 64-bit pattern (empty = 0).
 
   dynamic_export_check.py WEIGHTS TSV    prints {"test_loss", "known_ids"} as JSON
+  dynamic_export_check.py WEIGHTS TSV --known_lines=OUT
+                                         writes TSV's lines whose ids all have rows to OUT and
+                                         prints {"lines", "kept"}: async workers each read their
+                                         own part of the data, and a faster one may start its
+                                         next epoch before a slower one ends its part, so a
+                                         line's ids may never have been pushed
 
 Keras 3 (`*.weights.h5`, JAX backend) maps ids with np.searchsorted; tf.keras 2.15 (a Keras 2 `.h5`)
 with keras.layers.IntegerLookup(vocabulary=keys), checked against np.searchsorted first.
@@ -21,6 +27,7 @@ import numpy as np
 from keras_json_refs import embedding_input_dims
 
 WEIGHTS, TSV = sys.argv[1], sys.argv[2]
+KNOWN_LINES = sys.argv[3][len("--known_lines="):] if len(sys.argv) > 3 else None
 KERAS3 = WEIGHTS.endswith(".weights.h5")
 if KERAS3:
     os.environ.setdefault("KERAS_BACKEND", "jax")
@@ -48,9 +55,10 @@ numeric_inputs = [name for name in inputs if name not in id_inputs]
 assert len(numeric_inputs) == 1, numeric_inputs
 width = model.get_layer(numeric_inputs[0]).output.shape[-1]
 
-labels, numeric, ids = [], [], []
+labels, numeric, ids, lines = [], [], [], []
 with open(TSV) as f:
     for line in f:
+        lines.append(line)
         cols = line.rstrip("\n").split("\t")
         labels.append(float(cols[0]))
         numeric.append([math.log1p(int(t)) if t and int(t) > 0 else 0.0 for t in cols[1:1 + width]])
@@ -60,6 +68,17 @@ with open(TSV) as f:
             row.append(v - 2**64 if v >= 2**63 else v)
         ids.append(row)
 ids = np.array(ids, dtype=np.int64)
+
+if KNOWN_LINES is not None:
+    keep = np.ones(len(lines), dtype=bool)
+    for k, name in enumerate(id_inputs):
+        path = f"{WEIGHTS}.{name}.keys.npy"
+        if os.path.exists(path):
+            keep &= np.isin(ids[:, k], np.load(path))
+    with open(KNOWN_LINES, "w") as f:
+        f.writelines(line for line, kept in zip(lines, keep) if kept)
+    print(json.dumps({"lines": len(lines), "kept": int(np.count_nonzero(keep))}))
+    sys.exit(0)
 y = np.array(labels, dtype=np.float64).reshape(-1, 1)
 
 feed, known, total = {numeric_inputs[0]: np.array(numeric, dtype=np.float32)}, 0, 0
