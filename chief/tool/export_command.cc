@@ -10,6 +10,7 @@
 #include "common/config/json_util.h"
 #include "common/graph/keras_json.h"
 #include "common/graph/keras_weights.h"
+#include "common/graph/layer_model_keras.h"
 #include "common/graph/npy_int64.h"
 #include "common/graph/onnx_export.h"
 #include "common/plan/memory_budget.h"
@@ -31,7 +32,9 @@ const std::vector<FlagDef>& ExportFlags() {
   return *flags;
 }
 
-constexpr char kSummary[] = "write a checkpoint of a Keras model as Keras weights (.weights.h5, .h5) or ONNX";
+constexpr char kSummary[] =
+    "write a checkpoint as Keras weights (.weights.h5, .h5) and its Keras model, or as ONNX (a preset's or layer "
+    "list's model is written as the Keras model with its variables)";
 
 absl::Status Export(Env* env, const CommandLine& cl, std::string* written) {
   const std::string format = cl.Get("format"), out = cl.Get("out");
@@ -52,9 +55,9 @@ absl::Status Export(Env* env, const CommandLine& cl, std::string* written) {
   ASSIGN_OR_RETURN(CheckpointIndex index, ReadCheckpointIndex(env, dir));
   ASSIGN_OR_RETURN(JobSpec job, JobSpecOfCheckpoint(index));
   if (!job.model.is_graph()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        dir, " holds job \"", job.name, "\", whose model is a layer list, not a Keras model: export writes models "
-        "that came from Keras (model.keras_model, model.keras_json or --model_json)"));
+    // A layer list (a preset) is written as the Keras model with its variables (layer_model_keras.h).
+    ASSIGN_OR_RETURN(job.model,
+                     LayerModelAsGraph(job.model, format == "keras2" ? KerasJsonFlavor::kKeras2 : KerasJsonFlavor::kKeras3));
   }
   ASSIGN_OR_RETURN(std::vector<VariableSpec> variables, ModelVariables(job.model));
   ASSIGN_OR_RETURN(std::vector<Tensor> params, LoadModelVariables(env, dir, index, job.model, max_bytes));

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/config/job_spec.h"
+#include "common/graph/layer_model_keras.h"
 #include "common/plan/model_variables.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -144,6 +145,25 @@ TEST(CtrGraphGradientComputerTest, CtrPresetFromKerasEqualsTheCtrModel) {
   const StepRun want = RunStep(*preset, preset_vars, values, raw, 1);
   ASSERT_EQ(want.metrics.logits.size(), 48u);
   for (int threads : {1, 2}) ExpectSameStep(RunStep(graph_job, graph_vars, values, raw, threads), want, threads);
+}
+
+// The ctr preset written as a Keras model by pstrain (layer_model_keras.h), in both flavors,
+// computes the CTR model's steps.
+TEST(CtrGraphGradientComputerTest, CtrPresetAsKerasModelEqualsTheCtrModel) {
+  auto preset = LoadJobSpec("ctr");
+  ASSERT_TRUE(preset.ok());
+  const std::vector<VariableSpec> preset_vars = *ModelVariables(preset->model);
+  const std::map<std::string, Tensor> values = RandomValues(preset_vars, 13);
+  const Batch raw = CtrBatch(33, 13, 26, 25, 5);
+  const StepRun want = RunStep(*preset, preset_vars, values, raw, 1);
+  for (KerasJsonFlavor flavor : {KerasJsonFlavor::kKeras3, KerasJsonFlavor::kKeras2}) {
+    JobSpec graph_job = *preset;
+    auto model = LayerModelAsGraph(preset->model, flavor);
+    ASSERT_TRUE(model.ok()) << model.status();
+    graph_job.model = *model;
+    const std::vector<VariableSpec> graph_vars = *ModelVariables(graph_job.model);
+    for (int threads : {1, 2}) ExpectSameStep(RunStep(graph_job, graph_vars, values, raw, threads), want, threads);
+  }
 }
 
 // Bags (multi-hot ids) on two of the Keras ctr preset's inputs: its Embedding layers combine them

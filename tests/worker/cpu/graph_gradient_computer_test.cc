@@ -1,11 +1,13 @@
 // The CPU GradientComputer of a Keras model: the seeds' CNN read from real Keras to_json files gives
 // the cnn preset's losses, gradients and metrics on the same parameters (the two executors share no
 // code), whatever the thread count; probabilities and logits give the same loss; bad batches are
-// refused.
+// refused. The presets written as Keras models (layer_model_keras.h) compute the presets' steps.
 #include <cmath>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "common/config/job_spec.h"
+#include "common/graph/layer_model_keras.h"
 #include "common/plan/model_variables.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -85,6 +87,48 @@ TEST(GraphGradientComputerTest, SeedsCnnFromKerasEqualsTheCnnPreset) {
       ASSERT_TRUE((*graph)->Evaluate(params, batch, &eval).ok());
       EXPECT_NEAR(eval.loss_sum, want_metrics.loss_sum, 1e-4 * want_metrics.loss_sum);
       EXPECT_EQ(eval.correct, want_metrics.correct);
+    }
+  }
+}
+
+// The layer-list presets written as Keras models (layer_model_keras.h), in both flavors, compute
+// the presets' steps: gradients, loss, accuracy and evaluation, on 1 and 2 threads.
+TEST(GraphGradientComputerTest, PresetsAsKerasModelsComputeThePresetsSteps) {
+  for (const char* name : {"linear", "mlp", "cnn"}) {
+    auto preset = LoadJobSpec(name);
+    ASSERT_TRUE(preset.ok());
+    const std::vector<Tensor> params = RandomParams(preset->model, 21, 0.1f);
+    Batch batch;
+    if (std::string(name) == "linear") {
+      batch.inputs = Tensor(DType::kFloat32, {7, 2});
+      std::vector<float> r = RandomVector(14, 8, -1.f, 1.f);
+      std::copy(r.begin(), r.end(), batch.inputs.flat().begin());
+      for (int i = 0; i < 7; ++i) batch.targets.push_back(0.5f * static_cast<float>(i) - 1.f);
+    } else {
+      batch = RandomImages(7, 4);
+    }
+    auto reference = NewCpuGradientComputer(preset->model, 1);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    std::vector<Tensor> want;
+    BatchMetrics want_metrics;
+    ASSERT_TRUE((*reference)->Compute(params, batch, 1.0f / 7, &want, &want_metrics).ok()) << name;
+    for (KerasJsonFlavor flavor : {KerasJsonFlavor::kKeras3, KerasJsonFlavor::kKeras2}) {
+      auto model = LayerModelAsGraph(preset->model, flavor);
+      ASSERT_TRUE(model.ok()) << model.status();
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(absl::StrCat(name, flavor == KerasJsonFlavor::kKeras3 ? " keras3" : " keras2", " threads ", threads));
+        auto graph = NewCpuGradientComputer(*model, threads);
+        ASSERT_TRUE(graph.ok()) << graph.status();
+        std::vector<Tensor> got;
+        BatchMetrics metrics;
+        ASSERT_TRUE((*graph)->Compute(params, batch, 1.0f / 7, &got, &metrics).ok());
+        ExpectNear(got, want, 1e-4);
+        EXPECT_NEAR(metrics.loss_sum, want_metrics.loss_sum, 1e-5 * std::max(1.0, want_metrics.loss_sum));
+        EXPECT_EQ(metrics.correct, want_metrics.correct);
+        BatchMetrics eval;
+        ASSERT_TRUE((*graph)->Evaluate(params, batch, &eval).ok());
+        EXPECT_NEAR(eval.loss_sum, want_metrics.loss_sum, 1e-5 * std::max(1.0, want_metrics.loss_sum));
+      }
     }
   }
 }
