@@ -147,40 +147,34 @@ class KerasWriter {
 
 json ActivationName(const LayerSpec& layer) { return layer.activation.empty() ? "linear" : layer.activation; }
 
+// The keys Dense and Conv2D share: activation, bias, initializers, no regularizers or constraints.
+json WithKernelKeys(json config, const LayerSpec& layer, const KerasWriter& w) {
+  config["activation"] = ActivationName(layer);
+  config["use_bias"] = layer.use_bias;
+  config["kernel_initializer"] = w.Initializer(layer.kernel_initializer);
+  config["bias_initializer"] = w.Initializer(layer.bias_initializer);
+  for (const char* key :
+       {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"}) {
+    config[key] = nullptr;
+  }
+  return config;
+}
+
 absl::Status WriteLayer(const LayerSpec& layer, const std::string& from, const std::vector<int64_t>& shape,
                         KerasWriter* w) {
   if (layer.type == "dense") {
-    return w->Layer("Dense", layer.name,
-                    {{"units", layer.units},
-                     {"activation", ActivationName(layer)},
-                     {"use_bias", layer.use_bias},
-                     {"kernel_initializer", w->Initializer(layer.kernel_initializer)},
-                     {"bias_initializer", w->Initializer(layer.bias_initializer)},
-                     {"kernel_regularizer", nullptr},
-                     {"bias_regularizer", nullptr},
-                     {"activity_regularizer", nullptr},
-                     {"kernel_constraint", nullptr},
-                     {"bias_constraint", nullptr}},
-                    {from}, shape);
+    return w->Layer("Dense", layer.name, WithKernelKeys({{"units", layer.units}}, layer, *w), {from}, shape);
   }
   if (layer.type == "conv2d") {
     return w->Layer("Conv2D", layer.name,
-                    {{"filters", layer.filters},
-                     {"kernel_size", {layer.kernel_size, layer.kernel_size}},
-                     {"strides", {1, 1}},
-                     {"padding", layer.padding},
-                     {"data_format", "channels_last"},
-                     {"dilation_rate", {1, 1}},
-                     {"groups", 1},
-                     {"activation", ActivationName(layer)},
-                     {"use_bias", layer.use_bias},
-                     {"kernel_initializer", w->Initializer(layer.kernel_initializer)},
-                     {"bias_initializer", w->Initializer(layer.bias_initializer)},
-                     {"kernel_regularizer", nullptr},
-                     {"bias_regularizer", nullptr},
-                     {"activity_regularizer", nullptr},
-                     {"kernel_constraint", nullptr},
-                     {"bias_constraint", nullptr}},
+                    WithKernelKeys({{"filters", layer.filters},
+                                    {"kernel_size", {layer.kernel_size, layer.kernel_size}},
+                                    {"strides", {1, 1}},
+                                    {"padding", layer.padding},
+                                    {"data_format", "channels_last"},
+                                    {"dilation_rate", {1, 1}},
+                                    {"groups", 1}},
+                                   layer, *w),
                     {from}, shape);
   }
   if (layer.type == "max_pool2d") {
