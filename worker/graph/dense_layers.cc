@@ -1,5 +1,6 @@
-// Dense, Activation, ReLU and the recommenders' Cross (DCN-v2). In float, a Dense with ReLU or no
-// activation runs worker/cpu's Dense kernel, writing its gradients (WritesGradients).
+// Dense, Activation, ReLU and the recommenders' Cross (DCN-v2). In float, a Dense runs worker/cpu's
+// Dense kernel (with ReLU or no activation inside it, any other on its output), writing its gradients
+// (WritesGradients).
 #include <algorithm>
 #include <memory>
 #include <type_traits>
@@ -42,17 +43,19 @@ class DenseLayer : public GraphLayer<T> {
     std::vector<int64_t> shape = x.shape;
     shape.back() = spec_.config.units;
     if constexpr (std::is_same_v<T, float>) {
-      if (FastFits()) {
-        if (fast_ == nullptr) {
-          fast_ = std::make_unique<Dense>(DenseGeometry{x.last(), spec_.config.units,
-                                                        spec_.config.activation == ActivationKind::kRelu,
-                                                        spec_.config.use_bias});
-        }
-        out->Resize(shape);
-        fast_->Forward(x.data.data(), x.rows(), w[0]->data.data(), spec_.config.use_bias ? w[1]->data.data() : nullptr,
-                       out->data.data());
-        return absl::OkStatus();
+      if (fast_ == nullptr) {
+        fast_ = std::make_unique<Dense>(DenseGeometry{x.last(), spec_.config.units, KernelRelu(), spec_.config.use_bias});
       }
+      const float* bias = spec_.config.use_bias ? w[1]->data.data() : nullptr;
+      out->Resize(shape);
+      if (KernelActivates()) {
+        fast_->Forward(x.data.data(), x.rows(), w[0]->data.data(), bias, out->data.data());
+      } else {  // the kernel's affine part, then the activation on its output
+        pre_.Resize(shape);
+        fast_->Forward(x.data.data(), x.rows(), w[0]->data.data(), bias, pre_.data.data());
+        ActivationForward(spec_.config.activation, pre_.data.data(), out->size(), out->last(), out->data.data());
+      }
+      return absl::OkStatus();
     }
     out->Reset(shape);
     pre_.Reset(shape);
@@ -65,10 +68,12 @@ class DenseLayer : public GraphLayer<T> {
                 const Array<T>& dout, const std::vector<Array<T>*>& din,
                 const std::vector<Array<T>*>& dw) override {
     if constexpr (std::is_same_v<T, float>) {
-      if (fast_ != nullptr) {
-        return fast_backward_.Run(*fast_, *in[0], in[0]->rows(), w, out, dout, din, dw,
-                                  spec_.config.use_bias ? spec_.config.units : 0);
-      }
+      const int64_t bias_size = spec_.config.use_bias ? spec_.config.units : 0;
+      if (KernelActivates()) return fast_backward_.Run(*fast_, *in[0], in[0]->rows(), w, out, dout, din, dw, bias_size);
+      dpre_.Resize(out.shape);
+      ActivationBackward(spec_.config.activation, pre_.data.data(), out.data.data(), dout.data.data(), out.size(),
+                         out.last(), dpre_.data.data());
+      return fast_backward_.Run(*fast_, *in[0], in[0]->rows(), w, pre_, dpre_, din, dw, bias_size);
     }
     dpre_.Reset(out.shape);
     ActivationBackward(spec_.config.activation, pre_.data.data(), out.data.data(), dout.data.data(), out.size(),
@@ -78,17 +83,16 @@ class DenseLayer : public GraphLayer<T> {
                    DataOrNull(din[0]), DataOrNull(dw[0]), spec_.config.use_bias ? DataOrNull(dw[1]) : nullptr);
   }
 
-  bool WritesGradients() const override { return fast_ != nullptr; }
+  bool WritesGradients() const override { return std::is_same_v<T, float>; }
 
  private:
-  // worker/cpu's Dense covers ReLU and no activation.
-  bool FastFits() const {
-    return spec_.config.activation == ActivationKind::kLinear || spec_.config.activation == ActivationKind::kRelu;
-  }
+  // worker/cpu's Dense applies ReLU (or nothing) itself; other activations run on its output.
+  bool KernelRelu() const { return spec_.config.activation == ActivationKind::kRelu; }
+  bool KernelActivates() const { return KernelRelu() || spec_.config.activation == ActivationKind::kLinear; }
 
   GraphLayerSpec spec_;
   Array<T> pre_, dpre_;  // the pre-activation and its gradient
-  std::unique_ptr<Dense> fast_;  // float, FastFits: built on the first Forward
+  std::unique_ptr<Dense> fast_;  // float: built on the first Forward
   FastBackward fast_backward_;  // the fast path's scratch, kept across steps
 };
 

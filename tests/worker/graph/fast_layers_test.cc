@@ -2,8 +2,8 @@
 // reference code in double on the same values: outputs and gradients, added to what the arrays
 // already hold (or replacing it when the layer says it writes them), over calls of different batch
 // sizes (the kernels keep buffers).
-// Geometries the kernels do not cover (strides, non-square windows, same pooling, other
-// activations) fall back to the reference code and must agree too. Whole models check the Conv2D
+// Dense's activations other than ReLU run on the kernel's output. Geometries the kernels do not
+// cover (strides, non-square windows, same pooling, Conv2D's and Cross's other activations) fall back to the reference code and must agree too. Whole models check the Conv2D
 // that pools inside the kernel when a fitting MaxPooling2D is its only consumer, and the executor
 // moving values through Flatten and that MaxPooling2D instead of copying them.
 #include <cmath>
@@ -129,6 +129,13 @@ std::vector<FastCase> Cases() {
       {"DenseRelu", "Dense", {{"units", 7}, {"activation", "relu"}}, {9}},
       {"DenseLinearRank3", "Dense", {{"units", 3}}, {2, 5}},
       {"DenseNoBias", "Dense", {{"units", 20}, {"use_bias", false}}, {4}},
+      // Dense's other activations run on the kernel's output.
+      {"DenseSigmoid", "Dense", {{"units", 3}, {"activation", "sigmoid"}}, {4}},
+      {"DenseGeluRank3", "Dense", {{"units", 5}, {"activation", "gelu"}}, {2, 6}},
+      {"DenseSoftmax", "Dense", {{"units", 4}, {"activation", "softmax"}}, {7}},
+      {"DenseTanhNoBias", "Dense", {{"units", 17}, {"activation", "tanh"}, {"use_bias", false}}, {5}},
+      {"DenseSiluOneUnit", "Dense", {{"units", 1}, {"activation", "silu"}}, {8}},
+      {"DenseElu", "Dense", {{"units", 6}, {"activation", "elu"}}, {3}},
       {"MaxPooling2D", "MaxPooling2D", json::object(), {4, 6, 3}},
       {"CrossFull", "Cross", json::object(), {9}},
       {"CrossFullReluDiag", "Cross", {{"activation", "relu"}, {"diag_scale", 0.5}}, {6}},
@@ -139,7 +146,6 @@ std::vector<FastCase> Cases() {
       {"Conv2DStride2", "Conv2D", {{"filters", 2}, {"kernel_size", 3}, {"strides", 2}}, {7, 7, 2}},
       {"Conv2DNonSquare", "Conv2D", {{"filters", 2}, {"kernel_size", {2, 3}}, {"activation", "relu"}}, {4, 5, 2}},
       {"Conv2DTanh", "Conv2D", {{"filters", 2}, {"kernel_size", 3}, {"activation", "tanh"}}, {4, 4, 1}},
-      {"DenseSigmoid", "Dense", {{"units", 3}, {"activation", "sigmoid"}}, {4}},
       {"CrossTanh", "Cross", {{"activation", "tanh"}, {"projection_dim", 2}}, {5}},
       {"MaxPooling2DSame", "MaxPooling2D", {{"pool_size", 2}, {"padding", "same"}}, {5, 5, 2}},
       {"MaxPooling2DOverlapping", "MaxPooling2D", {{"pool_size", 3}, {"strides", 2}}, {7, 7, 2}},
