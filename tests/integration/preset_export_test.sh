@@ -7,7 +7,8 @@
 #   1. The cnn preset: `pstrain train --job=cnn --steps=60 --model_dir` on Fashion-MNIST; the
 #      checkpoint exported as Keras 3 weights, Keras 2 weights and ONNX; Keras 3, tf.keras 2.15 and
 #      ONNX Runtime give `pstrain evaluate`'s test loss (relative 1e-5) and accuracy (within 2 of
-#      the 10,000 test images) on the test set.
+#      the 10,000 test images) on the test set; the Keras 3 export read back in (`pstrain-chief
+#      --model_json --init_from --init_only` on 2 ps) evaluates to the same figures through the graph.
 #   2. A ctr-like layer list (numeric features, 4 fields of 1,000-row tables, a dense tower) trained
 #      on a cluster (2 ps, each table in 2 "mod" shards; 2 async workers); Keras 3 and ONNX Runtime
 #      give `pstrain evaluate`'s test loss (relative 1e-5).
@@ -42,6 +43,19 @@ for tool in ("keras3", "keras2", "onnx"):
     assert abs(theirs[tool + "_test_accuracy"] - ours["test_accuracy"]) <= 2e-4, (tool, theirs, ours)
 PY
 grep -q '"class_name": *"Conv2D"' "$WORK/cnn-export/export.weights.h5.json" || fail "the exported model has no Conv2D layer"
+
+# The export back in as a Keras model: a cluster started from it (--init_only) holds the preset's
+# values, and `pstrain evaluate` through the graph executor gives the preset checkpoint's figures.
+init_only_cluster 2 "$WORK/cnn-back" --job=cnn --model_json="$WORK/cnn-export/export.weights.h5.json" \
+  --init_from="$WORK/cnn-export/export.weights.h5"
+evaluate_checkpoint "$WORK/cnn-back" "$WORK/cnn-back-evaluate.json"
+python3 - "$WORK/cnn-evaluate.json" "$WORK/cnn-back-evaluate.json" <<'PY' || fail "the cnn export read back as a Keras model evaluates differently"
+import json, sys
+ours, back = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+print("cnn preset", ours["test_loss"], ours["test_accuracy"], "; as a Keras model", back["test_loss"], back["test_accuracy"])
+assert abs(back["test_loss"] - ours["test_loss"]) <= 1e-5 * ours["test_loss"], (back, ours)
+assert abs(back["test_accuracy"] - ours["test_accuracy"]) <= 2e-4, (back, ours)
+PY
 
 # 2. A ctr-like layer list, from a cluster.
 "$BIN/pstrain" datagen ctr --out="$WORK/full" --train=4096 --test=1024 --vocabulary=1000 --seed=5 >"$WORK/datagen.log" 2>&1 \
