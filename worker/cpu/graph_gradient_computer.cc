@@ -53,6 +53,7 @@ class GraphGradientComputer : public GradientComputer {
     chunk_metrics_.resize(threads);
     chunk_status_.resize(threads);
     chunk_bags_.resize(threads);
+    chunk_inputs_.resize(threads);
   }
 
   absl::Status Compute(absl::Span<const Tensor> params, const Batch& batch, float loss_scale,
@@ -188,7 +189,8 @@ class GraphGradientComputer : public GradientComputer {
         }
       }
       chunk_status_[t] = RunChunk(*executors_[t], batch, chunk_bags_[t], begin, count, in_size, training, loss_scale,
-                                  grads == nullptr ? nullptr : &chunk_grads_[t], &chunk_metrics_[t]);
+                                  &chunk_inputs_[t], grads == nullptr ? nullptr : &chunk_grads_[t],
+                                  &chunk_metrics_[t]);
     });
     for (int t = 0; t < chunks; ++t) RETURN_IF_ERROR(chunk_status_[t]);
     for (int t = 0; t < chunks; ++t) {
@@ -220,9 +222,10 @@ class GraphGradientComputer : public GradientComputer {
 
   absl::Status RunChunk(GraphExecutor<float>& executor, const Batch& batch,
                         const std::map<std::string, std::vector<EmbeddingBags>>& bags, int64_t begin, int64_t count,
-                        int64_t in_size, bool training, float loss_scale, NamedArrays<float>* grads,
-                        BatchMetrics* metrics) const {
-    std::vector<Array<float>> inputs(inputs_.size());
+                        int64_t in_size, bool training, float loss_scale, std::vector<Array<float>>* buffers,
+                        NamedArrays<float>* grads, BatchMetrics* metrics) const {
+    std::vector<Array<float>>& inputs = *buffers;  // storage of earlier steps, swapped with the executor's
+    inputs.resize(inputs_.size());
     for (size_t k = 0; k < inputs_.size(); ++k) {  // columns of batch.inputs or of the ids' positions
       const InputColumns& c = inputs_[k];
       inputs[k].shape = {count};
@@ -244,7 +247,7 @@ class GraphGradientComputer : public GradientComputer {
     options.seed = static_cast<uint64_t>(begin);
     options.step = calls_;
     if (!bags.empty()) options.bags = &bags;
-    ASSIGN_OR_RETURN(const Array<float>* output, executor.Forward(inputs, variables_by_name_, options));
+    ASSIGN_OR_RETURN(const Array<float>* output, executor.Forward(&inputs, variables_by_name_, options));
     Array<float> labels;
     if (Sparse()) {
       labels.shape = {count};
@@ -303,6 +306,7 @@ class GraphGradientComputer : public GradientComputer {
   std::vector<std::unique_ptr<GraphExecutor<float>>> executors_;
   NamedArrays<float> variables_by_name_;
   std::vector<NamedArrays<float>> chunk_grads_;
+  std::vector<std::vector<Array<float>>> chunk_inputs_;  // per thread: the model inputs' storage
   std::vector<BatchMetrics> chunk_metrics_;
   std::vector<absl::Status> chunk_status_;
   std::vector<std::string> combiners_;                    // per field: "" or its bag combiner

@@ -33,6 +33,15 @@ template <typename T>
 absl::StatusOr<const Array<T>*> GraphExecutor<T>::Forward(const std::vector<Array<T>>& inputs,
                                                           const NamedArrays<T>& variables,
                                                           const ForwardOptions& options) {
+  std::vector<Array<T>> copy = inputs;
+  return Forward(&copy, variables, options);
+}
+
+template <typename T>
+absl::StatusOr<const Array<T>*> GraphExecutor<T>::Forward(std::vector<Array<T>>* taken,
+                                                          const NamedArrays<T>& variables,
+                                                          const ForwardOptions& options) {
+  std::vector<Array<T>>& inputs = *taken;
   forward_done_ = false;
   backward_ready_ = false;
   if (inputs.size() != graph_.inputs.size()) {
@@ -49,7 +58,11 @@ absl::StatusOr<const Array<T>*> GraphExecutor<T>::Forward(const std::vector<Arra
       return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has shape ", ShapeString(inputs[k].shape),
                                                      "; expected ", ShapeString(want)));
     }
-    values_[graph_.inputs[k]] = inputs[k];
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) {  // checked all first: a refused call takes nothing
+    Array<T>& value = values_[graph_.inputs[k]];
+    value.shape = inputs[k].shape;
+    value.data.swap(inputs[k].data);
   }
   for (size_t i = 0; i < graph_.layers.size(); ++i) {
     const GraphLayerSpec& spec = graph_.layers[i];

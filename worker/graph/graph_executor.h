@@ -35,6 +35,10 @@ class GraphExecutor {
   // (an Embedding id out of range). The output is valid until the next Forward.
   absl::StatusOr<const Array<T>*> Forward(const std::vector<Array<T>>& inputs, const NamedArrays<T>& variables,
                                           const ForwardOptions& options);
+  // The same, taking the inputs' values without a copy: each input's data is swapped with storage of
+  // an earlier call, which the caller may fill again (its shape and contents are unspecified).
+  absl::StatusOr<const Array<T>*> Forward(std::vector<Array<T>>* inputs, const NamedArrays<T>& variables,
+                                          const ForwardOptions& options);
 
   // REQUIRES: a successful Forward just before (FailedPrecondition otherwise, also for a second
   // Backward after one Forward). `doutput` is the loss's gradient with respect to

@@ -91,10 +91,12 @@ class ConcatenateLayer : public GraphLayer<T> {
   explicit ConcatenateLayer(const GraphLayerSpec& spec) : spec_(spec) {}
   absl::Status Forward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&,
                        const ForwardOptions&, Array<T>* out) override {
-    out->Reset(WithBatch<T>(in[0]->batch(), spec_.output_shape));
+    out->Resize(WithBatch<T>(in[0]->batch(), spec_.output_shape));  // every element is written below
     Walk(in, out->data.data(), [](const T* part, T* whole, int64_t n) { std::memcpy(whole, part, n * sizeof(T)); });
     return absl::OkStatus();
   }
+  // Each input's gradient is its slice of the output's, copied whole (no zero-fill, no add).
+  bool WritesGradients() const override { return true; }
   void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays&, const Array<T>&,
                 const Array<T>& dout, const std::vector<Array<T>*>& din, const std::vector<Array<T>*>&) override {
     const T* whole = dout.data.data();
@@ -104,7 +106,7 @@ class ConcatenateLayer : public GraphLayer<T> {
       const int64_t n = Inner(in[k]->shape, 1);
       if (din[k] != nullptr) {
         for (int64_t o = 0; o < outer; ++o) {
-          for (int64_t i = 0; i < n; ++i) din[k]->data[o * n + i] += whole[o * total + offset + i];
+          std::memcpy(din[k]->data.data() + o * n, whole + o * total + offset, n * sizeof(T));
         }
       }
       offset += n;

@@ -192,6 +192,64 @@ TEST(GraphExecutorTest, ATensorUsedTwiceGetsBothGradients) {
   }
 }
 
+// Concatenate writes its inputs' gradients: a tensor it takes twice, and that also feeds another
+// layer, still gets every part (the executor gives it scratch to add up there).
+TEST(GraphExecutorTest, ConcatenateOfATensorTakenTwiceGivesItEveryGradient) {
+  const ModelGraph graph = MustRead(R"({"class_name": "Functional", "config": {"name": "m", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 3], "name": "x"}, "name": "x", "inbound_nodes": []},
+    {"class_name": "Dense", "config": {"units": 3, "activation": "tanh"}, "name": "h", "inbound_nodes": [[["x", 0, 0, {}]]]},
+    {"class_name": "Multiply", "config": {}, "name": "sq", "inbound_nodes": [[["h", 0, 0, {}], ["h", 0, 0, {}]]]},
+    {"class_name": "Concatenate", "config": {}, "name": "cat",
+     "inbound_nodes": [[["h", 0, 0, {}], ["sq", 0, 0, {}], ["h", 0, 0, {}], ["x", 0, 0, {}]]]},
+    {"class_name": "Dense", "config": {"units": 2}, "name": "out", "inbound_nodes": [[["cat", 0, 0, {}]]]}],
+    "input_layers": [["x", 0, 0]], "output_layers": [["out", 0, 0]]}})");
+  std::mt19937 rng(6);
+  NamedArrays<double> vars;
+  for (const GraphVariableSpec& v : graph.variables) vars[v.name] = RandomArray<double>(v.shape, &rng);
+  const std::vector<Array<double>> x = {RandomArray<double>({3, 3}, &rng)};
+  GraphExecutor<double> exec(graph);
+  absl::StatusOr<const Array<double>*> out = exec.Forward(x, vars, ForwardOptions());
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Array<double> r = RandomArray<double>((*out)->shape, &rng);
+  NamedArrays<double> grads;
+  ASSERT_TRUE(exec.Backward(r, &grads).ok());
+  auto loss = [&]() {
+    const Array<double>* o = *exec.Forward(x, vars, ForwardOptions());
+    double s = 0;
+    for (int64_t i = 0; i < o->size(); ++i) s += o->data[i] * r.data[i];
+    return s;
+  };
+  for (const char* name : {"h/kernel", "h/bias", "out/kernel", "out/bias"}) {
+    ExpectGradient(name, &vars[name].data, grads[name].data, loss);
+  }
+}
+
+// Forward taking its inputs swaps their storage with the executor's: the same outputs as the copying
+// Forward, call after call, with the caller refilling what it got back (of any shape).
+TEST(GraphExecutorTest, ForwardTakingItsInputsEqualsTheCopyingForward) {
+  const ModelGraph graph = MustRead(OneLayerJson("Dense", {{"units", 2}, {"activation", "relu"}}, {{4}}));
+  std::mt19937 rng(8);
+  NamedArrays<float> vars;
+  for (const GraphVariableSpec& v : graph.variables) vars[v.name] = RandomArray<float>(v.shape, &rng);
+  GraphExecutor<float> copying(graph), taking(graph);
+  std::vector<Array<float>> buffers(1);
+  for (int64_t batch : {3, 5, 1, 5}) {
+    const Array<float> x = RandomArray<float>({batch, 4}, &rng);
+    absl::StatusOr<const Array<float>*> want = copying.Forward({x}, vars, ForwardOptions());
+    ASSERT_TRUE(want.ok()) << want.status();
+    buffers[0].shape = x.shape;
+    buffers[0].data.assign(x.data.begin(), x.data.end());
+    absl::StatusOr<const Array<float>*> got = taking.Forward(&buffers, vars, ForwardOptions());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)->shape, (*want)->shape);
+    EXPECT_EQ((*got)->data, (*want)->data) << "batch " << batch;
+  }
+  buffers[0].shape = {2, 3};  // refused, and nothing taken
+  buffers[0].data.assign(6, 1.0f);
+  EXPECT_FALSE(taking.Forward(&buffers, vars, ForwardOptions()).ok());
+  EXPECT_EQ(buffers[0].data, std::vector<float>(6, 1.0f));
+}
+
 TEST(GraphExecutorTest, BatchNormalizationMovingStatisticsFollowKerasRule) {
   const ModelGraph graph = MustRead(OneLayerJson("BatchNormalization", {{"momentum", 0.9}}, {{2}}));
   GraphExecutor<double> exec(graph);
