@@ -109,6 +109,17 @@ class Conv2DLayer : public GraphLayer<T> {
     ActivationForward(spec_.config.activation, pre_.data.data(), out->size(), f, out->data.data());
     return absl::OkStatus();
   }
+  void BackwardOnOwnGradient(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
+                             const Array<T>& out, Array<T>* dout, const std::vector<Array<T>*>& din,
+                             const std::vector<Array<T>*>& dw) override {
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_ != nullptr) {  // the kernel masks dout in place: no copy
+        return fast_backward_.RunOn(*fast_, *in[0], in[0]->batch(), w, out, dout->data.data(), din, dw,
+                                    spec_.config.use_bias ? spec_.config.filters : 0);
+      }
+    }
+    Backward(in, w, out, *dout, din, dw);
+  }
   void Backward(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w, const Array<T>& out,
                 const Array<T>& dout, const std::vector<Array<T>*>& din,
                 const std::vector<Array<T>*>& dw) override {

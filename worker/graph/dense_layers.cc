@@ -73,7 +73,7 @@ class DenseLayer : public GraphLayer<T> {
       dpre_.Resize(out.shape);
       ActivationBackward(spec_.config.activation, pre_.data.data(), out.data.data(), dout.data.data(), out.size(),
                          out.last(), dpre_.data.data());
-      return fast_backward_.Run(*fast_, *in[0], in[0]->rows(), w, pre_, dpre_, din, dw, bias_size);
+      return fast_backward_.RunOn(*fast_, *in[0], in[0]->rows(), w, pre_, dpre_.data.data(), din, dw, bias_size);
     }
     dpre_.Reset(out.shape);
     ActivationBackward(spec_.config.activation, pre_.data.data(), out.data.data(), dout.data.data(), out.size(),
@@ -81,6 +81,18 @@ class DenseLayer : public GraphLayer<T> {
     const Array<T>& x = *in[0];
     AffineBackward(x.data.data(), x.rows(), x.last(), w[0]->data.data(), spec_.config.units, dpre_.data.data(),
                    DataOrNull(din[0]), DataOrNull(dw[0]), spec_.config.use_bias ? DataOrNull(dw[1]) : nullptr);
+  }
+
+  void BackwardOnOwnGradient(const typename GraphLayer<T>::Arrays& in, const typename GraphLayer<T>::Arrays& w,
+                             const Array<T>& out, Array<T>* dout, const std::vector<Array<T>*>& din,
+                             const std::vector<Array<T>*>& dw) override {
+    if constexpr (std::is_same_v<T, float>) {
+      if (KernelActivates()) {  // the kernel masks dout in place: no copy
+        return fast_backward_.RunOn(*fast_, *in[0], in[0]->rows(), w, out, dout->data.data(), din, dw,
+                                    spec_.config.use_bias ? spec_.config.units : 0);
+      }
+    }
+    Backward(in, w, out, *dout, din, dw);
   }
 
   bool WritesGradients() const override { return std::is_same_v<T, float>; }

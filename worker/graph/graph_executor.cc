@@ -169,7 +169,7 @@ absl::Status GraphExecutor<T>::Backward(const Array<T>& doutput, NamedArrays<T>*
       }
       dweights.push_back(&g);
     }
-    layers_[i]->Backward(in, weights_[i], values_[i], grads[i], din, dweights);
+    layers_[i]->BackwardOnOwnGradient(in, weights_[i], values_[i], &grads[i], din, dweights);  // grads[i] is done after
     for (size_t k = 0; k < spec.inputs.size(); ++k) {
       if (din[k] != &scratch_[k]) continue;
       Array<T>& g = grads[spec.inputs[k]];

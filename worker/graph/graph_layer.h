@@ -61,6 +61,13 @@ class GraphLayer {
   virtual void Backward(const Arrays& in, const Arrays& weights, const Array<T>& out, const Array<T>& dout,
                         const std::vector<Array<T>*>& din, const std::vector<Array<T>*>& dweights) = 0;
 
+  // Backward on an output gradient the caller no longer needs (the executor's own): a layer may
+  // overwrite its elements (a kernel that masks it in place then needs no copy). By default Backward.
+  virtual void BackwardOnOwnGradient(const Arrays& in, const Arrays& weights, const Array<T>& out, Array<T>* dout,
+                                     const std::vector<Array<T>*>& din, const std::vector<Array<T>*>& dweights) {
+    Backward(in, weights, out, *dout, din, dweights);
+  }
+
   // After Forward: true when Backward writes din and dweights instead of adding to them (a kernel
   // that writes its results; the executor then skips zero-filling them).
   virtual bool WritesGradients() const { return false; }

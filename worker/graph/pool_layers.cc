@@ -1,8 +1,13 @@
 // Embedding (integer ids -> rows of a table) and the global poolings (average or max over the
-// steps, or the height and width, per channel).
+// steps, or the height and width, per channel). In float, an Embedding without bags runs worker/cpu's
+// row gather and scatter-add (CPU-level dispatch).
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "worker/cpu/cpu_kernels.h"
 #include "worker/graph/layer_factories.h"
 
 namespace pstrain {
@@ -17,7 +22,7 @@ class EmbeddingLayer : public GraphLayer<T> {
     const int64_t rows = w[0]->shape[0];  // input_dim, or the rows a batch touches (ids: positions)
     std::vector<int64_t> shape = in[0]->shape;
     shape.push_back(dim_);
-    out->Reset(shape);
+    out->Resize(shape);
     const T* table = w[0]->data.data();
     bags_ = nullptr;
     if (options.bags != nullptr) {
@@ -32,7 +37,10 @@ class EmbeddingLayer : public GraphLayer<T> {
                                                      " ids per example"));
     }
     ids_.assign(in[0]->data.size(), -1);  // -1: a bag's place
-    std::fill(out->data.begin(), out->data.end(), T(0));
+    // float without bags: worker/cpu's row gather and scatter-add, by int32 position.
+    gathers_ = std::is_same_v<T, float> && bags_ == nullptr && rows <= std::numeric_limits<int32_t>::max();
+    if (gathers_) positions_.resize(ids_.size());
+    if (bags_ != nullptr) std::fill(out->data.begin(), out->data.end(), T(0));  // bags add into it
     for (size_t i = 0; i < ids_.size(); ++i) {
       const int64_t b = static_cast<int64_t>(i) / columns, col = static_cast<int64_t>(i) % columns;
       T* o = out->data.data() + i * dim_;
@@ -55,7 +63,17 @@ class EmbeddingLayer : public GraphLayer<T> {
                                                        " is not an integer in [0, ", rows, "), its table's rows"));
       }
       ids_[i] = static_cast<int64_t>(v);
-      std::copy(table + ids_[i] * dim_, table + (ids_[i] + 1) * dim_, o);
+      if (gathers_) {
+        positions_[i] = static_cast<int32_t>(ids_[i]);
+      } else {
+        std::copy(table + ids_[i] * dim_, table + (ids_[i] + 1) * dim_, o);
+      }
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (gathers_) {
+        const int64_t n = static_cast<int64_t>(positions_.size());
+        ActiveCpuKernels().gather_rows(table, positions_.data(), 1, n, dim_, out->data.data(), dim_);
+      }
     }
     columns_ = columns;
     return absl::OkStatus();
@@ -67,6 +85,13 @@ class EmbeddingLayer : public GraphLayer<T> {
                 const Array<T>& dout, const std::vector<Array<T>*>&, const std::vector<Array<T>*>& dw) override {
     if (dw[0] == nullptr) return;
     T* g = dw[0]->data.data();
+    if constexpr (std::is_same_v<T, float>) {
+      if (gathers_) {
+        const int64_t n = static_cast<int64_t>(positions_.size());
+        ActiveCpuKernels().scatter_add_rows(dout.data.data(), dim_, positions_.data(), 1, n, dim_, g);
+        return;
+      }
+    }
     for (size_t i = 0; i < ids_.size(); ++i) {
       const T* d = dout.data.data() + i * dim_;
       if (ids_[i] >= 0) {
@@ -87,6 +112,8 @@ class EmbeddingLayer : public GraphLayer<T> {
   std::string name_;
   int64_t dim_;
   std::vector<int64_t> ids_;  // the last Forward's ids; -1 where a bag was combined
+  bool gathers_ = false;          // the last Forward ran the row kernels (float, no bags)
+  std::vector<int32_t> positions_;  // then: its ids as the kernels take them
   // The last Forward's bags by input column (ForwardOptions keeps them alive), or null.
   const std::vector<EmbeddingBags>* bags_ = nullptr;
   int64_t columns_ = 1;
