@@ -162,19 +162,14 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, KerasFixtureTest,
                                            "keras2_two_tower", "keras3_deepfm", "keras3_wide_deep",
                                            "keras3_two_tower"));
 
-// One tensor fed twice to a layer (Multiply([h, h]), Cross(h, h)): both gradients reach it.
-TEST(GraphExecutorTest, ATensorUsedTwiceGetsBothGradients) {
-  const ModelGraph graph = MustRead(R"({"class_name": "Functional", "config": {"name": "m", "layers": [
-    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 3], "name": "x"}, "name": "x", "inbound_nodes": []},
-    {"class_name": "Dense", "config": {"units": 3}, "name": "h", "inbound_nodes": [[["x", 0, 0, {}]]]},
-    {"class_name": "Multiply", "config": {}, "name": "sq", "inbound_nodes": [[["h", 0, 0, {}], ["h", 0, 0, {}]]]},
-    {"class_name": "Cross", "config": {}, "name": "c", "inbound_nodes": [[["sq", 0, 0, {"x": ["h", 0, 0]}]]]},
-    {"class_name": "Add", "config": {}, "name": "sum", "inbound_nodes": [[["c", 0, 0, {}], ["h", 0, 0, {}]]]}],
-    "input_layers": [["x", 0, 0]], "output_layers": [["sum", 0, 0]]}})");
-  std::mt19937 rng(4);
+// The gradients of sum(output * r) (r random) with respect to `names` on random variables and a
+// random input of `x_shape`, against finite differences in double.
+void ExpectGradientsOfRandomLoss(const ModelGraph& graph, const std::vector<int64_t>& x_shape, uint32_t seed,
+                                 const std::vector<const char*>& names) {
+  std::mt19937 rng(seed);
   NamedArrays<double> vars;
   for (const GraphVariableSpec& v : graph.variables) vars[v.name] = RandomArray<double>(v.shape, &rng);
-  const std::vector<Array<double>> x = {RandomArray<double>({2, 3}, &rng)};
+  const std::vector<Array<double>> x = {RandomArray<double>(x_shape, &rng)};
   GraphExecutor<double> exec(graph);
   absl::StatusOr<const Array<double>*> out = exec.Forward(x, vars, ForwardOptions());
   ASSERT_TRUE(out.ok()) << out.status();
@@ -187,9 +182,19 @@ TEST(GraphExecutorTest, ATensorUsedTwiceGetsBothGradients) {
     for (int64_t i = 0; i < o->size(); ++i) s += o->data[i] * r.data[i];
     return s;
   };
-  for (const char* name : {"h/kernel", "h/bias", "c/dense/kernel", "c/dense/bias"}) {
-    ExpectGradient(name, &vars[name].data, grads[name].data, loss);
-  }
+  for (const char* name : names) ExpectGradient(name, &vars[name].data, grads[name].data, loss);
+}
+
+// One tensor fed twice to a layer (Multiply([h, h]), Cross(h, h)): both gradients reach it.
+TEST(GraphExecutorTest, ATensorUsedTwiceGetsBothGradients) {
+  const ModelGraph graph = MustRead(R"({"class_name": "Functional", "config": {"name": "m", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 3], "name": "x"}, "name": "x", "inbound_nodes": []},
+    {"class_name": "Dense", "config": {"units": 3}, "name": "h", "inbound_nodes": [[["x", 0, 0, {}]]]},
+    {"class_name": "Multiply", "config": {}, "name": "sq", "inbound_nodes": [[["h", 0, 0, {}], ["h", 0, 0, {}]]]},
+    {"class_name": "Cross", "config": {}, "name": "c", "inbound_nodes": [[["sq", 0, 0, {"x": ["h", 0, 0]}]]]},
+    {"class_name": "Add", "config": {}, "name": "sum", "inbound_nodes": [[["c", 0, 0, {}], ["h", 0, 0, {}]]]}],
+    "input_layers": [["x", 0, 0]], "output_layers": [["sum", 0, 0]]}})");
+  ExpectGradientsOfRandomLoss(graph, {2, 3}, 4, {"h/kernel", "h/bias", "c/dense/kernel", "c/dense/bias"});
 }
 
 // Concatenate writes its inputs' gradients: a tensor it takes twice, and that also feeds another
@@ -203,25 +208,7 @@ TEST(GraphExecutorTest, ConcatenateOfATensorTakenTwiceGivesItEveryGradient) {
      "inbound_nodes": [[["h", 0, 0, {}], ["sq", 0, 0, {}], ["h", 0, 0, {}], ["x", 0, 0, {}]]]},
     {"class_name": "Dense", "config": {"units": 2}, "name": "out", "inbound_nodes": [[["cat", 0, 0, {}]]]}],
     "input_layers": [["x", 0, 0]], "output_layers": [["out", 0, 0]]}})");
-  std::mt19937 rng(6);
-  NamedArrays<double> vars;
-  for (const GraphVariableSpec& v : graph.variables) vars[v.name] = RandomArray<double>(v.shape, &rng);
-  const std::vector<Array<double>> x = {RandomArray<double>({3, 3}, &rng)};
-  GraphExecutor<double> exec(graph);
-  absl::StatusOr<const Array<double>*> out = exec.Forward(x, vars, ForwardOptions());
-  ASSERT_TRUE(out.ok()) << out.status();
-  const Array<double> r = RandomArray<double>((*out)->shape, &rng);
-  NamedArrays<double> grads;
-  ASSERT_TRUE(exec.Backward(r, &grads).ok());
-  auto loss = [&]() {
-    const Array<double>* o = *exec.Forward(x, vars, ForwardOptions());
-    double s = 0;
-    for (int64_t i = 0; i < o->size(); ++i) s += o->data[i] * r.data[i];
-    return s;
-  };
-  for (const char* name : {"h/kernel", "h/bias", "out/kernel", "out/bias"}) {
-    ExpectGradient(name, &vars[name].data, grads[name].data, loss);
-  }
+  ExpectGradientsOfRandomLoss(graph, {3, 3}, 6, {"h/kernel", "h/bias", "out/kernel", "out/bias"});
 }
 
 // Forward taking its inputs swaps their storage with the executor's: the same outputs as the copying
