@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/config/job_presets.h"
@@ -56,6 +57,15 @@ absl::StatusOr<LayerSpec> ParseLayer(const json& value, const std::string& path)
   ASSIGN_OR_RETURN(layer.kernel_size, f.Int("kernel_size", 0, LayerSize(conv, "Conv2D")));
   ASSIGN_OR_RETURN(layer.padding, f.String("padding", "valid", {"valid", "same"}));
   ASSIGN_OR_RETURN(layer.pool_size, f.Int("pool_size", 2, LayerSize(pool, "MaxPooling2D")));
+  // Sizes without a default: a dense layer needs units, a conv2d filters and kernel_size.
+  for (const auto& [key, value, needed] : {std::tuple<const char*, int64_t, bool>{"units", layer.units, dense},
+                                           {"filters", layer.filters, conv},
+                                           {"kernel_size", layer.kernel_size, conv}}) {
+    if (needed && value == 0) {
+      return f.Invalid(key, absl::StrCat("is required for a ", layer.type, " layer (a positive size, as Keras's ",
+                                         dense ? "Dense" : "Conv2D", " requires)"));
+    }
+  }
   ASSIGN_OR_RETURN(layer.activation, f.String("activation", "linear", {"linear", "relu", ""}));
   ASSIGN_OR_RETURN(layer.use_bias, f.Bool("use_bias", true));
   ASSIGN_OR_RETURN(layer.kernel_initializer,

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "common/config/job_presets.h"
 #include "common/config/json_util.h"
 #include "common/plan/model_variables.h"
@@ -120,6 +121,16 @@ TEST(JobSpecTest, ErrorsNameTheField) {
   auto doc = Cnn();
   doc["model"]["layers"][5]["units"] = 0;
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.layers[5].units must be positive"));
+  // Sizes without a default are required (an absent one once passed as 0 and broke the spec's own
+  // JSON round trip).
+  doc = Cnn();
+  doc["model"]["layers"][5].erase("units");
+  EXPECT_THAT(ErrorOf(doc), HasSubstr("model.layers[5].units is required for a dense layer"));
+  for (const char* key : {"filters", "kernel_size"}) {
+    doc = Cnn();
+    doc["model"]["layers"][0].erase(key);
+    EXPECT_THAT(ErrorOf(doc), HasSubstr(absl::StrCat("model.layers[0].", key, " is required for a conv2d layer")));
+  }
   doc = Cnn();
   doc["model"]["layers"][0]["type"] = "lstm";
   EXPECT_THAT(ErrorOf(doc), HasSubstr("model.layers[0].type \"lstm\" is not one of"));
