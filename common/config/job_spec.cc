@@ -57,6 +57,12 @@ absl::StatusOr<LayerSpec> ParseLayer(const json& value, const std::string& path)
   ASSIGN_OR_RETURN(layer.kernel_size, f.Int("kernel_size", 0, LayerSize(conv, "Conv2D")));
   ASSIGN_OR_RETURN(layer.padding, f.String("padding", "valid", {"valid", "same"}));
   ASSIGN_OR_RETURN(layer.pool_size, f.Int("pool_size", 2, LayerSize(pool, "MaxPooling2D")));
+  ASSIGN_OR_RETURN(layer.activation, f.String("activation", "linear", {"linear", "relu", ""}));
+  ASSIGN_OR_RETURN(layer.use_bias, f.Bool("use_bias", true));
+  ASSIGN_OR_RETURN(layer.kernel_initializer,
+                   ParseInitializer(f, "kernel_initializer", InitializerSpec{"glorot_uniform"}));
+  ASSIGN_OR_RETURN(layer.bias_initializer, ParseInitializer(f, "bias_initializer", InitializerSpec{"zeros"}));
+  RETURN_IF_ERROR(f.NoUnknownKeys());  // first: a misspelt size is named as such
   // Sizes without a default: a dense layer needs units, a conv2d filters and kernel_size.
   for (const auto& [key, value, needed] : {std::tuple<const char*, int64_t, bool>{"units", layer.units, dense},
                                            {"filters", layer.filters, conv},
@@ -66,12 +72,6 @@ absl::StatusOr<LayerSpec> ParseLayer(const json& value, const std::string& path)
                                          dense ? "Dense" : "Conv2D", " requires)"));
     }
   }
-  ASSIGN_OR_RETURN(layer.activation, f.String("activation", "linear", {"linear", "relu", ""}));
-  ASSIGN_OR_RETURN(layer.use_bias, f.Bool("use_bias", true));
-  ASSIGN_OR_RETURN(layer.kernel_initializer,
-                   ParseInitializer(f, "kernel_initializer", InitializerSpec{"glorot_uniform"}));
-  ASSIGN_OR_RETURN(layer.bias_initializer, ParseInitializer(f, "bias_initializer", InitializerSpec{"zeros"}));
-  RETURN_IF_ERROR(f.NoUnknownKeys());
   if (layer.activation == "linear") layer.activation = "";
   return layer;
 }
