@@ -1,5 +1,6 @@
 #include "common/graph/keras_initializer.h"
 
+#include <cctype>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -66,6 +67,24 @@ absl::StatusOr<InitializerSpec> ParseKerasInitializer(const json& value) {
   if (spec.stddev < 0) return absl::InvalidArgumentError("its 'stddev' must not be negative");
   if (spec.minval > spec.maxval) return absl::InvalidArgumentError("its 'minval' is larger than its 'maxval'");
   return spec;
+}
+
+json KerasInitializerJson(const InitializerSpec& spec) {
+  std::string name = spec.type;  // the class name whose type it is (the table's capitalised entry)
+  for (const auto& [key, type] : TypeByName()) {
+    if (type == spec.type && std::isupper(static_cast<unsigned char>(key[0]))) name = key;
+  }
+  json config = {{"seed", nullptr}};
+  if (spec.type == "zeros" || spec.type == "ones") {
+    config = json::object();
+  } else if (spec.type == "constant") {
+    config = {{"value", spec.value}};
+  } else if (spec.type == "random_normal" || spec.type == "truncated_normal") {
+    config.update({{"mean", spec.mean}, {"stddev", spec.stddev}});
+  } else if (spec.type == "random_uniform") {
+    config.update({{"minval", spec.minval}, {"maxval", spec.maxval}});
+  }
+  return {{"module", "keras.initializers"}, {"class_name", name}, {"config", config}, {"registered_name", nullptr}};
 }
 
 std::string InitializerKeyForWeight(const std::string& weight) {

@@ -19,6 +19,11 @@ namespace pstrain {
 // a message (without the layer: the caller names it) listing the supported classes.
 absl::StatusOr<InitializerSpec> ParseKerasInitializer(const nlohmann::json& value);
 
+// The inverse: `spec` as Keras writes it ({"module": "keras.initializers", "class_name":
+// "GlorotUniform", "config": {...}}, read by Keras 3 and by tf.keras), with the config keys its class
+// takes; seed null. REQUIRES: spec.type is one of ParseKerasInitializer's results.
+nlohmann::json KerasInitializerJson(const InitializerSpec& spec);
+
 // The config key holding the initializer of weight `weight` ("kernel" -> "kernel_initializer";
 // "dense/kernel" of a Cross layer -> "kernel_initializer") and Keras's default for it when the
 // key is absent or null.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/graph/keras_initializer.h"
 #include "common/plan/model_variables.h"
 #include "common/platform/status_macros.h"
 
@@ -13,38 +14,6 @@ namespace pstrain {
 namespace {
 
 using nlohmann::json;
-
-// Keras's class for each InitializerSpec type, with the config keys that type reads.
-json InitializerJson(const InitializerSpec& init) {
-  json config = json::object();
-  std::string name;
-  if (init.type == "zeros") {
-    name = "Zeros";
-  } else if (init.type == "ones") {
-    name = "Ones";
-  } else if (init.type == "constant") {
-    name = "Constant";
-    config["value"] = init.value;
-  } else if (init.type == "random_normal" || init.type == "truncated_normal") {
-    name = init.type == "random_normal" ? "RandomNormal" : "TruncatedNormal";
-    config = {{"seed", nullptr}, {"mean", init.mean}, {"stddev", init.stddev}};
-  } else if (init.type == "random_uniform" || init.type == "uniform") {
-    name = "RandomUniform";
-    config = {{"seed", nullptr}, {"minval", init.minval}, {"maxval", init.maxval}};
-  } else {  // the variance-scaling family: glorot_uniform -> GlorotUniform, he_normal -> HeNormal, ...
-    bool upper = true;
-    for (char c : init.type) {
-      if (c == '_') {
-        upper = true;
-        continue;
-      }
-      name += upper ? static_cast<char>(c - 'a' + 'A') : c;
-      upper = false;
-    }
-    config = {{"seed", nullptr}};
-  }
-  return {{"module", "keras.initializers"}, {"class_name", name}, {"config", config}, {"registered_name", nullptr}};
-}
 
 json ShapeJson(const std::vector<int64_t>& shape) {
   json out = json::array({nullptr});
@@ -79,7 +48,6 @@ class KerasWriter {
     return Add(class_name, name, std::move(config), from, shape);
   }
 
-  json Initializer(const InitializerSpec& init) const { return InitializerJson(init); }
   bool keras3() const { return flavor_ == KerasJsonFlavor::kKeras3; }
 
   json Model(const std::string& name, const std::string& output) const {
@@ -148,11 +116,11 @@ class KerasWriter {
 json ActivationName(const LayerSpec& layer) { return layer.activation.empty() ? "linear" : layer.activation; }
 
 // The keys Dense and Conv2D share: activation, bias, initializers, no regularizers or constraints.
-json WithKernelKeys(json config, const LayerSpec& layer, const KerasWriter& w) {
+json WithKernelKeys(json config, const LayerSpec& layer) {
   config["activation"] = ActivationName(layer);
   config["use_bias"] = layer.use_bias;
-  config["kernel_initializer"] = w.Initializer(layer.kernel_initializer);
-  config["bias_initializer"] = w.Initializer(layer.bias_initializer);
+  config["kernel_initializer"] = KerasInitializerJson(layer.kernel_initializer);
+  config["bias_initializer"] = KerasInitializerJson(layer.bias_initializer);
   for (const char* key :
        {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"}) {
     config[key] = nullptr;
@@ -163,7 +131,7 @@ json WithKernelKeys(json config, const LayerSpec& layer, const KerasWriter& w) {
 absl::Status WriteLayer(const LayerSpec& layer, const std::string& from, const std::vector<int64_t>& shape,
                         KerasWriter* w) {
   if (layer.type == "dense") {
-    return w->Layer("Dense", layer.name, WithKernelKeys({{"units", layer.units}}, layer, *w), {from}, shape);
+    return w->Layer("Dense", layer.name, WithKernelKeys({{"units", layer.units}}, layer), {from}, shape);
   }
   if (layer.type == "conv2d") {
     return w->Layer("Conv2D", layer.name,
@@ -174,7 +142,7 @@ absl::Status WriteLayer(const LayerSpec& layer, const std::string& from, const s
                                     {"data_format", "channels_last"},
                                     {"dilation_rate", {1, 1}},
                                     {"groups", 1}},
-                                   layer, *w),
+                                   layer),
                     {from}, shape);
   }
   if (layer.type == "max_pool2d") {
@@ -185,12 +153,14 @@ absl::Status WriteLayer(const LayerSpec& layer, const std::string& from, const s
                      {"data_format", "channels_last"}},
                     {from}, shape);
   }
-  if (layer.type == "flatten") return w->Layer("Flatten", layer.name, {{"data_format", "channels_last"}}, {from}, shape);
+  if (layer.type == "flatten")
+    return w->Layer("Flatten", layer.name, {{"data_format", "channels_last"}}, {from}, shape);
   if (layer.type == "relu") {
-    return w->Layer("ReLU", layer.name, {{"max_value", nullptr}, {"negative_slope", 0.0}, {"threshold", 0.0}}, {from}, shape);
+    return w->Layer("ReLU", layer.name, {{"max_value", nullptr}, {"negative_slope", 0.0}, {"threshold", 0.0}}, {from},
+                    shape);
   }
-  return absl::InvalidArgumentError(absl::StrCat("layer '", layer.name, "' has type '", layer.type,
-                                                 "', which has no Keras class here"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("layer '", layer.name, "' has type '", layer.type, "', which has no Keras class here"));
 }
 
 }  // namespace
@@ -220,7 +190,7 @@ absl::StatusOr<json> LayerModelAsKerasJson(const ModelSpec& model, KerasJsonFlav
       RETURN_IF_ERROR(w.Layer("Embedding", f.name,
                               {{"input_dim", rows},
                                {"output_dim", f.embedding_dim},
-                               {"embeddings_initializer", w.Initializer(f.embeddings_initializer)},
+                               {"embeddings_initializer", KerasInitializerJson(f.embeddings_initializer)},
                                {"embeddings_regularizer", nullptr},
                                {"activity_regularizer", nullptr},
                                {"embeddings_constraint", nullptr},
@@ -269,7 +239,8 @@ absl::StatusOr<ModelSpec> LayerModelAsGraph(const ModelSpec& model, KerasJsonFla
   }
   RETURN_IF_ERROR(SetKerasModel(doc, "the layer list's Keras model", &out));
   out.from_logits = true;  // a layer list's output is logits, whatever its last activation
-  for (size_t c = 0; c < out.fields.size() && c < model.fields.size(); ++c) out.fields[c].combiner = model.fields[c].combiner;
+  for (size_t c = 0; c < out.fields.size() && c < model.fields.size(); ++c)
+    out.fields[c].combiner = model.fields[c].combiner;
   return out;
 }
 

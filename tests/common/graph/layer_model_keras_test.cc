@@ -8,6 +8,7 @@
 #include <map>
 
 #include "common/config/job_spec.h"
+#include "common/graph/keras_initializer.h"
 #include "common/plan/model_variables.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -96,6 +97,38 @@ TEST_P(LayerModelKerasTest, LayerTypesAndOptionsBecomeKerasConfigs) {
   EXPECT_EQ(vars[1].initializer.type, "ones");
   EXPECT_EQ(vars[2].initializer.type, "random_normal");
   EXPECT_DOUBLE_EQ(vars[2].initializer.stddev, 0.2);
+}
+
+// Every initializer a layer list may name is written as Keras's class with its config, and reads
+// back to the same spec.
+TEST(KerasInitializerJsonTest, EveryTypeRoundTripsThroughTheReader) {
+  const std::map<std::string, std::string> classes = {
+      {"zeros", "Zeros"}, {"ones", "Ones"}, {"constant", "Constant"}, {"random_normal", "RandomNormal"},
+      {"random_uniform", "RandomUniform"}, {"truncated_normal", "TruncatedNormal"},
+      {"glorot_uniform", "GlorotUniform"}, {"glorot_normal", "GlorotNormal"}, {"he_normal", "HeNormal"},
+      {"he_uniform", "HeUniform"}, {"lecun_normal", "LecunNormal"}, {"lecun_uniform", "LecunUniform"}};
+  for (const auto& [type, class_name] : classes) {
+    InitializerSpec spec{type};
+    spec.value = 0.25;
+    spec.mean = 0.5;
+    spec.stddev = 0.125;
+    spec.minval = -0.75;
+    spec.maxval = 0.375;
+    const json doc = KerasInitializerJson(spec);
+    EXPECT_EQ(doc["class_name"], class_name);
+    auto back = ParseKerasInitializer(doc);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->type, type);
+    if (type == "constant") EXPECT_EQ(back->value, 0.25);
+    if (type == "random_normal" || type == "truncated_normal") {
+      EXPECT_EQ(back->mean, 0.5);
+      EXPECT_EQ(back->stddev, 0.125);
+    }
+    if (type == "random_uniform") {
+      EXPECT_EQ(back->minval, -0.75);
+      EXPECT_EQ(back->maxval, 0.375);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavors, LayerModelKerasTest,
