@@ -36,12 +36,17 @@ class EmbeddingLayer : public GraphLayer<T> {
                                                      in[0]->data.size() / std::max<int64_t>(batch, 1),
                                                      " ids per example"));
     }
-    ids_.assign(in[0]->data.size(), -1);  // -1: a bag's place
-    // float without bags: worker/cpu's row gather and scatter-add, by int32 position.
+    // float without bags: worker/cpu's row gather and scatter-add, by int32 position (positions_);
+    // else row by row, by id (ids_, -1 where a bag is combined).
     gathers_ = std::is_same_v<T, float> && bags_ == nullptr && rows <= std::numeric_limits<int32_t>::max();
-    if (gathers_) positions_.resize(ids_.size());
+    const size_t n = in[0]->data.size();
+    if (gathers_) {
+      positions_.resize(n);
+    } else {
+      ids_.assign(n, -1);
+    }
     if (bags_ != nullptr) std::fill(out->data.begin(), out->data.end(), T(0));  // bags add into it
-    for (size_t i = 0; i < ids_.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
       const int64_t b = static_cast<int64_t>(i) / columns, col = static_cast<int64_t>(i) % columns;
       T* o = out->data.data() + i * dim_;
       if (bags_ != nullptr && (*bags_)[col].offsets != nullptr) {
@@ -62,17 +67,17 @@ class EmbeddingLayer : public GraphLayer<T> {
         return absl::InvalidArgumentError(absl::StrCat("layer '", name_, "' (Embedding): id ", static_cast<double>(v),
                                                        " is not an integer in [0, ", rows, "), its table's rows"));
       }
-      ids_[i] = static_cast<int64_t>(v);
       if (gathers_) {
-        positions_[i] = static_cast<int32_t>(ids_[i]);
-      } else {
-        std::copy(table + ids_[i] * dim_, table + (ids_[i] + 1) * dim_, o);
+        positions_[i] = static_cast<int32_t>(v);
+        continue;
       }
+      ids_[i] = static_cast<int64_t>(v);
+      std::copy(table + ids_[i] * dim_, table + (ids_[i] + 1) * dim_, o);
     }
     if constexpr (std::is_same_v<T, float>) {
       if (gathers_) {
-        const int64_t n = static_cast<int64_t>(positions_.size());
-        ActiveCpuKernels().gather_rows(table, positions_.data(), 1, n, dim_, out->data.data(), dim_);
+        ActiveCpuKernels().gather_rows(table, positions_.data(), 1, static_cast<int64_t>(n), dim_, out->data.data(),
+                                       dim_);
       }
     }
     columns_ = columns;
@@ -111,9 +116,9 @@ class EmbeddingLayer : public GraphLayer<T> {
  private:
   std::string name_;
   int64_t dim_;
-  std::vector<int64_t> ids_;  // the last Forward's ids; -1 where a bag was combined
-  bool gathers_ = false;          // the last Forward ran the row kernels (float, no bags)
-  std::vector<int32_t> positions_;  // then: its ids as the kernels take them
+  bool gathers_ = false;             // the last Forward ran the row kernels (float, no bags)
+  std::vector<int32_t> positions_;   // then: its ids as the kernels take them
+  std::vector<int64_t> ids_;         // else: its ids; -1 where a bag was combined
   // The last Forward's bags by input column (ForwardOptions keeps them alive), or null.
   const std::vector<EmbeddingBags>* bags_ = nullptr;
   int64_t columns_ = 1;
